@@ -1,0 +1,59 @@
+#pragma once
+// The CNI result in a version-neutral form, with conversion to and from every supported version.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rdmanet::cni {
+
+struct Interface {
+    std::string name;
+    std::string mac;
+    std::optional<unsigned> mtu;      // 1.1.0
+    std::string sandbox;
+    std::string socket_path;          // 1.1.0
+    std::string pci_id;               // 1.1.0
+};
+
+struct IpConfig {
+    std::string address;              // CIDR with host bits, e.g. "10.1.0.5/24"
+    std::string gateway;              // may be empty
+    std::optional<int> interface;     // index into interfaces
+};
+
+struct Route {
+    std::string dst;                  // CIDR
+    std::string gw;                   // may be empty
+    std::optional<unsigned> mtu, advmss, priority, table, scope;   // 1.1.0
+};
+
+struct Dns {
+    std::vector<std::string> nameservers;
+    std::string domain;
+    std::vector<std::string> search;
+    std::vector<std::string> options;
+    bool empty() const { return nameservers.empty() && domain.empty() && search.empty() && options.empty(); }
+};
+
+struct Result {
+    std::string cni_version;
+    std::vector<Interface> interfaces;
+    std::vector<IpConfig> ips;
+    std::vector<Route> routes;
+    Dns dns;
+};
+
+// Reads a result of any supported version (0.3.0's "ip" spelling accepted, "ips[].version"
+// ignored). Throws Error(decode_failure) naming the bad field.
+Result result_from_json(const nlohmann::json& j);
+// Emits `r` in `version`: 0.3.x/0.4.0 with ips[].version and "dns":{} always; 1.0.0 without
+// version; 1.1.0 adds interface mtu/socketPath/pciID and route extras. Unknown -> Error code 1.
+nlohmann::json result_to_json(const Result& r, std::string_view version);
+
+Dns dns_from_json(const nlohmann::json& j);
+nlohmann::json dns_to_json(const Dns& dns);
+
+}  // namespace rdmanet::cni

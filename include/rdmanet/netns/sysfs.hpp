@@ -1,0 +1,34 @@
+#pragma once
+// sysfs reads through a configurable root, so tests can build a fake PCI/VF tree.
+#include <optional>
+#include <utility>
+#include <string>
+#include <vector>
+
+namespace rdmanet::netns {
+
+class Sysfs {
+public:
+    explicit Sysfs(std::string root = "/sys") : root_(std::move(root)) {}
+    const std::string& root() const { return root_; }
+
+    bool pci_device_exists(const std::string& pci) const;       // bus/pci/devices/<pci>
+    bool aux_device_exists(const std::string& id) const;        // bus/auxiliary/devices/<id>
+    // Netdev names of a PCI function: bus/pci/devices/<pci>/net/* then .../virtio*/net/*, sorted.
+    std::vector<std::string> pci_netdevs(const std::string& pci) const;
+    std::vector<std::string> aux_netdevs(const std::string& id) const;
+    // Entries of <kernelpath>/net (kernelpath is absolute under /sys/devices, re-rooted).
+    std::vector<std::string> kernelpath_netdevs(const std::string& kernelpath) const;
+    // basename of bus/pci/devices/<pci>/driver, nullopt when unbound.
+    std::optional<std::string> pci_driver(const std::string& pci) const;
+    // PCI address of a netdev: basename of class/net/<ifname>/device, nullopt for virtual links.
+    std::optional<std::string> netdev_pci_address(const std::string& ifname) const;
+
+private:
+    std::string root_;
+};
+
+// Writes /proc/sys/<key> (key like "net/ipv4/conf/net1/arp_notify") in the CURRENT netns.
+void write_sysctl(const std::string& key, const std::string& value);
+
+}  // namespace rdmanet::netns

@@ -1,0 +1,99 @@
+#include "rdmanet/netns/ip.hpp"
+
+#include <arpa/inet.h>
+#include <charconv>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+namespace rdmanet::netns {
+
+std::optional<IpAddress> IpAddress::parse(std::string_view text) {
+    // inet_pton needs a NUL-terminated string; the longest valid IPv6 text is 45 characters.
+    if (text.empty() || text.size() > INET6_ADDRSTRLEN) return std::nullopt;
+    char buf[INET6_ADDRSTRLEN + 1] = {};
+    text.copy(buf, text.size());
+    IpAddress ip;
+    if (text.find(':') == std::string_view::npos) {
+        if (inet_pton(AF_INET, buf, ip.bytes_.data()) != 1) return std::nullopt;
+        ip.family_ = Family::v4;
+    } else {
+        if (inet_pton(AF_INET6, buf, ip.bytes_.data()) != 1) return std::nullopt;
+        ip.family_ = Family::v6;
+    }
+    return ip;
+}
+
+IpAddress IpAddress::from_u128(Family family, uint128 value) {
+    IpAddress ip;
+    ip.family_ = family;
+    const std::size_t n = ip.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        ip.bytes_[n - 1 - i] = static_cast<std::uint8_t>(value & 0xff);
+        value >>= 8;
+    }
+    return ip;
+}
+
+int IpAddress::af() const { return is_v4() ? AF_INET : AF_INET6; }
+
+uint128 IpAddress::to_u128() const {
+    uint128 value = 0;
+    for (std::size_t i = 0; i < size(); ++i) value = (value << 8) | bytes_[i];
+    return value;
+}
+
+std::string IpAddress::str() const {
+    char buf[INET6_ADDRSTRLEN] = {};
+    inet_ntop(af(), bytes_.data(), buf, sizeof buf);
+    return buf;
+}
+
+namespace {
+uint128 host_mask(int bits, int prefix) {
+    const int host_bits = bits - prefix;
+    if (host_bits <= 0) return 0;
+    if (host_bits >= 128) return ~uint128{0};
+    return (uint128{1} << host_bits) - 1;
+}
+}  // namespace
+
+std::optional<IpNetwork> IpNetwork::parse(std::string_view cidr) {
+    const auto slash = cidr.find('/');
+    if (slash == std::string_view::npos) return std::nullopt;
+    auto ip = IpAddress::parse(cidr.substr(0, slash));
+    if (!ip) return std::nullopt;
+    const auto digits = cidr.substr(slash + 1);
+    if (digits.empty() || digits.size() > 3) return std::nullopt;
+    int prefix = -1;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), prefix);
+    if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
+    if (prefix < 0 || prefix > ip->bits()) return std::nullopt;
+    return IpNetwork{*ip, prefix};
+}
+
+std::optional<IpNetwork> IpNetwork::parse_address_or_cidr(std::string_view text) {
+    if (text.find('/') != std::string_view::npos) return parse(text);
+    auto ip = IpAddress::parse(text);
+    if (!ip) return std::nullopt;
+    return IpNetwork{*ip, ip->bits()};
+}
+
+IpNetwork IpNetwork::masked() const {
+    const uint128 value = address.to_u128() & ~host_mask(address.bits(), prefix);
+    return IpNetwork{IpAddress::from_u128(address.family(), value), prefix};
+}
+
+IpAddress IpNetwork::last() const {
+    const uint128 value = address.to_u128() | host_mask(address.bits(), prefix);
+    return IpAddress::from_u128(address.family(), value);
+}
+
+bool IpNetwork::contains(const IpAddress& ip) const {
+    if (ip.family() != address.family()) return false;
+    const uint128 mask = ~host_mask(address.bits(), prefix);
+    return (ip.to_u128() & mask) == (address.to_u128() & mask);
+}
+
+std::string IpNetwork::str() const { return address.str() + "/" + std::to_string(prefix); }
+
+}  // namespace rdmanet::netns
