@@ -10,6 +10,8 @@ namespace rdmanet::netns {
 std::optional<IpAddress> IpAddress::parse(std::string_view text) {
     // inet_pton needs a NUL-terminated string; the longest valid IPv6 text is 45 characters.
     if (text.empty() || text.size() > INET6_ADDRSTRLEN) return std::nullopt;
+    // inet_pton would stop at an embedded NUL and accept "1.2.3.4\0junk".
+    if (text.find('\0') != std::string_view::npos) return std::nullopt;
     char buf[INET6_ADDRSTRLEN + 1] = {};
     text.copy(buf, text.size());
     IpAddress ip;
@@ -64,6 +66,10 @@ std::optional<IpNetwork> IpNetwork::parse(std::string_view cidr) {
     if (!ip) return std::nullopt;
     const auto digits = cidr.substr(slash + 1);
     if (digits.empty() || digits.size() > 3) return std::nullopt;
+    // Decimal digits only: from_chars would take a sign ("/-0" as /0). Leading zeros ("/08")
+    // stay accepted, as Go's net.ParseCIDR (and so whereabouts) accepts them.
+    for (char c : digits)
+        if (c < '0' || c > '9') return std::nullopt;
     int prefix = -1;
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), prefix);
     if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;

@@ -68,16 +68,29 @@ struct NetConf {
     std::optional<std::vector<AttachmentKey>> valid_attachments;
     nlohmann::json raw;                                  // the whole stdin object
 
-    // runtimeConfig.mac > CNI_ARGS MAC= > mode-level mac; nullopt when none.
+    // runtimeConfig.mac > CNI_ARGS MAC= > mode-level mac (macvlan's `mac`); nullopt when none.
+    // Lower-cased. Throws Error(invalid_environment) when the CNI_ARGS MAC it would use is not an
+    // assignable MAC (the config's MACs are checked by parse_net_conf).
     std::optional<std::string> requested_mac(const CniArgs& args) const;
 };
 
-// Parses and validates stdin for `command`. Errors: decode failure (6) for malformed JSON or a
-// key of the wrong JSON type, invalid config (7) for bad values (unknown mode, missing master or
-// device, bad MAC, bad name), incompatible version (1) for an unsupported cniVersion or a verb the
-// version does not have (CHECK < 0.4.0, GC/STATUS < 1.1.0). The message names the key and what to
-// write instead. DEL is lenient: only cniVersion and name must be valid, so an attachment can
-// always be torn down even if its config has since become invalid.
+// Parses and validates stdin for `command`. Errors: decode failure (6) for JSON that does not
+// parse (or nests too deep) or is not an object; invalid config (7) for a known key of the wrong
+// JSON type or with a bad value (unknown mode, missing master or device, bad MAC, bad name,
+// CHECK without prevResult); incompatible version (1) for a missing or unsupported cniVersion or
+// a verb the version does not have (CHECK < 0.4.0, GC/STATUS < 1.1.0). The message names the key
+// and what to write instead. Unknown keys are ignored (Multus and libcni inject some).
+// Only ADD and CHECK are strict. DEL, GC, STATUS (and VERSION/none, should a caller pass them)
+// are lenient: only cniVersion and name must be valid and every other key is best effort (a bad
+// one keeps its default, a missing/bad mode leaves Mode::macvlan), so an attachment can always be
+// torn down even if its config has since become invalid. GC alone still rejects a malformed
+// cni.dev/valid-attachments, because guessing there could release live attachments.
+// Normalised on the way in: MACs, GUIDs and PCI addresses are lower-cased; a plain decimal
+// deviceID (the RDMA shared device plugin's "0".."N-1") is not a device and is skipped.
 NetConf parse_net_conf(std::string_view stdin_bytes, Command command);
+
+// The cniVersion to print in a VERSION reply or an error: stdin's cniVersion when it is a
+// plausible version string (digits and dots), else kLatestVersion. Never throws.
+std::string reply_version(std::string_view stdin_bytes);
 
 }  // namespace rdmanet::cni

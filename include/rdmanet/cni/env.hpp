@@ -25,9 +25,11 @@ using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 EnvLookup process_env_lookup();   // getenv-based
 
 // Throws Error: code 4 naming the missing/invalid variables (skel's rules: CNI_PATH for
-// ADD/CHECK/DEL/GC/STATUS, CNI_NETNS for ADD/CHECK, CONTAINERID+IFNAME for ADD/CHECK/DEL),
-// code 4 for an unknown CNI_COMMAND; code 3 for an empty container id where one is required.
-// CNI_COMMAND unset -> command none (caller prints the about text, exit 0).
+// ADD/CHECK/DEL/GC, CNI_NETNS for ADD/CHECK, CONTAINERID+IFNAME for ADD/CHECK/DEL; STATUS and
+// VERSION need nothing but CNI_COMMAND), code 4 for an unknown CNI_COMMAND, a container id
+// outside the charset or an unusable CNI_IFNAME; code 3 for a container id that is set but empty
+// where one is required (unset is a missing variable, code 4).
+// CNI_COMMAND unset or empty -> command none (caller prints the about text, exit 0).
 Environment parse_environment(const EnvLookup& lookup);
 
 Command parse_command(std::string_view text);   // none when unknown
@@ -35,7 +37,8 @@ std::string_view command_name(Command command);
 
 // Identifier checks shared by env and config validation (they reach file paths and netlink).
 bool is_valid_container_id(std::string_view id);   // ^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$
-bool is_valid_ifname(std::string_view name);       // 1-15 chars, not . or .., no / : whitespace
+bool is_valid_ifname(std::string_view name);       // 1-15 bytes, not . or .., no / : whitespace
+                                                   // or control characters
 bool is_valid_network_name(std::string_view name); // container-id charset, <= 253 chars
 
 }  // namespace rdmanet::cni

@@ -12,7 +12,8 @@ namespace rdmanet::cni {
 
 // Returns the plugin's parsed stdout (null when it printed nothing, as DEL/CHECK may).
 // Throws Error: the plugin's own CNI error (code/msg/details passed through) when it exits
-// non-zero with an error JSON; ipam_failure naming the plugin and its stderr otherwise;
+// non-zero with an error JSON; ipam_failure naming the plugin and its stderr otherwise, and also
+// when it exits 0 with output that is not JSON (bounded: depth, 4 MiB);
 // invalid_config when `type` is not a plain file name or is not found in CNI_PATH;
 // timeout (the child is killed) when it runs longer than `timeout`.
 nlohmann::json exec_plugin(const std::string& type, Command command, const Environment& env,

@@ -47,10 +47,15 @@ struct Result {
 };
 
 // Reads a result of any supported version (0.3.0's "ip" spelling accepted, "ips[].version"
-// ignored). Throws Error(decode_failure) naming the bad field.
+// ignored, a missing cniVersion accepted as libcni fills it in). Checks what later steps rely on:
+// addresses and route destinations in CIDR notation, gateways as IPs, ips[].interface inside
+// interfaces when any are listed. Throws Error(decode_failure) naming the bad field
+// ("result.ips[0].address ..."); an unsupported cniVersion is such a bad field.
 Result result_from_json(const nlohmann::json& j);
-// Emits `r` in `version`: 0.3.x/0.4.0 with ips[].version and "dns":{} always; 1.0.0 without
-// version; 1.1.0 adds interface mtu/socketPath/pciID and route extras. Unknown -> Error code 1.
+// Emits `r` in `version`: 0.3.x/0.4.0 with ips[].version (from the address family) and
+// "dns":{} always; 1.0.0 without version and without an empty dns; 1.1.0 adds interface
+// mtu/socketPath/pciID and route extras. Empty strings, unset optionals and empty lists are
+// omitted. Unknown version -> Error code 1.
 nlohmann::json result_to_json(const Result& r, std::string_view version);
 
 Dns dns_from_json(const nlohmann::json& j);

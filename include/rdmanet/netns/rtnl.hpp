@@ -32,7 +32,7 @@ struct MacvlanSpec {
     int master_index = 0;       // ifindex of the master in THIS socket's netns
     MacvlanMode mode = MacvlanMode::bridge;
     unsigned mtu = 0;           // 0 = inherit the master's
-    std::string mac;            // empty = kernel-chosen
+    std::string mac;            // empty = kernel-chosen; passthru ignores it (master's MAC)
     int target_netns_fd = -1;   // created directly in this netns when >= 0 (IFLA_NET_NS_FD)
 };
 
@@ -56,6 +56,9 @@ public:
     Rtnl& operator=(const Rtnl&) = delete;
 
     // Lookups return nullopt when the link does not exist (ENODEV), throw on other errors.
+    // The kernel resolves a name through alternative names too: link_by_name("x") can return
+    // a link whose `name` differs and whose `altnames` hold "x" (such a name is not free).
+    // Names of IFNAMSIZ characters or more can only be altnames and are looked up as such.
     std::optional<LinkInfo> link_by_name(const std::string& name);
     std::optional<LinkInfo> link_by_index(int index);
     // Full dump; dumps interrupted by NLM_F_DUMP_INTR are retried (up to 5 attempts).
@@ -64,6 +67,9 @@ public:
     void create_macvlan(const MacvlanSpec& spec);
     // One RTM_SETLINK with IFLA_NET_NS_FD and, when new_name is non-empty, IFLA_IFNAME: the kernel
     // moves the link and renames it inside the target namespace in a single call.
+    // Not atomic when new_name is taken in the target: if the link's current name is free there,
+    // the kernel moves it, then fails the rename with EEXIST, leaving the link in the target
+    // under its old name. If both names are taken (or an altname of the link is), nothing moves.
     void move_link(int index, int netns_fd, const std::string& new_name = "");
     void rename_link(int index, const std::string& name);
     void set_up(int index, bool up);
@@ -71,14 +77,22 @@ public:
     void set_mac(int index, const std::string& mac);
     void set_alias(int index, const std::string& alias);   // empty clears it
     void delete_link(int index);
-    // RTM_DELLINKPROP with IFLA_PROP_LIST/IFLA_ALT_IFNAME; ENOENT/ENODATA are not errors.
+    // RTM_DELLINKPROP with IFLA_PROP_LIST/IFLA_ALT_IFNAME; ENOENT/ENODATA are not errors, nor is
+    // the kernel's EINVAL for a name that is not an altname of this link (its primary name, or
+    // a name of another link): afterwards the link does not carry `altname` either way.
     void delete_altname(int index, const std::string& altname);
 
-    // nodad sets IFA_F_NODAD (IPv6) so the address is usable at once.
+    // nodad sets IFA_F_NODAD (IPv6) so the address is usable at once. IPv4 addresses shorter
+    // than /31 get their broadcast address. EEXIST when the link already has the address.
     void add_address(int index, const IpNetwork& address, bool nodad = true);
+    // Every address of the link, both families, IPv6 link-local included, in kernel order.
     std::vector<IpNetwork> addresses(int index);
+    // RTPROT_BOOT unicast route; host bits of `dst` are masked off; EEXIST when it exists.
     void add_route(const RouteInfo& route);
-    std::vector<RouteInfo> routes(int ifindex);   // main table, both families
+    // Unicast routes of the main table, both families, whose nexthop (the first one on the
+    // link, for multipath) leaves through `ifindex`; ifindex <= 0 lists them for all links.
+    // The kernel stores IPv6 routes added with priority 0 under metric 1024.
+    std::vector<RouteInfo> routes(int ifindex);
 
 private:
     struct Impl;

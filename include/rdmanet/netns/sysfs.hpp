@@ -1,5 +1,6 @@
 #pragma once
 // sysfs reads through a configurable root, so tests can build a fake PCI/VF tree.
+// Identifiers come from configs: one that could leave its directory ("..", "/") finds nothing.
 #include <optional>
 #include <utility>
 #include <string>
@@ -17,11 +18,13 @@ public:
     // Netdev names of a PCI function: bus/pci/devices/<pci>/net/* then .../virtio*/net/*, sorted.
     std::vector<std::string> pci_netdevs(const std::string& pci) const;
     std::vector<std::string> aux_netdevs(const std::string& id) const;
-    // Entries of <kernelpath>/net (kernelpath is absolute under /sys/devices, re-rooted).
+    // Entries of <kernelpath>/net (kernelpath is absolute under /sys/devices, re-rooted);
+    // empty for any other path.
     std::vector<std::string> kernelpath_netdevs(const std::string& kernelpath) const;
     // basename of bus/pci/devices/<pci>/driver, nullopt when unbound.
     std::optional<std::string> pci_driver(const std::string& pci) const;
-    // PCI address of a netdev: basename of class/net/<ifname>/device, nullopt for virtual links.
+    // PCI address of a netdev: basename of class/net/<ifname>/device (for virtio-net, of its
+    // parent); nullopt for virtual links and for non-PCI parents (auxiliary SFs).
     std::optional<std::string> netdev_pci_address(const std::string& ifname) const;
 
 private:
@@ -29,6 +32,8 @@ private:
 };
 
 // Writes /proc/sys/<key> (key like "net/ipv4/conf/net1/arp_notify") in the CURRENT netns.
+// Throws KernelError: EINVAL for a key with "", "." or ".." components or a leading '/',
+// else the errno of open/write (ENOENT for an unknown key or interface).
 void write_sysctl(const std::string& key, const std::string& value);
 
 }  // namespace rdmanet::netns

@@ -1,0 +1,45 @@
+#pragma once
+// One parser per group of network configuration keys; config.cpp runs them in order. Each one
+// reads from the top-level object and fills its part of NetConf. Errors are invalid_config (7)
+// naming the key.
+#include "json_fields.hpp"
+#include "rdmanet/cni/config.hpp"
+#include "rdmanet/cni/error.hpp"
+
+namespace rdmanet::cni {
+
+// Runs one key's parser. A strict parse (ADD, CHECK) fails on the first bad key; a lenient one
+// (DEL, GC, STATUS) leaves that key at its default and goes on, so teardown never depends on a
+// config that has since become invalid.
+struct Attempt {
+    bool strict = true;
+    template <class Parse>
+    void operator()(Parse&& parse) const {
+        if (strict) {
+            parse();
+            return;
+        }
+        try {
+            parse();
+        } catch (const Error&) {
+        }
+    }
+};
+
+void parse_logging(const JsonFields& top, NetConf& conf, const Attempt& attempt);
+void parse_runtime_config(const JsonFields& top, NetConf& conf, const Attempt& attempt);
+void parse_args(const JsonFields& top, NetConf& conf, const Attempt& attempt);
+void parse_ipam(const JsonFields& top, NetConf& conf, const Attempt& attempt);
+void parse_dns(const JsonFields& top, NetConf& conf, const Attempt& attempt);
+// prevResult; `required` for CHECK.
+void parse_prev_result(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required);
+// mode; `required` on ADD/CHECK, else a missing or bad mode keeps the default.
+void parse_mode(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required);
+// The keys of conf.mode's backend; `required` enforces master / a hostdev selector.
+void parse_macvlan(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required);
+// Runs after parse_runtime_config: runtimeConfig.deviceID takes precedence.
+void parse_hostdev(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required);
+// cni.dev/valid-attachments, else the legacy cni.dev/attachments.
+void parse_valid_attachments(const JsonFields& top, NetConf& conf, const Attempt& attempt);
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,92 @@
+#include "rdmanet/cni/ipam_client.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "rdmanet/cni/error.hpp"
+#include "rdmanet/cni/exec_plugin.hpp"
+
+namespace rdmanet::cni {
+
+namespace {
+
+void require_external(const NetConf& conf) {
+    if (conf.ipam.type == kEmbeddedIpamType)
+        throw Error(ErrorCode::invalid_config, "ipam type \"rdmanet-ipam\" is not available in this build",
+                    "use an external IPAM plugin such as host-local");
+}
+
+// Plugins built with an older CNI library (Debian 12's host-local among them) refuse a 1.1.0
+// config with "incompatible CNI versions" although the IPAM exchange of ADD/DEL/CHECK is the same
+// in 1.0.0. Retrying once as 1.0.0 lets a 1.1.0 conflist use them; GC and STATUS do not exist
+// before 1.1.0, so for those the refusal stands.
+bool can_retry_as_1_0_0(const NetConf& conf, Command command, const Error& e) {
+    return e.code() == static_cast<int>(ErrorCode::incompatible_version) && conf.cni_version == "1.1.0" &&
+           (command == Command::add || command == Command::del || command == Command::check);
+}
+
+nlohmann::json exec_ipam(const NetConf& conf, const Environment& env, Command command,
+                         std::chrono::milliseconds timeout) {
+    require_external(conf);
+    try {
+        return exec_plugin(conf.ipam.type, command, env, conf.raw, timeout);
+    } catch (const Error& e) {
+        if (!can_retry_as_1_0_0(conf, command, e)) throw;
+        spdlog::info("IPAM {} does not speak 1.1.0; retrying as 1.0.0", conf.ipam.type);
+        auto downgraded = conf.raw;
+        downgraded["cniVersion"] = "1.0.0";
+        return exec_plugin(conf.ipam.type, command, env, downgraded, timeout);
+    }
+}
+
+}  // namespace
+
+bool has_ipam(const NetConf& conf) { return !conf.ipam.type.empty(); }
+
+Result ipam_add(const NetConf& conf, const Environment& env) {
+    if (!has_ipam(conf)) return Result{conf.cni_version, {}, {}, {}, {}};
+    auto out = exec_ipam(conf, env, Command::add, kIpamAddTimeout);
+    if (!out.is_object())
+        throw Error(ErrorCode::ipam_failure, "IPAM plugin " + conf.ipam.type + " returned no result");
+    auto result = result_from_json(out);
+    spdlog::info("IPAM {} allocated {} address(es)", conf.ipam.type, result.ips.size());
+    return result;
+}
+
+void ipam_del(const NetConf& conf, const Environment& env) {
+    if (!has_ipam(conf)) return;
+    exec_ipam(conf, env, Command::del, kIpamDelTimeout);
+    spdlog::info("IPAM {} released", conf.ipam.type);
+}
+
+void ipam_check(const NetConf& conf, const Environment& env) {
+    if (!has_ipam(conf)) return;
+    exec_ipam(conf, env, Command::check, kIpamDelTimeout);
+}
+
+// GC and STATUS are 1.1.0 verbs: an older IPAM plugin answers them with "unknown CNI_COMMAND"
+// (code 4) or "incompatible CNI versions" (code 1), which means "nothing to do", not a failure.
+bool is_unsupported_verb(const Error& e) {
+    return e.code() == static_cast<int>(ErrorCode::invalid_environment) ||
+           e.code() == static_cast<int>(ErrorCode::incompatible_version);
+}
+
+void ipam_gc(const NetConf& conf, const Environment& env) {
+    if (!has_ipam(conf)) return;
+    try {
+        exec_ipam(conf, env, Command::gc, kIpamDelTimeout);
+    } catch (const Error& e) {
+        if (!is_unsupported_verb(e)) throw;
+        spdlog::info("IPAM {} does not implement GC: {}", conf.ipam.type, e.msg());
+    }
+}
+
+void ipam_status(const NetConf& conf, const Environment& env) {
+    if (!has_ipam(conf)) return;
+    try {
+        exec_ipam(conf, env, Command::status, kIpamDelTimeout);
+    } catch (const Error& e) {
+        if (!is_unsupported_verb(e)) throw;
+    }
+}
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,319 @@
+// Verb dispatch and the steps shared by every backend: netns handles, IPAM, addresses, state,
+// results. The data flow of ADD follows ARCHITECTURE.md: every step pushes its undo.
+#include "rdmanet/cni/plugin.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "rdmanet/cni/attachment_state.hpp"
+#include "rdmanet/cni/backend.hpp"
+#include "rdmanet/cni/config.hpp"
+#include "rdmanet/cni/error.hpp"
+#include "rdmanet/cni/ipam_client.hpp"
+#include "rdmanet/cni/json.hpp"
+#include "rdmanet/cni/logging.hpp"
+#include "rdmanet/cni/pod_config.hpp"
+#include "rdmanet/cni/version.hpp"
+#include "rdmanet/netns/error.hpp"
+
+namespace rdmanet::cni {
+
+namespace {
+
+using netns::NetNamespace;
+using netns::Rtnl;
+
+// The sysfs root can be redirected for tests that build a fake PCI tree.
+netns::Sysfs node_sysfs() {
+    const char* root = std::getenv("RDMANET_SYSFS_ROOT");
+    return netns::Sysfs(root && *root ? root : "/sys");
+}
+
+NetNamespace open_pod_netns(const std::string& path) {
+    switch (netns::probe_netns(path)) {
+    case netns::NetnsStatus::missing:
+        throw Error(ErrorCode::invalid_environment, "CNI_NETNS \"" + path + "\" does not exist",
+                    "the pod's network namespace is gone or the path is wrong");
+    case netns::NetnsStatus::not_nsfs:
+        throw Error(ErrorCode::invalid_environment, "CNI_NETNS \"" + path + "\" is not a network namespace");
+    case netns::NetnsStatus::ok:
+        break;
+    }
+    return NetNamespace::open(path);
+}
+
+// DEL: nullopt when the pod netns is empty, gone or no longer nsfs (REFERENCE §7.1).
+std::optional<NetNamespace> open_pod_netns_if_alive(const std::string& path) {
+    if (path.empty() || netns::probe_netns(path) != netns::NetnsStatus::ok) return std::nullopt;
+    try {
+        return NetNamespace::open(path);
+    } catch (const netns::KernelError& e) {
+        spdlog::info("pod netns {} unusable ({}): treated as gone", path, e.what());
+        return std::nullopt;
+    }
+}
+
+std::unique_ptr<Rtnl> rtnl_in(const NetNamespace& ns) {
+    return netns::in_netns(ns, [] { return std::make_unique<Rtnl>(); });
+}
+
+std::optional<Mode> mode_from_name(std::string_view name) {
+    if (name == mode_name(Mode::macvlan)) return Mode::macvlan;
+    if (name == mode_name(Mode::hostdev)) return Mode::hostdev;
+    return std::nullopt;
+}
+
+PodLink backend_add(Mode mode, const AddRequest& req) {
+    return mode == Mode::hostdev ? hostdev_add(req) : macvlan_add(req);
+}
+
+void backend_del(Mode mode, const DelRequest& req) {
+    mode == Mode::hostdev ? hostdev_del(req) : macvlan_del(req);
+}
+
+void backend_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {
+    conf.mode == Mode::hostdev ? hostdev_check(conf, env, kernel, expected)
+                               : macvlan_check(conf, env, kernel, expected);
+}
+
+// Our own contribution to the result: one interface, the IPAM's addresses on it and its routes.
+Result own_result(const NetConf& conf, const Environment& env, const PodLink& link, const Result& ipam) {
+    Result r;
+    r.cni_version = conf.cni_version;
+    r.interfaces.push_back(Interface{env.ifname, link.mac, link.mtu, env.netns, "", link.pci_id});
+    for (auto ip : ipam.ips) {
+        ip.interface = 0;
+        r.ips.push_back(ip);
+    }
+    r.routes = ipam.routes;
+    r.dns = conf.dns.empty() ? ipam.dns : conf.dns;
+    return r;
+}
+
+// Chained use: the previous plugins' result with ours appended (interface indexes shifted).
+Result merge_into_prev(const NetConf& conf, const Result& own) {
+    if (!conf.prev_result) return own;
+    Result merged = *conf.prev_result;
+    merged.cni_version = conf.cni_version;
+    const int offset = static_cast<int>(merged.interfaces.size());
+    merged.interfaces.insert(merged.interfaces.end(), own.interfaces.begin(), own.interfaces.end());
+    for (auto ip : own.ips) {
+        if (ip.interface) *ip.interface += offset;
+        merged.ips.push_back(ip);
+    }
+    merged.routes.insert(merged.routes.end(), own.routes.begin(), own.routes.end());
+    if (!own.dns.empty()) merged.dns = own.dns;
+    return merged;
+}
+
+void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out) {
+    const StateStore store(StateStore::default_dir());
+    const auto host_ns = NetNamespace::current();
+    const auto pod_ns = open_pod_netns(env.netns);
+    if (pod_ns.same_as(host_ns) && !std::getenv("CNI_NETNS_OVERRIDE"))
+        throw Error(8, "CNI_NETNS " + env.netns + " is the plugin's own network namespace",
+                    "the runtime must call the plugin from the host namespace");
+    Rtnl host;
+    const auto pod = rtnl_in(pod_ns);
+    if (pod->link_by_name(env.ifname))
+        throw Error(ErrorCode::device_busy, "interface " + env.ifname + " already exists in " + env.netns,
+                    "choose another interface name for this network");
+    const auto sysfs = node_sysfs();
+    Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
+
+    AttachmentState state;
+    state.network = conf.name;
+    state.container_id = env.container_id;
+    state.ifname = env.ifname;
+    state.mode = std::string(mode_name(conf.mode));
+    state.netns = env.netns;
+    state.ipam_type = conf.ipam.type;
+
+    Rollback rollback;
+    rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
+    const Result ipam = ipam_add(conf, env);
+    rollback.push("release IPAM", [&] { ipam_del(conf, env); });
+
+    const PodLink link = backend_add(conf.mode, AddRequest{conf, env, kernel, rollback, state,
+                                                           [&] { store.save(state); }});
+    configure_pod_interface(pod_ns, *pod, link.index, env.ifname, ipam, 0);
+
+    const Result own = own_result(conf, env, link, ipam);
+    state.result = result_to_json(own, kLatestVersion);
+    state.complete = true;
+    store.save(state);
+    rollback.commit();
+    out << result_to_json(merge_into_prev(conf, own), conf.cni_version).dump() << '\n';
+}
+
+void cmd_del(const NetConf& conf, const Environment& env) {
+    const StateStore store(StateStore::default_dir());
+    const auto state = store.load(conf.name, env.container_id, env.ifname);
+    std::vector<std::string> failures;
+
+    // IPAM first: a failure later must never leak the address (REFERENCE §7.1).
+    try {
+        ipam_del(conf, env);
+    } catch (const std::exception& e) {
+        failures.push_back(std::string("IPAM release: ") + e.what());
+    }
+
+    const Mode mode = state ? mode_from_name(state->mode).value_or(conf.mode) : conf.mode;
+    try {
+        const auto host_ns = NetNamespace::current();
+        Rtnl host;
+        const auto pod_ns = open_pod_netns_if_alive(env.netns);
+        std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
+        backend_del(mode, DelRequest{env, state, host, host_ns, pod.get(), node_sysfs()});
+    } catch (const std::exception& e) {
+        failures.push_back(std::string("interface teardown: ") + e.what());
+    }
+
+    if (!failures.empty()) {
+        std::string msg = "DEL incomplete (will be retried): ";
+        for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
+        spdlog::error("{}", msg);
+        throw Error(ErrorCode::try_again, msg);   // state kept so a retry knows what to undo
+    }
+    store.remove(conf.name, env.container_id, env.ifname);
+    spdlog::info("DEL done");
+}
+
+void cmd_check(const NetConf& conf, const Environment& env) {
+    if (!conf.prev_result)
+        throw Error(ErrorCode::invalid_config, "CHECK needs prevResult", "the runtime passes the ADD result");
+    const auto& prev = *conf.prev_result;
+    int index = -1;
+    for (std::size_t i = 0; i < prev.interfaces.size(); ++i)
+        if (prev.interfaces[i].name == env.ifname && prev.interfaces[i].sandbox == env.netns)
+            index = static_cast<int>(i);
+    if (index < 0)
+        throw Error(ErrorCode::invalid_config,
+                    "prevResult has no interface " + env.ifname + " in sandbox " + env.netns);
+
+    ipam_check(conf, env);
+    const auto host_ns = NetNamespace::current();
+    const auto pod_ns = open_pod_netns(env.netns);
+    Rtnl host;
+    const auto pod = rtnl_in(pod_ns);
+    const auto sysfs = node_sysfs();
+    Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
+    backend_check(conf, env, kernel, prev.interfaces[index]);
+
+    // Addresses as the final result lists them on our interface; routes only those we added
+    // (later plugins may change routes, and CHECK verifies only what we own).
+    Result expected;
+    for (const auto& ip : prev.ips)
+        if (ip.interface && *ip.interface == index) expected.ips.push_back(ip);
+    const StateStore store(StateStore::default_dir());
+    if (auto state = store.load(conf.name, env.container_id, env.ifname)) {
+        expected.routes = result_from_json(state->result).routes;
+    }
+    auto link = pod->link_by_name(env.ifname);
+    check_pod_interface(*pod, link->index, env.ifname, expected, index);
+}
+
+void cmd_gc(const NetConf& conf, const Environment& env) {
+    if (!conf.valid_attachments) {
+        spdlog::info("GC without cni.dev/valid-attachments: nothing to do");
+        return;
+    }
+    const StateStore store(StateStore::default_dir());
+    std::vector<std::string> failures;   // one stuck attachment must not keep the others leaked
+    for (const auto& state : store.list(conf.name)) {
+        const AttachmentKey key{state.container_id, state.ifname};
+        if (std::find(conf.valid_attachments->begin(), conf.valid_attachments->end(), key) !=
+            conf.valid_attachments->end())
+            continue;
+        spdlog::info("GC: releasing stale attachment {} {}", state.container_id, state.ifname);
+        Environment stale = env;
+        stale.container_id = state.container_id;
+        stale.ifname = state.ifname;
+        stale.netns = state.netns;
+        try {
+            cmd_del(conf, stale);
+        } catch (const Error& e) {
+            failures.push_back(state.container_id + "/" + state.ifname + ": " + e.msg());
+        }
+    }
+    ipam_gc(conf, env);
+    if (!failures.empty()) {
+        std::string msg = "GC could not release every stale attachment: ";
+        for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
+        throw Error(ErrorCode::try_again, msg);
+    }
+}
+
+void cmd_status(const NetConf& conf, const Environment& env) {
+    try {
+        ipam_status(conf, env);
+    } catch (const Error& e) {
+        throw Error(ErrorCode::not_available, "IPAM " + conf.ipam.type + " not available: " + e.msg(),
+                    e.details());
+    }
+}
+
+void print_version(const std::string& input, std::ostream& out) {
+    nlohmann::json versions = nlohmann::json::array();
+    for (auto v : kSupportedVersions) versions.push_back(std::string(v));
+    out << nlohmann::json{{"cniVersion", reply_version(input)}, {"supportedVersions", versions}}.dump()
+        << '\n';
+}
+
+void print_about(std::ostream& err) {
+    err << "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev)\nCNI protocol versions supported:";
+    for (auto v : kSupportedVersions) err << ' ' << v;
+    err << '\n';
+}
+
+}  // namespace
+
+int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err) {
+    std::string error_version(kLatestVersion);
+    try {
+        const Environment env = parse_environment(lookup);
+        if (env.command == Command::none) {
+            print_about(err);
+            return 0;
+        }
+        const std::string input{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        error_version = reply_version(input);
+        if (env.command == Command::version) {
+            print_version(input, out);
+            return 0;
+        }
+        const NetConf conf = parse_net_conf(input, env.command);
+        setup_logging(conf.log_file, conf.log_level, conf.name + " " + env.container_id + " " + env.ifname);
+        spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode), env.netns);
+        switch (env.command) {
+        case Command::add: cmd_add(conf, env, out); break;
+        case Command::del: cmd_del(conf, env); break;
+        case Command::check: cmd_check(conf, env); break;
+        case Command::gc: cmd_gc(conf, env); break;
+        case Command::status: cmd_status(conf, env); break;
+        case Command::version:
+        case Command::none: break;
+        }
+        return 0;
+    } catch (const Error& e) {
+        spdlog::error("{} ({})", e.msg(), e.details());
+        out << e.to_json(error_version).dump() << '\n';
+    } catch (const netns::KernelError& e) {
+        spdlog::error("kernel: {}", e.what());
+        out << Error(ErrorCode::kernel_failure, e.what()).to_json(error_version).dump() << '\n';
+    } catch (const std::exception& e) {
+        spdlog::error("internal: {}", e.what());
+        out << Error(ErrorCode::kernel_failure, std::string("internal error: ") + e.what())
+                   .to_json(error_version)
+                   .dump()
+            << '\n';
+    }
+    return 1;
+}
+
+}  // namespace rdmanet::cni

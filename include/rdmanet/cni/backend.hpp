@@ -1,0 +1,73 @@
+#pragma once
+// A backend puts one interface into the pod netns and takes it out again. Each backend is a set of
+// symmetric add/del/check functions; everything shared (IPAM, addresses, state, results) is done by
+// the plugin around them.
+#include <string>
+
+#include "rdmanet/cni/attachment_state.hpp"
+#include "rdmanet/cni/config.hpp"
+#include "rdmanet/cni/env.hpp"
+#include "rdmanet/cni/rollback.hpp"
+#include "rdmanet/netns/namespace.hpp"
+#include "rdmanet/netns/rtnl.hpp"
+#include "rdmanet/netns/sysfs.hpp"
+
+namespace rdmanet::cni {
+
+// The interface as it ends up in the pod, still DOWN; the plugin configures addresses and sets it UP.
+struct PodLink {
+    int index = 0;
+    std::string name;
+    std::string mac;
+    unsigned mtu = 0;
+    std::string pci_id;
+};
+
+// Both rtnetlink sockets are opened once: `host` in the namespace the plugin runs in, `pod` inside
+// the pod's namespace (a netlink socket stays bound to the netns it was created in).
+struct Kernel {
+    const netns::NetNamespace& host_ns;
+    netns::Rtnl& host;
+    const netns::NetNamespace& pod_ns;
+    netns::Rtnl& pod;
+    const netns::Sysfs& sysfs;
+};
+
+// ADD: validates host state (device present, MTU bounds), records in `state` what DEL needs
+// and creates/moves the interface; every change pushes its undo on `rollback`. `save_state` is
+// called once the device identity is known and before it leaves the host, so that a crash
+// afterwards still lets DEL find it.
+struct AddRequest {
+    const NetConf& conf;
+    const Environment& env;
+    Kernel& kernel;
+    Rollback& rollback;
+    AttachmentState& state;
+    std::function<void()> save_state;
+};
+
+// DEL: best effort, never fails because something is already gone. `pod` is null when the pod
+// netns no longer exists.
+struct DelRequest {
+    const Environment& env;
+    const std::optional<AttachmentState>& state;
+    netns::Rtnl& host;
+    const netns::NetNamespace& host_ns;
+    netns::Rtnl* pod;
+    const netns::Sysfs& sysfs;
+};
+
+PodLink macvlan_add(const AddRequest& req);
+void macvlan_del(const DelRequest& req);
+// Throws Error when the pod link is missing or differs from the config/result.
+void macvlan_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+
+PodLink hostdev_add(const AddRequest& req);
+void hostdev_del(const DelRequest& req);
+void hostdev_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+
+// A random name ("rdm" + 8 hex digits) for links in transit; never a valid CNI_IFNAME clash
+// in practice and ignored by NetworkManager-style tools that skip unknown prefixes.
+std::string temporary_link_name();
+
+}  // namespace rdmanet::cni

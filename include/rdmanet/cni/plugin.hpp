@@ -1,0 +1,12 @@
+#pragma once
+// The plugin's entry point: one CNI invocation, env + stdin in, result or error JSON out.
+#include <iosfwd>
+
+#include "rdmanet/cni/env.hpp"
+
+namespace rdmanet::cni {
+
+// Returns the process exit status. Only the result (or the error JSON) is written to `out`.
+int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err);
+
+}  // namespace rdmanet::cni

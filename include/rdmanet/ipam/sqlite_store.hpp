@@ -1,0 +1,66 @@
+#pragma once
+// The local (single-node) datastore: one SQLite database, <data_dir>/ipam.db, shared by every
+// network on the node.
+//
+// Why one file for the directory rather than one per network: pools are keyed by (network_name,
+// CIDR), which two CNI networks can share, and overlapping-range reservations span pools; both need
+// one transaction over several pools. Write transactions are tens of microseconds, so one write
+// lock for the node is not a bottleneck.
+//
+// Engine settings and why:
+//  - WAL journal, synchronous=NORMAL: a process killed at any instruction leaves the database at
+//    its last commit (no torn pool, no lost committed allocation); a power loss may forget the last
+//    commits, but then every pod on the node is restarted too and re-ADDs.
+//  - Every write is one BEGIN IMMEDIATE transaction: the write lock is taken before reading, so
+//    the decision and its write see the same state; waiting is bounded by the busy timeout, after
+//    which IpamError(try_again) is thrown.
+//  - Offsets are 16-byte big-endian BLOBs, so 128-bit values compare numerically in indexes.
+//  - PRIMARY KEY(pool, offset) and UNIQUE(pool, podref, ifname) make a double hand-out impossible
+//    whatever the code above does; overlap reservations have PRIMARY KEY(space, ip).
+//  - Taken offsets are also kept as runs of consecutive values (runs.hpp) in an indexed table, so
+//    finding the lowest free offset reads O(1) rows however full the pool is.
+//  - The directory is created 0700, the database file 0600 (SQLite gives -wal/-shm the same mode).
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "rdmanet/ipam/store.hpp"
+
+namespace rdmanet::ipam {
+
+class SqliteStore final : public Store {
+public:
+    static constexpr const char* kFileName = "ipam.db";
+
+    // Creates the directory and the schema when missing. Throws IpamError(io_failure).
+    explicit SqliteStore(const std::string& data_dir,
+                         std::chrono::milliseconds busy_timeout = std::chrono::seconds(10));
+    ~SqliteStore() override;
+    SqliteStore(const SqliteStore&) = delete;
+    SqliteStore& operator=(const SqliteStore&) = delete;
+
+    Allocation allocate(const AllocateRequest& request) override;
+    std::vector<Allocation> release(std::span<const PoolKey> pools, const AttachmentId& attachment) override;
+    std::optional<Allocation> find(const PoolKey& pool, std::string_view podref, std::string_view ifname) override;
+    std::vector<PoolKey> pools() override;
+    PoolDump dump(const PoolKey& pool) override;
+    std::vector<Allocation> gc(std::string_view network, std::span<const PoolKey> pools,
+                               std::span<const AttachmentId> valid) override;
+
+    // Adds every allocation of `dump` in one transaction, recorded as made by CNI network
+    // `network` (migration from a whereabouts IPPool; benchmark prefill). Overlap reservations are
+    // not created. Throws address_in_use if an offset is already taken.
+    void import_pool(const PoolDump& dump, std::string_view network);
+
+    // Cross-checks the run tables against the allocations and reservations; returns one line per
+    // inconsistency (empty = consistent). O(n): for tests and fsck-like tooling.
+    std::vector<std::string> verify();
+
+    const std::string& path() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rdmanet::ipam

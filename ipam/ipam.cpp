@@ -1,0 +1,128 @@
+// ADD, DEL, CHECK, GC over a Store: the in-process IPAM the plugin calls.
+#include "rdmanet/ipam/ipam.hpp"
+
+#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/sqlite_store.hpp"
+#include "rdmanet/ipam/static_ips.hpp"
+
+namespace rdmanet::ipam {
+
+namespace {
+
+void require_attachment(const IpamRequest& request) {
+    if (request.container_id.empty()) config_error("ipam: container id is empty");
+    if (request.ifname.empty()) config_error("ipam: interface name is empty");
+}
+
+std::string podref_of(const IpamRequest& request) {
+    return request.podref.empty() ? request.container_id : request.podref;
+}
+
+}  // namespace
+
+std::string make_podref(std::string_view pod_namespace, std::string_view pod_name, std::string_view container_id) {
+    if (pod_namespace.empty() || pod_name.empty()) return std::string(container_id);
+    return std::string(pod_namespace) + "/" + std::string(pod_name);
+}
+
+std::vector<PoolKey> pool_keys(const IpamConfig& config) {
+    std::vector<PoolKey> keys;
+    for (const auto& r : config.ranges) keys.push_back(PoolKey{config.network_name, r.cidr});
+    return keys;
+}
+
+std::unique_ptr<Store> open_store(const StoreConfig& config) {
+    switch (config.datastore) {
+    case Datastore::local:
+        return std::make_unique<SqliteStore>(config.data_dir);
+    case Datastore::kubernetes:
+        break;
+    }
+    throw IpamError(codes::unsupported_field,
+                    "ipam.datastore \"kubernetes\" is not yet supported by rdmanet-ipam; use \"local\"");
+}
+
+IpamResult add(Store& store, const IpamRequest& request) {
+    require_attachment(request);
+    const IpamConfig& config = request.config;
+    const StaticPlan plan = plan_static_ips(config, request.static_ips);
+    const Owner owner{request.container_id, podref_of(request), request.ifname};
+
+    IpamResult result;
+    std::vector<PoolKey> touched;
+    try {
+        for (std::size_t i = 0; i < config.ranges.size(); ++i) {
+            const Range& range = config.ranges[i];
+            AllocateRequest ar{range, config.network_name, config.enable_overlapping_ranges, owner,
+                               request.network, plan.per_range[i]};
+            touched.push_back(ar.pool());
+            const Allocation a = store.allocate(ar);
+            result.ips.push_back({a.ip.str() + "/" + std::to_string(range.cidr.prefix),
+                                  range.gateway ? range.gateway->str() : ""});
+        }
+    } catch (...) {
+        // All or nothing: a dual-stack ADD that got its IPv4 address but not its IPv6 one gives the
+        // first back (including one it re-used: the failed ADD's DEL would release it anyway).
+        try {
+            store.release(touched, AttachmentId{request.container_id, request.ifname});
+        } catch (...) {
+            // The original error is the one to report; GC reclaims what this could not release.
+        }
+        throw;
+    }
+    for (const auto& net : plan.passthrough) result.ips.push_back({net.str(), ""});
+    for (const auto& sa : config.addresses) result.ips.push_back({sa.address.str(), sa.gateway ? sa.gateway->str() : ""});
+    result.routes = config.routes;
+    result.dns = config.dns;
+    return result;
+}
+
+void del(Store& store, const IpamRequest& request) {
+    if (request.container_id.empty() || request.ifname.empty()) return;   // nothing can be held under it
+    store.release(pool_keys(request.config), AttachmentId{request.container_id, request.ifname});
+}
+
+void check(Store& store, const IpamRequest& request) {
+    require_attachment(request);
+    const std::string podref = podref_of(request);
+    for (const auto& range : request.config.ranges) {
+        const PoolKey key{request.config.network_name, range.cidr};
+        auto a = store.find(key, podref, request.ifname);
+        if (!a) {
+            throw IpamError(codes::not_allocated, "ipam CHECK: " + podref + " " + request.ifname +
+                                                      " holds no address in " + range.field + " " + range.cidr.str());
+        }
+        if (a->owner.container_id != request.container_id) {
+            throw IpamError(codes::not_allocated, "ipam CHECK: " + a->ip.str() + " in " + range.cidr.str() +
+                                                      " is held for container " + a->owner.container_id + ", not " +
+                                                      request.container_id);
+        }
+    }
+}
+
+std::vector<Allocation> gc(Store& store, const IpamConfig& config, std::string_view network,
+                           std::span<const AttachmentId> valid) {
+    return store.gc(network, pool_keys(config), valid);
+}
+
+IpamResult add(const IpamRequest& request) {
+    auto store = open_store(request.config.store);
+    return add(*store, request);
+}
+
+void del(const IpamRequest& request) {
+    auto store = open_store(request.config.store);
+    del(*store, request);
+}
+
+void check(const IpamRequest& request) {
+    auto store = open_store(request.config.store);
+    check(*store, request);
+}
+
+std::vector<Allocation> gc(const IpamConfig& config, std::string_view network, std::span<const AttachmentId> valid) {
+    auto store = open_store(config.store);
+    return gc(*store, config, network, valid);
+}
+
+}  // namespace rdmanet::ipam

@@ -1,0 +1,495 @@
+// The local datastore: see sqlite_store.hpp for the design and why.
+#include "rdmanet/ipam/sqlite_store.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "rdmanet/ipam/allocator.hpp"
+#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/runs.hpp"
+#include "sqlite.hpp"
+
+namespace rdmanet::ipam {
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+// Run spaces: one per pool (offsets), one per (network_name, family) for overlap reservations
+// (absolute address values, so that pools of different CIDRs share them).
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS pools(
+    id           INTEGER PRIMARY KEY,
+    network_name TEXT NOT NULL,
+    range        TEXT NOT NULL,               -- normalised CIDR
+    UNIQUE(network_name, range));
+CREATE TABLE IF NOT EXISTS allocations(
+    pool         INTEGER NOT NULL,
+    offset       BLOB NOT NULL,               -- 16-byte big-endian offset from the network address
+    container_id TEXT NOT NULL,
+    podref       TEXT NOT NULL,
+    ifname       TEXT NOT NULL,
+    network      TEXT NOT NULL,               -- CNI network name, scopes GC
+    reservation  TEXT,                        -- run space of the overlap reservation, NULL if none
+    PRIMARY KEY(pool, offset)) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS allocations_owner ON allocations(pool, podref, ifname);
+CREATE INDEX IF NOT EXISTS allocations_attachment ON allocations(container_id, ifname);
+CREATE INDEX IF NOT EXISTS allocations_network ON allocations(network);
+CREATE TABLE IF NOT EXISTS reservations(
+    space        TEXT NOT NULL,
+    ip           BLOB NOT NULL,               -- 16-byte big-endian address value
+    pool         INTEGER NOT NULL,
+    offset       BLOB NOT NULL,
+    PRIMARY KEY(space, ip)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS runs(
+    space        TEXT NOT NULL,
+    lo           BLOB NOT NULL,
+    hi           BLOB NOT NULL,
+    PRIMARY KEY(space, lo)) WITHOUT ROWID;
+)sql";
+
+std::string pool_space(std::int64_t pool_id) { return std::string("p").append(std::to_string(pool_id)); }
+
+std::string reservation_space(std::string_view network_name, netns::IpAddress::Family family) {
+    return (family == netns::IpAddress::Family::v4 ? "r4:" : "r6:") + std::string(network_name);
+}
+
+// runs.hpp backend over the runs table.
+class SqlRuns {
+public:
+    SqlRuns(sql::Db& db, std::string space) : db_(db), space_(std::move(space)) {}
+
+    std::optional<Interval> floor(uint128 x) {
+        sql::Query q(db_, "SELECT lo, hi FROM runs WHERE space = ?1 AND lo <= ?2 ORDER BY lo DESC LIMIT 1");
+        q.bind(1, space_).bind_u128(2, x);
+        if (!q.step()) return std::nullopt;
+        return Interval{q.u128(0), q.u128(1)};
+    }
+    std::optional<Interval> at(uint128 lo) {
+        sql::Query q(db_, "SELECT hi FROM runs WHERE space = ?1 AND lo = ?2");
+        q.bind(1, space_).bind_u128(2, lo);
+        if (!q.step()) return std::nullopt;
+        return Interval{lo, q.u128(0)};
+    }
+    void put(Interval run) {
+        sql::Query q(db_, "INSERT OR REPLACE INTO runs(space, lo, hi) VALUES(?1, ?2, ?3)");
+        q.bind(1, space_).bind_u128(2, run.lo).bind_u128(3, run.hi).run();
+    }
+    void remove(uint128 lo) {
+        sql::Query q(db_, "DELETE FROM runs WHERE space = ?1 AND lo = ?2");
+        q.bind(1, space_).bind_u128(2, lo).run();
+    }
+
+private:
+    sql::Db& db_;
+    std::string space_;
+};
+
+// The pool's own allocations, by offset.
+class PoolCoverage final : public Coverage {
+public:
+    explicit PoolCoverage(SqlRuns& runs) : runs_(runs) {}
+    std::optional<Interval> covering(uint128 x) override { return runs::covering(runs_, x); }
+
+private:
+    SqlRuns& runs_;
+};
+
+// Overlap reservations are kept by address value; seen from a pool they are shifted by its base
+// and clipped to its CIDR.
+class ReservationCoverage final : public Coverage {
+public:
+    ReservationCoverage(SqlRuns& runs, const netns::IpNetwork& cidr)
+        : runs_(runs), base_(cidr.address.to_u128()), top_(cidr.last().to_u128()) {}
+    std::optional<Interval> covering(uint128 x) override {
+        auto run = runs::covering(runs_, base_ + x);
+        if (!run) return std::nullopt;
+        return Interval{std::max(run->lo, base_) - base_, std::min(run->hi, top_) - base_};
+    }
+
+private:
+    SqlRuns& runs_;
+    uint128 base_, top_;
+};
+
+[[noreturn]] void io_error(const std::string& what, int err) {
+    throw IpamError(codes::io_failure, "ipam datastore: " + what + ": " + std::strerror(err));
+}
+
+// mkdir -p; the components created here get 0700 (the data is node-private).
+void make_private_dir(const std::string& dir) {
+    std::string path;
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = dir.find('/', pos + 1);
+        path = dir.substr(0, pos);
+        if (path.empty()) continue;
+        if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) io_error("mkdir " + path, errno);
+    }
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) io_error("stat " + dir, errno);
+    if (!S_ISDIR(st.st_mode)) throw IpamError(codes::io_failure, "ipam datastore: " + dir + " is not a directory");
+}
+
+// SQLite creates the -wal and -shm files with the mode of the database file, so creating that
+// one 0600 first keeps all three private regardless of the umask.
+void make_private_file(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) io_error("create " + path, errno);
+    ::close(fd);
+}
+
+}  // namespace
+
+struct SqliteStore::Impl {
+    sql::Db db;
+    std::map<std::int64_t, PoolKey> pool_keys;   // id -> key, cached per connection
+
+    Impl(const std::string& path, int busy_ms) : db(path, busy_ms) {}
+
+    void init_schema() {
+        // WAL is a property of the file: set once, seen by every later connection.
+        if (journal_mode("PRAGMA journal_mode") != "wal" && journal_mode("PRAGMA journal_mode=WAL") != "wal") {
+            throw IpamError(codes::io_failure, "ipam datastore " + db.path() + ": cannot switch to WAL");
+        }
+        db.exec("PRAGMA synchronous=NORMAL");
+        db.exec("PRAGMA foreign_keys=OFF");
+        if (user_version() == kSchemaVersion) return;
+        sql::Transaction t(db, sql::Transaction::Kind::write);
+        const int version = user_version();   // re-read under the write lock: another process may have won
+        if (version == 0) {
+            db.exec(kSchema);
+            db.exec("PRAGMA user_version=1");
+        } else if (version != kSchemaVersion) {
+            throw IpamError(codes::io_failure, "ipam datastore " + db.path() + ": schema version " +
+                                                   std::to_string(version) + " is not supported by this rdmanet");
+        }
+        t.commit();
+    }
+
+    // Each statement is reset before the next runs: an unfinished one would hold a read
+    // transaction, and SQLite refuses to change the journal mode inside a transaction.
+    std::string journal_mode(const char* pragma) {
+        sql::Query q(db, pragma);
+        return q.step() ? q.text(0) : std::string();
+    }
+
+    int user_version() {
+        sql::Query q(db, "PRAGMA user_version");
+        q.step();
+        return static_cast<int>(q.int64(0));
+    }
+
+    std::optional<std::int64_t> pool_id(const PoolKey& key) {
+        sql::Query q(db, "SELECT id FROM pools WHERE network_name = ?1 AND range = ?2");
+        q.bind(1, key.network_name).bind(2, key.range.str());
+        if (!q.step()) return std::nullopt;
+        const std::int64_t id = q.int64(0);
+        pool_keys.emplace(id, key);
+        return id;
+    }
+
+    std::int64_t ensure_pool(const PoolKey& key) {
+        if (auto id = pool_id(key)) return *id;
+        sql::Query q(db, "INSERT INTO pools(network_name, range) VALUES(?1, ?2)");
+        q.bind(1, key.network_name).bind(2, key.range.str()).run();
+        const std::int64_t id = sqlite3_last_insert_rowid(db.get());
+        pool_keys.emplace(id, key);
+        return id;
+    }
+
+    const PoolKey& key_of(std::int64_t id) {
+        if (auto it = pool_keys.find(id); it != pool_keys.end()) return it->second;
+        sql::Query q(db, "SELECT network_name, range FROM pools WHERE id = ?1");
+        q.bind(1, id);
+        if (!q.step()) throw IpamError(codes::io_failure, "ipam datastore: allocation of unknown pool " + std::to_string(id));
+        auto range = netns::IpNetwork::parse(q.text(1));
+        if (!range) throw IpamError(codes::io_failure, "ipam datastore: malformed pool range " + q.text(1));
+        return pool_keys.emplace(id, PoolKey{q.text(0), *range}).first->second;
+    }
+
+    Allocation make_allocation(std::int64_t pool, uint128 offset, Owner owner, std::string network) {
+        const PoolKey& key = key_of(pool);
+        const auto ip = netns::IpAddress::from_u128(key.range.address.family(), key.range.address.to_u128() + offset);
+        return Allocation{key, offset, ip, std::move(owner), std::move(network), false};
+    }
+
+    void insert_allocation(std::int64_t pool, uint128 offset, const Owner& owner, std::string_view network,
+                           const std::optional<std::string>& reservation) {
+        {
+            sql::Query q(db, "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
+                             "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+            q.bind(1, pool).bind_u128(2, offset).bind(3, owner.container_id).bind(4, owner.podref);
+            q.bind(5, owner.ifname).bind(6, network);
+            if (reservation) q.bind(7, *reservation); else q.bind_null(7);
+            q.run();
+        }
+        SqlRuns pool_runs(db, pool_space(pool));
+        runs::insert(pool_runs, offset);
+        if (reservation) {
+            const uint128 ip = key_of(pool).range.address.to_u128() + offset;
+            sql::Query q(db, "INSERT INTO reservations(space, ip, pool, offset) VALUES(?1, ?2, ?3, ?4)");
+            q.bind(1, *reservation).bind_u128(2, ip).bind(3, pool).bind_u128(4, offset).run();
+            SqlRuns res_runs(db, *reservation);
+            runs::insert(res_runs, ip);
+        }
+    }
+
+    void delete_allocation(std::int64_t pool, uint128 offset, const std::optional<std::string>& reservation) {
+        {
+            sql::Query q(db, "DELETE FROM allocations WHERE pool = ?1 AND offset = ?2");
+            q.bind(1, pool).bind_u128(2, offset).run();
+        }
+        SqlRuns pool_runs(db, pool_space(pool));
+        runs::erase(pool_runs, offset);
+        if (reservation) {
+            const uint128 ip = key_of(pool).range.address.to_u128() + offset;
+            sql::Query q(db, "DELETE FROM reservations WHERE space = ?1 AND ip = ?2");
+            q.bind(1, *reservation).bind_u128(2, ip).run();
+            SqlRuns res_runs(db, *reservation);
+            runs::erase(res_runs, ip);
+        }
+    }
+
+    struct Row {
+        std::int64_t pool;
+        uint128 offset;
+        Owner owner;
+        std::string network;
+        std::optional<std::string> reservation;
+    };
+
+    // Rows come from "SELECT pool, offset, container_id, podref, ifname, network, reservation ...".
+    static Row read_row(const sql::Query& q) {
+        Row r{q.int64(0), q.u128(1), Owner{q.text(2), q.text(3), q.text(4)}, q.text(5), std::nullopt};
+        if (!q.is_null(6)) r.reservation = q.text(6);
+        return r;
+    }
+
+    std::vector<Allocation> release_rows(const std::vector<Row>& rows) {
+        std::vector<Allocation> released;
+        for (const auto& row : rows) {
+            delete_allocation(row.pool, row.offset, row.reservation);
+            released.push_back(make_allocation(row.pool, row.offset, row.owner, row.network));
+        }
+        return released;
+    }
+};
+
+SqliteStore::SqliteStore(const std::string& data_dir, std::chrono::milliseconds busy_timeout) {
+    make_private_dir(data_dir);
+    const std::string path = data_dir + "/" + kFileName;
+    make_private_file(path);
+    impl_ = std::make_unique<Impl>(path, static_cast<int>(busy_timeout.count()));
+    impl_->init_schema();
+}
+
+SqliteStore::~SqliteStore() = default;
+
+const std::string& SqliteStore::path() const { return impl_->db.path(); }
+
+Allocation SqliteStore::allocate(const AllocateRequest& request) {
+    auto& db = impl_->db;
+    sql::Transaction t(db, sql::Transaction::Kind::write);
+    const PoolKey key = request.pool();
+    const std::int64_t pool = impl_->ensure_pool(key);
+
+    std::optional<Impl::Row> existing;
+    {
+        sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
+                         "FROM allocations WHERE pool = ?1 AND podref = ?2 AND ifname = ?3");
+        q.bind(1, pool).bind(2, request.owner.podref).bind(3, request.owner.ifname);
+        if (q.step()) existing = Impl::read_row(q);
+    }
+
+    SqlRuns pool_runs(db, pool_space(pool));
+    PoolCoverage pool_taken(pool_runs);
+    std::optional<std::string> reservation;
+    std::optional<SqlRuns> res_runs;
+    std::optional<ReservationCoverage> res_taken;
+    std::vector<Coverage*> taken{&pool_taken};
+    if (request.overlapping_check) {
+        reservation = reservation_space(request.network_name, key.range.address.family());
+        res_runs.emplace(db, *reservation);
+        res_taken.emplace(*res_runs, key.range);
+        taken.push_back(&*res_taken);
+    }
+
+    const Decision d = decide(request.range, existing ? std::optional(existing->offset) : std::nullopt,
+                              request.requested, taken);
+    if (d.reuse) {
+        // whereabouts' stickiness: the same podRef+ifname keeps its address under the new container id.
+        sql::Query q(db, "UPDATE allocations SET container_id = ?1, network = ?2 WHERE pool = ?3 AND offset = ?4");
+        q.bind(1, request.owner.container_id).bind(2, request.network).bind(3, pool).bind_u128(4, d.offset).run();
+    } else {
+        if (d.drop_existing) impl_->delete_allocation(pool, existing->offset, existing->reservation);
+        impl_->insert_allocation(pool, d.offset, request.owner, request.network, reservation);
+    }
+    t.commit();
+    Allocation a = impl_->make_allocation(pool, d.offset, request.owner, request.network);
+    a.reused = d.reuse;
+    return a;
+}
+
+std::vector<Allocation> SqliteStore::release(std::span<const PoolKey> /*pools*/, const AttachmentId& attachment) {
+    // Every pool of this node, not only the configured ones: an edited range must not leak the
+    // address the attachment got from the old one.
+    auto& db = impl_->db;
+    sql::Transaction t(db, sql::Transaction::Kind::write);
+    std::vector<Impl::Row> rows;
+    {
+        sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
+                         "FROM allocations WHERE container_id = ?1 AND ifname = ?2");
+        q.bind(1, attachment.container_id).bind(2, attachment.ifname);
+        while (q.step()) rows.push_back(Impl::read_row(q));
+    }
+    auto released = impl_->release_rows(rows);
+    t.commit();
+    return released;
+}
+
+std::optional<Allocation> SqliteStore::find(const PoolKey& pool_key, std::string_view podref, std::string_view ifname) {
+    auto& db = impl_->db;
+    sql::Transaction t(db, sql::Transaction::Kind::read);
+    auto pool = impl_->pool_id(pool_key);
+    if (!pool) return std::nullopt;
+    sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
+                     "FROM allocations WHERE pool = ?1 AND podref = ?2 AND ifname = ?3");
+    q.bind(1, *pool).bind(2, podref).bind(3, ifname);
+    if (!q.step()) return std::nullopt;
+    Impl::Row row = Impl::read_row(q);
+    return impl_->make_allocation(row.pool, row.offset, row.owner, row.network);
+}
+
+std::vector<PoolKey> SqliteStore::pools() {
+    sql::Query q(impl_->db, "SELECT network_name, range FROM pools ORDER BY network_name, range");
+    std::vector<PoolKey> out;
+    while (q.step()) {
+        auto range = netns::IpNetwork::parse(q.text(1));
+        if (!range) throw IpamError(codes::io_failure, "ipam datastore: malformed pool range " + q.text(1));
+        out.push_back(PoolKey{q.text(0), *range});
+    }
+    return out;
+}
+
+PoolDump SqliteStore::dump(const PoolKey& pool_key) {
+    auto& db = impl_->db;
+    sql::Transaction t(db, sql::Transaction::Kind::read);
+    PoolDump out{pool_key, {}};
+    auto pool = impl_->pool_id(pool_key);
+    if (!pool) return out;
+    sql::Query q(db, "SELECT offset, container_id, podref, ifname FROM allocations WHERE pool = ?1 ORDER BY offset");
+    q.bind(1, *pool);
+    while (q.step()) out.allocations.emplace(q.u128(0), Owner{q.text(1), q.text(2), q.text(3)});
+    return out;
+}
+
+std::vector<Allocation> SqliteStore::gc(std::string_view network, std::span<const PoolKey> /*pools*/,
+                                        std::span<const AttachmentId> valid) {
+    // Scoped by the CNI network that made each allocation, not by pool: two networks may share a
+    // pool, and one network's valid list says nothing about the other's attachments.
+    const std::set<AttachmentId> keep(valid.begin(), valid.end());
+    auto& db = impl_->db;
+    sql::Transaction t(db, sql::Transaction::Kind::write);
+    std::vector<Impl::Row> stale;
+    {
+        sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
+                         "FROM allocations WHERE network = ?1");
+        q.bind(1, network);
+        while (q.step()) {
+            Impl::Row row = Impl::read_row(q);
+            if (!keep.contains(AttachmentId{row.owner.container_id, row.owner.ifname})) stale.push_back(std::move(row));
+        }
+    }
+    auto released = impl_->release_rows(stale);
+    t.commit();
+    return released;
+}
+
+void SqliteStore::import_pool(const PoolDump& dump, std::string_view network) {
+    auto& db = impl_->db;
+    sql::Transaction t(db, sql::Transaction::Kind::write);
+    const std::int64_t pool = impl_->ensure_pool(dump.pool);
+    const std::string space = pool_space(pool);
+    // Bulk: the runs are rebuilt in memory and written once instead of maintained per row.
+    MemoryRuns runs;
+    {
+        sql::Query q(db, "SELECT lo, hi FROM runs WHERE space = ?1");
+        q.bind(1, space);
+        while (q.step()) runs.put({q.u128(0), q.u128(1)});
+    }
+    for (const auto& [offset, owner] : dump.allocations) {
+        if (!runs.insert(offset)) {
+            throw IpamError(codes::address_in_use, "import into pool " + dump.pool.name() + ": offset " +
+                                                       to_decimal(offset) + " is already allocated");
+        }
+        sql::Query q(db, "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
+                         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, NULL)");
+        q.bind(1, pool).bind_u128(2, offset).bind(3, owner.container_id).bind(4, owner.podref);
+        q.bind(5, owner.ifname).bind(6, network).run();
+    }
+    {
+        sql::Query q(db, "DELETE FROM runs WHERE space = ?1");
+        q.bind(1, space).run();
+    }
+    for (const auto& [lo, hi] : runs.all()) {
+        sql::Query q(db, "INSERT INTO runs(space, lo, hi) VALUES(?1, ?2, ?3)");
+        q.bind(1, space).bind_u128(2, lo).bind_u128(3, hi).run();
+    }
+    t.commit();
+}
+
+std::vector<std::string> SqliteStore::verify() {
+    auto& db = impl_->db;
+    sql::Transaction t(db, sql::Transaction::Kind::read);
+    std::map<std::string, MemoryRuns> expected;   // space -> what the runs table should hold
+    std::vector<std::string> problems;
+    {
+        sql::Query q(db, "SELECT pool, offset, reservation FROM allocations");
+        while (q.step()) {
+            const std::int64_t pool = q.int64(0);
+            const uint128 offset = q.u128(1);
+            expected[pool_space(pool)].insert(offset);
+            if (!q.is_null(2)) {
+                const uint128 ip = impl_->key_of(pool).range.address.to_u128() + offset;
+                sql::Query r(db, "SELECT pool, offset FROM reservations WHERE space = ?1 AND ip = ?2");
+                r.bind(1, q.text(2)).bind_u128(2, ip);
+                if (!r.step() || r.int64(0) != pool || r.u128(1) != offset) {
+                    problems.push_back("allocation " + pool_space(pool) + "/" + to_decimal(offset) +
+                                       " has no matching reservation in " + q.text(2));
+                }
+            }
+        }
+    }
+    {
+        sql::Query q(db, "SELECT space, ip, pool, offset FROM reservations");
+        while (q.step()) {
+            expected[q.text(0)].insert(q.u128(1));
+            sql::Query a(db, "SELECT reservation FROM allocations WHERE pool = ?1 AND offset = ?2");
+            a.bind(1, q.int64(2)).bind_u128(2, q.u128(3));
+            if (!a.step() || a.is_null(0) || a.text(0) != q.text(0)) {
+                problems.push_back("reservation " + q.text(0) + "/" + to_decimal(q.u128(1)) + " has no allocation");
+            }
+        }
+    }
+    std::map<std::string, std::map<uint128, uint128>> actual;
+    {
+        sql::Query q(db, "SELECT space, lo, hi FROM runs");
+        while (q.step()) actual[q.text(0)][q.u128(1)] = q.u128(2);
+    }
+    for (const auto& [space, runs] : expected) {
+        if (actual[space] != runs.all()) problems.push_back("runs of " + space + " do not match its allocations");
+    }
+    for (const auto& [space, runs] : actual) {
+        if (!runs.empty() && !expected.contains(space)) problems.push_back("runs of " + space + " without allocations");
+    }
+    return problems;
+}
+
+}  // namespace rdmanet::ipam

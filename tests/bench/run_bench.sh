@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# ADD+DEL cost of rdmanet next to Debian's reference plugins and a raw-rtnetlink kernel floor,
+# measured side by side in one run (configurations interleaved per iteration, so drift of the
+# machine hits all of them alike).
+#
+#   sudo tests/bench/run_bench.sh [BUILD_DIR] [ITERATIONS]     (defaults: ./build, 50; or $N)
+#
+# Each CNI verb is one process started by bin/bench_measure with the CNI environment and the
+# plugin config on stdin, as a runtime would start it (no Go driver in the path); its wall time
+# and the CPU time of its whole tree (including the host-local IPAM it execs) are recorded.
+# Everything runs against veth pairs and namespaces created here with unique names; the trap
+# removes them, also on failure or Ctrl-C.
+set -euo pipefail
+
+BUILD=${1:-./build}
+N=${2:-${N:-50}}
+WARMUP=3
+REF=/usr/lib/cni
+
+die() { echo "run_bench: $*" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || die "must run as root (creates namespaces and links)"
+[[ $N =~ ^[1-9][0-9]*$ ]] || die "ITERATIONS must be a positive integer, got '$N'"
+BIN=$(cd "$BUILD/bin" 2>/dev/null && pwd) || die "no $BUILD/bin (build first: cmake --build $BUILD)"
+for f in "$BIN/rdmanet" "$BIN/kernel_floor" "$BIN/bench_measure" "$REF/macvlan" "$REF/host-device" "$REF/host-local"; do
+  [[ -x $f ]] || die "missing executable $f"
+done
+
+# Unique names (interface names <= 15 chars); retry while anything by that name exists.
+while :; do
+  TAG=$(printf 'rb%04x' $(( (RANDOM << 1 ^ $$) & 0xffff )))
+  ip link show "${TAG}m0" &>/dev/null || ip netns list | grep -q "^${TAG}-" || break
+done
+WORK=$(mktemp -d "/tmp/rdmanet-bench.XXXXXX")
+NETNS=("$TAG-rm" "$TAG-qm" "$TAG-fm" "$TAG-rh" "$TAG-qh" "$TAG-fh" "$TAG-ip")
+LINKS=("${TAG}m0" "${TAG}h0" "${TAG}q0" "${TAG}f0")
+
+cleanup() {
+  local ns l
+  # Deleting a pod netns destroys a veth end still inside it together with its host peer.
+  for ns in "${NETNS[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  for l in "${LINKS[@]}"; do ip link del "$l" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+for ns in "${NETNS[@]}"; do ip netns add "$ns"; done
+for l in "${LINKS[@]}"; do
+  ip link add "$l" type veth peer name "${l%0}1"
+  ip link set "$l" up
+  ip link set "${l%0}1" up
+done
+export RDMANET_STATE_DIR=$WORK/state
+
+# conf NAME TYPE-SPECIFIC-JSON SUBNET: a plugin config as libcni hands it over (name and
+# cniVersion injected), host-local IPAM with its own dataDir.
+conf() {
+  cat >"$WORK/$1.json" <<JSON
+{"cniVersion":"1.0.0","name":"bench-$1",$2,
+ "ipam":{"type":"host-local","subnet":"$3","dataDir":"$WORK/ipam-$1"}}
+JSON
+}
+conf rm "\"type\":\"rdmanet\",\"mode\":\"macvlan\",\"master\":\"${TAG}m0\",\"macvlanMode\":\"bridge\"" 10.253.1.0/24
+conf qm "\"type\":\"macvlan\",\"master\":\"${TAG}m0\",\"mode\":\"bridge\"" 10.253.2.0/24
+conf rh "\"type\":\"rdmanet\",\"mode\":\"hostdev\",\"device\":\"${TAG}h0\"" 10.253.4.0/24
+conf qh "\"type\":\"host-device\",\"device\":\"${TAG}q0\"" 10.253.5.0/24
+# host-local on its own: the share of every configuration above that is the IPAM exec.
+conf ip "\"type\":\"host-local\"" 10.253.7.0/24
+
+# cni_call CFG PLUGIN VERB ID: one plugin process; prints "wall cpu".
+cni_call() {
+  local cfg=$1 plugin=$2 verb=$3 id=$4 m
+  m=$(CNI_COMMAND=$verb CNI_CONTAINERID=$id CNI_NETNS=/run/netns/$TAG-$cfg CNI_IFNAME=net1 \
+      CNI_PATH=$REF CNI_ARGS= "$BIN/bench_measure" -i "$WORK/$cfg.json" -o "$WORK/out" -- "$plugin")
+  check "$cfg $verb" "$m"
+}
+
+# floor_call CFG MODE DEVICE VERB CIDR
+floor_call() {
+  local m
+  m=$("$BIN/bench_measure" -o "$WORK/out" -- "$BIN/kernel_floor" "$2" "$4" "$3" "/run/netns/$TAG-$1" net1 "$5")
+  check "$1 $4" "$m"
+}
+
+check() {
+  local what=$1 wall cpu code
+  read -r wall cpu code <<<"$2"
+  if [[ $code -ne 0 ]]; then
+    echo "run_bench: $what failed (exit $code):" >&2
+    cat "$WORK/out" >&2
+    exit 1
+  fi
+  echo "$wall $cpu"
+}
+
+one_round() {
+  local i=$1 record=$2 id="bench-$1" a d cfg
+  for cfg in rm qm rh qh ip; do
+    local plugin
+    case $cfg in
+      rm|rh) plugin=$BIN/rdmanet ;; qm) plugin=$REF/macvlan ;; qh) plugin=$REF/host-device ;; ip) plugin=$REF/host-local ;;
+    esac
+    a=$(cni_call "$cfg" "$plugin" ADD "$id") || exit 1
+    d=$(cni_call "$cfg" "$plugin" DEL "$id") || exit 1
+    [[ $record == yes ]] && echo "$a $d" | awk '{print $1+$3, $2+$4}' >>"$WORK/$cfg.dat"
+  done
+  a=$(floor_call fm macvlan "${TAG}m0" add 10.253.3.2/24) || exit 1
+  d=$(floor_call fm macvlan "${TAG}m0" del 10.253.3.2/24) || exit 1
+  [[ $record == yes ]] && echo "$a $d" | awk '{print $1+$3, $2+$4}' >>"$WORK/fm.dat"
+  a=$(floor_call fh hostdev "${TAG}f0" add 10.253.6.2/24) || exit 1
+  d=$(floor_call fh hostdev "${TAG}f0" del 10.253.6.2/24) || exit 1
+  [[ $record == yes ]] && echo "$a $d" | awk '{print $1+$3, $2+$4}' >>"$WORK/fh.dat"
+  return 0
+}
+
+echo "rdmanet bench: $N iterations (+$WARMUP warm-up) of ADD+DEL per configuration"
+echo "kernel $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (wall times grow with load; CPU times much less)"
+for ((i = 0; i < WARMUP; i++)); do one_round "w$i" no; done
+for ((i = 0; i < N; i++)); do one_round "$i" yes; done
+
+# median FILE COLUMN (microseconds in, milliseconds out)
+median() { sort -n -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "%.3f", m/1000}'; }
+p90() { sort -n -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {i = int(NR*0.9 + 0.999); if (i < 1) i = 1; printf "%.3f", v[i]/1000}'; }
+
+declare -A LABEL=(
+  [rm]="rdmanet macvlan + host-local" [qm]="reference macvlan + host-local" [fm]="kernel floor macvlan"
+  [rh]="rdmanet hostdev + host-local" [qh]="reference host-device + host-local" [fh]="kernel floor hostdev"
+  [ip]="(host-local alone)")
+declare -A CPU WALL
+echo
+printf '%-36s %14s %15s %14s\n' "per ADD+DEL (ms)" "median CPU" "median wall" "p90 wall"
+for cfg in rm qm fm rh qh fh ip; do
+  CPU[$cfg]=$(median "$WORK/$cfg.dat" 2)
+  WALL[$cfg]=$(median "$WORK/$cfg.dat" 1)
+  printf '%-36s %14s %15s %14s\n' "${LABEL[$cfg]}" "${CPU[$cfg]}" "${WALL[$cfg]}" "$(p90 "$WORK/$cfg.dat" 1)"
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
+echo
+printf '%-36s %14s %15s\n' "ratios" "CPU rdm/ref" "wall rdm/floor"
+printf '%-36s %14s %15s\n' "macvlan" "$(ratio "${CPU[rm]}" "${CPU[qm]}")" "$(ratio "${WALL[rm]}" "${WALL[fm]}")"
+printf '%-36s %14s %15s\n' "hostdev" "$(ratio "${CPU[rh]}" "${CPU[qh]}")" "$(ratio "${WALL[rh]}" "${WALL[fh]}")"

@@ -1,0 +1,343 @@
+// The SQLite local store and the ADD/DEL/CHECK/GC API over it, in a temporary directory.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <random>
+
+#include "ipam_test_util.hpp"
+#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/ipam.hpp"
+#include "rdmanet/ipam/sqlite_store.hpp"
+
+using namespace rdmanet::ipam;
+using ipam_test::TempDir;
+using nlohmann::json;
+
+namespace {
+
+const uint128 k2_63 = uint128{1} << 63;
+
+IpamRequest ipam_request(const IpamConfig& c, const std::string& container_id, const std::string& ifname = "net1",
+                         const std::string& podref = "") {
+    return IpamRequest{c, "testnet", container_id, ifname, podref.empty() ? "ns/" + container_id : podref, {}};
+}
+
+int error_code(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const IpamError& e) {
+        return e.code;
+    }
+    return 0;
+}
+
+mode_t mode_of(const std::string& path) {
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+}
+
+}  // namespace
+
+TEST_CASE("ipam store: lowest free, release, reuse of the freed address", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/29"}, {"gateway", "10.0.0.1"}});
+
+    CHECK(store.allocate(ipam_test::request(c, "a")).ip.str() == "10.0.0.2");
+    CHECK(store.allocate(ipam_test::request(c, "b")).ip.str() == "10.0.0.3");
+    const Allocation third = store.allocate(ipam_test::request(c, "c"));
+    CHECK(third.ip.str() == "10.0.0.4");
+    CHECK(third.offset == 4);
+    CHECK(third.pool.range.str() == "10.0.0.0/29");
+    CHECK_FALSE(third.reused);
+
+    auto released = store.release({}, AttachmentId{"b", "net1"});
+    REQUIRE(released.size() == 1);
+    CHECK(released[0].ip.str() == "10.0.0.3");
+    CHECK(store.allocate(ipam_test::request(c, "d")).ip.str() == "10.0.0.3");
+    CHECK(store.allocate(ipam_test::request(c, "e")).ip.str() == "10.0.0.5");
+    CHECK(store.allocate(ipam_test::request(c, "f")).ip.str() == "10.0.0.6");
+    try {
+        store.allocate(ipam_test::request(c, "g"));
+        FAIL("expected range full");
+    } catch (const IpamError& e) {
+        CHECK(e.code == codes::range_full);
+        CHECK_THAT(e.msg, Catch::Contains("10.0.0.0/29"));
+    }
+    CHECK(store.release({}, AttachmentId{"nobody", "net1"}).empty());
+    CHECK(store.verify().empty());
+}
+
+TEST_CASE("ipam store: re-ADD of the same pod keeps its address; DEL keys by container id", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/24"}});
+
+    const Allocation first = store.allocate(ipam_test::request(c, "sandbox-1", "net1", "ml/trainer-0"));
+    store.allocate(ipam_test::request(c, "other", "net1", "ml/other"));
+    const Allocation again = store.allocate(ipam_test::request(c, "sandbox-2", "net1", "ml/trainer-0"));
+    CHECK(again.ip == first.ip);
+    CHECK(again.reused);
+    CHECK(again.owner.container_id == "sandbox-2");
+    // Another interface of the same pod is a different allocation.
+    CHECK(store.allocate(ipam_test::request(c, "sandbox-2", "net2", "ml/trainer-0")).ip != first.ip);
+
+    // The old sandbox's DEL finds nothing (the entry now belongs to sandbox-2).
+    CHECK(store.release({}, AttachmentId{"sandbox-1", "net1"}).empty());
+    auto found = store.find(PoolKey{"", c.ranges[0].cidr}, "ml/trainer-0", "net1");
+    REQUIRE(found);
+    CHECK(found->owner.container_id == "sandbox-2");
+    CHECK(found->network == "testnet");
+    CHECK(store.release({}, AttachmentId{"sandbox-2", "net1"}).size() == 1);
+    CHECK_FALSE(store.find(PoolKey{"", c.ranges[0].cidr}, "ml/trainer-0", "net1"));
+    CHECK(store.verify().empty());
+}
+
+TEST_CASE("ipam store: pools, dump in whereabouts' IPPool shape, import", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig c = ipam_test::config({{"range", "10.10.0.0/16"}, {"network_name", "blue"}});
+    store.allocate(ipam_test::request(c, "3f9a", "net1", "ml/trainer-0"));
+
+    const auto pools = store.pools();
+    REQUIRE(pools.size() == 1);
+    CHECK(pools[0].name() == "blue-10.10.0.0-16");
+    const json spec = store.dump(pools[0]).spec_json();
+    CHECK(spec == json::parse(R"({"range":"10.10.0.0/16",
+        "allocations":{"1":{"id":"3f9a","podref":"ml/trainer-0","ifname":"net1"}}})"));
+
+    SECTION("import a whereabouts pool, then allocate around it") {
+        const json wb = json::parse(R"({"range":"10.10.0.0/16","allocations":{
+            "2":{"id":"x2","podref":"a/b","ifname":"net1"},"3":{"id":"x3","podref":"a/c","ifname":"net1"},
+            "5":{"id":"x5","podref":"a/d","ifname":"net1"}}})");
+        store.import_pool(PoolDump::from_spec_json(wb, "blue"), "testnet");
+        CHECK(store.allocate(ipam_test::request(c, "n1")).offset == 4);
+        CHECK(store.allocate(ipam_test::request(c, "n2")).offset == 6);
+        CHECK(store.dump(pools[0]).allocations.size() == 6);
+        CHECK(store.verify().empty());
+        CHECK(error_code([&] { store.import_pool(PoolDump::from_spec_json(wb, "blue"), "testnet"); }) ==
+              codes::address_in_use);
+    }
+    SECTION("malformed IPPool keys are rejected loudly") {
+        for (const char* key : {"-1", "01", "x", "65536", "9223372036854775808"}) {
+            INFO(key);
+            const json bad = {{"range", "10.10.0.0/16"}, {"allocations", {{key, {{"id", "a"}, {"podref", "b"}}}}}};
+            CHECK(error_code([&] { PoolDump::from_spec_json(bad, ""); }) == codes::invalid_config);
+        }
+    }
+}
+
+TEST_CASE("ipam store: IPv6 offsets above 2^63 survive the round trip", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig c = ipam_test::config({{"range", "fd00::/64"}, {"range_start", "fd00::8000:0:0:0"}});
+    const Allocation a = store.allocate(ipam_test::request(c, "a"));
+    CHECK(a.offset == k2_63);
+    CHECK(a.ip.str() == "fd00::8000:0:0:0");
+    CHECK(store.allocate(ipam_test::request(c, "b")).offset == k2_63 + 1);
+    const json spec = store.dump(a.pool).spec_json();
+    CHECK(spec["allocations"].contains("9223372036854775808"));
+    CHECK(spec["allocations"].contains("9223372036854775809"));
+
+    // A prefilled run below and the search still lands right after it.
+    PoolDump big{PoolKey{"", c.ranges[0].cidr}, {}};
+    for (uint128 x = k2_63 + 2; x < k2_63 + 1000; ++x) big.allocations[x] = Owner{"p", "p/" + to_decimal(x), "net1"};
+    store.import_pool(big, "testnet");
+    CHECK(store.allocate(ipam_test::request(c, "c")).offset == k2_63 + 1000);
+    CHECK(store.verify().empty());
+}
+
+TEST_CASE("ipam store: overlapping ranges", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig wide = ipam_test::config({{"range", "10.0.0.0/24"}});
+    const IpamConfig narrow = ipam_test::config({{"range", "10.0.0.0/25"}});
+
+    SECTION("on (the default): an address is unique across the pools of a network_name") {
+        CHECK(store.allocate(ipam_test::request(wide, "a")).ip.str() == "10.0.0.1");
+        CHECK(store.allocate(ipam_test::request(narrow, "b")).ip.str() == "10.0.0.2");
+        CHECK(store.allocate(ipam_test::request(wide, "c")).ip.str() == "10.0.0.3");
+        auto static_req = ipam_test::request(narrow, "d");
+        static_req.requested = 3;
+        CHECK(error_code([&] { store.allocate(static_req); }) == codes::address_in_use);
+        store.release({}, AttachmentId{"b", "net1"});
+        CHECK(store.allocate(ipam_test::request(wide, "e")).ip.str() == "10.0.0.2");
+        CHECK(store.verify().empty());
+    }
+    SECTION("another network_name is another address space") {
+        const IpamConfig red = ipam_test::config({{"range", "10.0.0.0/25"}, {"network_name", "red"}});
+        CHECK(store.allocate(ipam_test::request(wide, "a")).ip.str() == "10.0.0.1");
+        CHECK(store.allocate(ipam_test::request(red, "b")).ip.str() == "10.0.0.1");
+    }
+    SECTION("off: pools are independent") {
+        const IpamConfig off = ipam_test::config({{"range", "10.0.0.0/25"}, {"enable_overlapping_ranges", false}});
+        CHECK(store.allocate(ipam_test::request(wide, "a")).ip.str() == "10.0.0.1");
+        CHECK(store.allocate(ipam_test::request(off, "b")).ip.str() == "10.0.0.1");
+        CHECK(store.verify().empty());
+    }
+}
+
+TEST_CASE("ipam store: GC releases only this network's attachments that are not valid", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/24"}});
+    for (const char* id : {"a", "b", "c"}) store.allocate(ipam_test::request(c, id, "net1", "", "red"));
+    store.allocate(ipam_test::request(c, "z", "net1", "", "blue"));   // same pool, another CNI network
+
+    const std::vector<AttachmentId> valid{{"b", "net1"}, {"c", "net9"}};
+    auto released = store.gc("red", {}, valid);
+    REQUIRE(released.size() == 2);
+    std::set<std::string> ids;
+    for (const auto& a : released) ids.insert(a.owner.container_id);
+    CHECK(ids == std::set<std::string>{"a", "c"});
+    CHECK(store.dump(PoolKey{"", c.ranges[0].cidr}).allocations.size() == 2);   // b and z
+    CHECK(store.gc("red", {}, valid).empty());
+    CHECK(store.verify().empty());
+}
+
+TEST_CASE("ipam store: files are private and the schema is shared by later openers", "[ipam]") {
+    TempDir dir;
+    const std::string data = dir.sub("a/b/data");
+    {
+        SqliteStore store(data);
+        store.allocate(ipam_test::request(ipam_test::config({{"range", "10.0.0.0/24"}}), "a"));
+    }
+    CHECK(mode_of(data) == 0700);
+    CHECK(mode_of(dir.sub("a")) == 0700);
+    CHECK(mode_of(data + "/ipam.db") == 0600);
+    SqliteStore again(data);
+    SqliteStore concurrent(data);
+    const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/24"}});
+    CHECK(again.allocate(ipam_test::request(c, "b")).ip.str() == "10.0.0.2");
+    CHECK(concurrent.allocate(ipam_test::request(c, "c")).ip.str() == "10.0.0.3");
+    CHECK(again.pools().size() == 1);
+
+    CHECK(error_code([&] { SqliteStore bad("/proc/rdmanet-no-such-dir"); }) == codes::io_failure);
+}
+
+TEST_CASE("ipam store: random operations keep runs and allocations consistent", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig a = ipam_test::config({{"range", "10.0.0.0/26"}, {"exclude", {"10.0.0.8/30"}}, {"gateway", "10.0.0.1"}});
+    const IpamConfig b = ipam_test::config({{"range", "10.0.0.32/27"}});   // overlaps a
+    std::mt19937 rng(3);
+    std::map<std::string, std::set<int>> held;   // container -> pools (0 = a, 1 = b) it holds an address in
+    for (int step = 0; step < 600; ++step) {
+        const std::string id = "c" + std::to_string(rng() % 40);
+        if (held.contains(id) && rng() % 2) {
+            REQUIRE(store.release({}, AttachmentId{id, "net1"}).size() == held[id].size());
+            held.erase(id);
+        } else {
+            const int pool = static_cast<int>(rng() % 2);
+            try {
+                const Allocation got = store.allocate(ipam_test::request(pool == 0 ? a : b, id));
+                CHECK(got.reused == (held.contains(id) && held[id].contains(pool)));
+                held[id].insert(pool);
+            } catch (const IpamError& e) {
+                REQUIRE(e.code == codes::range_full);
+            }
+        }
+        if (step % 100 == 0) REQUIRE(store.verify().empty());
+    }
+    // Every address is held at most once across both pools.
+    std::set<std::string> ips;
+    for (const auto& pool : store.pools()) {
+        for (const auto& [offset, owner] : store.dump(pool).allocations) {
+            const std::string ip = rdmanet::netns::IpAddress::from_u128(pool.range.address.family(),
+                                                                         pool.range.address.to_u128() + offset)
+                                       .str();
+            CHECK(ips.insert(ip).second);
+            CHECK(ip != "10.0.0.1");
+        }
+    }
+    CHECK(store.verify().empty());
+}
+
+TEST_CASE("ipam API: dual-stack ADD, CHECK, DEL", "[ipam]") {
+    TempDir dir;
+    const IpamConfig c = ipam_test::config({{"ipRanges", {{{"range", "10.0.0.0/24"}}, {{"range", "fd00::/64"}}}},
+                                            {"gateway", "10.0.0.1"},
+                                            {"routes", {{{"dst", "0.0.0.0/0"}}}},
+                                            {"dns", {{"nameservers", {"10.0.0.53"}}}},
+                                            {"data_dir", dir.sub("data")}});
+    const IpamResult r = add(ipam_request(c, "ctr1"));
+    REQUIRE(r.ips.size() == 2);
+    CHECK(r.ips[0] == IpamIp{"10.0.0.2/24", "10.0.0.1"});
+    CHECK(r.ips[1] == IpamIp{"fd00::1/64", ""});
+    CHECK(r.routes == c.routes);
+    CHECK(r.dns.nameservers == std::vector<std::string>{"10.0.0.53"});
+
+    CHECK_NOTHROW(check(ipam_request(c, "ctr1")));
+    CHECK(error_code([&] { check(ipam_request(c, "ctr2")); }) == codes::not_allocated);
+
+    del(ipam_request(c, "ctr1"));
+    del(ipam_request(c, "ctr1"));   // twice: still fine
+    CHECK(error_code([&] { check(ipam_request(c, "ctr1")); }) == codes::not_allocated);
+    auto store = open_store(c.store);
+    for (const auto& pool : store->pools()) CHECK(store->dump(pool).allocations.empty());
+}
+
+TEST_CASE("ipam API: a failing second range gives the first address back", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig c = ipam_test::config({{"ipRanges", {{{"range", "10.0.0.0/24"}}, {{"range", "10.1.0.0/32"}}}}});
+    add(store, ipam_request(c, "first"));
+    CHECK(error_code([&] { add(store, ipam_request(c, "second")); }) == codes::range_full);
+    CHECK(store.dump(PoolKey{"", c.ranges[0].cidr}).allocations.size() == 1);
+    CHECK(store.verify().empty());
+}
+
+TEST_CASE("ipam API: static requests", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig c = ipam_test::config({{"ipRanges", {{{"range", "10.0.0.0/24"}}, {{"range", "fd00::/64"}}}},
+                                            {"addresses", {{{"address", "192.168.9.9/24"}, {"gateway", "192.168.9.1"}}}}});
+    auto req = ipam_request(c, "s1");
+    req.static_ips = {"10.0.0.77", "172.16.0.5/16"};
+    const IpamResult r = add(store, req);
+    REQUIRE(r.ips.size() == 4);
+    CHECK(r.ips[0].address == "10.0.0.77/24");
+    CHECK(r.ips[1].address == "fd00::1/64");
+    CHECK(r.ips[2].address == "172.16.0.5/16");          // inside no range: returned as-is
+    CHECK(r.ips[3] == IpamIp{"192.168.9.9/24", "192.168.9.1"});
+
+    auto clash = ipam_request(c, "s2");
+    clash.static_ips = {"10.0.0.77/24"};
+    CHECK(error_code([&] { add(store, clash); }) == codes::address_in_use);
+    // Nothing is left behind by the failed ADD (the IPv6 range was not reached, IPv4 failed first).
+    CHECK(store.dump(PoolKey{"", c.ranges[1].cidr}).allocations.size() == 1);
+
+    for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+             {"10.0.0.0"}, {"10.0.0.255"}, {"10.0.0.5/16"}, {"10.0.0.5", "10.0.0.6"}, {"172.16.0.5"}, {"x"}}) {
+        auto r2 = ipam_request(c, "s3");
+        r2.static_ips = bad;
+        INFO(bad.front());
+        CHECK(error_code([&] { add(store, r2); }) == codes::invalid_config);
+    }
+    CHECK(store.verify().empty());
+}
+
+TEST_CASE("ipam API: podref falls back to the container id; GC through the API", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/24"}});
+    CHECK(make_podref("ns", "pod", "cid") == "ns/pod");
+    CHECK(make_podref("", "pod", "cid") == "cid");
+    CHECK(make_podref("ns", "", "cid") == "cid");
+
+    IpamRequest anon{c, "testnet", "cid-1", "net1", "", {}};
+    add(store, anon);
+    auto found = store.find(PoolKey{"", c.ranges[0].cidr}, "cid-1", "net1");
+    REQUIRE(found);
+    add(store, ipam_request(c, "cid-2"));
+    const std::vector<AttachmentId> valid{{"cid-2", "net1"}};
+    auto released = gc(store, c, "testnet", valid);
+    REQUIRE(released.size() == 1);
+    CHECK(released[0].owner.container_id == "cid-1");
+    CHECK(error_code([&] { add(store, IpamRequest{c, "testnet", "", "net1", "", {}}); }) == codes::invalid_config);
+}
