@@ -63,30 +63,34 @@ void ipam_check(const NetConf& conf, const Environment& env) {
     exec_ipam(conf, env, Command::check, kIpamDelTimeout);
 }
 
-// GC and STATUS are 1.1.0 verbs: an older IPAM plugin answers them with "unknown CNI_COMMAND"
-// (code 4) or "incompatible CNI versions" (code 1), which means "nothing to do", not a failure.
-bool is_unsupported_verb(const Error& e) {
-    return e.code() == static_cast<int>(ErrorCode::invalid_environment) ||
-           e.code() == static_cast<int>(ErrorCode::incompatible_version);
+// GC and STATUS are 1.1.0 verbs. Plugins built before 1.1.0 (Debian 12's host-local) answer them
+// with whatever their environment check trips over first ("missing containerID", "unknown
+// CNI_COMMAND"), so they are forwarded only to a plugin whose VERSION lists 1.1.0.
+bool ipam_speaks_1_1_0(const NetConf& conf, const Environment& env) {
+    const auto reply = exec_plugin(conf.ipam.type, Command::version, env, {{"cniVersion", "1.1.0"}},
+                                   kIpamDelTimeout);
+    if (!reply.is_object() || !reply.contains("supportedVersions") || !reply["supportedVersions"].is_array())
+        return false;
+    for (const auto& v : reply["supportedVersions"])
+        if (v.is_string() && v.get<std::string>() == "1.1.0") return true;
+    return false;
 }
 
 void ipam_gc(const NetConf& conf, const Environment& env) {
     if (!has_ipam(conf)) return;
-    try {
-        exec_ipam(conf, env, Command::gc, kIpamDelTimeout);
-    } catch (const Error& e) {
-        if (!is_unsupported_verb(e)) throw;
-        spdlog::info("IPAM {} does not implement GC: {}", conf.ipam.type, e.msg());
+    require_external(conf);
+    if (!ipam_speaks_1_1_0(conf, env)) {
+        spdlog::info("IPAM {} predates CNI 1.1.0: GC not forwarded", conf.ipam.type);
+        return;
     }
+    exec_plugin(conf.ipam.type, Command::gc, env, conf.raw, kIpamDelTimeout);
 }
 
 void ipam_status(const NetConf& conf, const Environment& env) {
     if (!has_ipam(conf)) return;
-    try {
-        exec_ipam(conf, env, Command::status, kIpamDelTimeout);
-    } catch (const Error& e) {
-        if (!is_unsupported_verb(e)) throw;
-    }
+    require_external(conf);
+    if (!ipam_speaks_1_1_0(conf, env)) return;
+    exec_plugin(conf.ipam.type, Command::status, env, conf.raw, kIpamDelTimeout);
 }
 
 }  // namespace rdmanet::cni

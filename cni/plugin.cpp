@@ -274,6 +274,9 @@ void print_about(std::ostream& err) {
 }  // namespace
 
 int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err) {
+    // spdlog's default logger writes to stdout, which belongs to the result: until the config
+    // names a log file, log nowhere.
+    setup_logging("", "off", "");
     std::string error_version(kLatestVersion);
     try {
         const Environment env = parse_environment(lookup);

@@ -7,6 +7,11 @@ constexpr auto kReplaceInvalid = nlohmann::json::error_handler_t::replace;
 }
 
 std::string quote(std::string_view value) {
+    // A message quotes a value to show which one is wrong, not to carry a megabyte of it.
+    constexpr std::size_t kLimit = 256;
+    if (value.size() > kLimit)
+        return nlohmann::json(std::string(value.substr(0, kLimit))).dump(-1, ' ', false, kReplaceInvalid) +
+               "...";
     return nlohmann::json(std::string(value)).dump(-1, ' ', false, kReplaceInvalid);
 }
 

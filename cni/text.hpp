@@ -9,7 +9,7 @@ namespace rdmanet::cni::text {
 
 // `value` as a JSON string literal ("a\"b"), invalid UTF-8 replaced: untrusted input lands in
 // error messages that are printed as JSON, and a raw control byte or broken UTF-8 would make the
-// printer throw at the worst moment.
+// printer throw at the worst moment. Values longer than 256 bytes are cut, with "..." after.
 std::string quote(std::string_view value);
 // A JSON value (of any type) printed compactly for a message, cut at `limit` characters.
 std::string show(const nlohmann::json& value, std::size_t limit = 80);

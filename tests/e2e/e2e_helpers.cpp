@@ -128,7 +128,7 @@ CniOutcome direct(const Workspace& ws, const std::string& command, const std::st
     req.args = "";
     req.path = default_cni_path();
     req.stdin_data = stdin_conf.dump();
-    return run_plugin(rdmanet_path(), req, ws.env());
+    return invoke_plugin(rdmanet_path(), req, ws.env());
 }
 
 std::optional<json> find_link(const ScopedNetns* ns, const std::string& ifname) {

@@ -53,7 +53,7 @@ struct Scene {
         req.ifname = ifname;
         req.path = default_cni_path();
         req.stdin_data = stdin_data;
-        return run_plugin(rdmanet_path(), req, ws.env());
+        return invoke_plugin(rdmanet_path(), req, ws.env());
     }
 };
 
@@ -139,20 +139,20 @@ TEST_CASE("bad input sent straight to the plugin", "[e2e][bad-input]") {
     SECTION("CHECK on a 0.3.1 config") {
         PluginRequest req{"CHECK", container_id(), s.pod.path(), "net1", "", default_cni_path(),
                           plugin_stdin("e2e-bad", "0.3.1", s.good_plugin()).dump()};
-        s.require_rejected(run_plugin(rdmanet_path(), req, s.ws.env()), kIncompatibleVersion, "");
+        s.require_rejected(invoke_plugin(rdmanet_path(), req, s.ws.env()), kIncompatibleVersion, "");
     }
     SECTION("CNI_NETNS missing on ADD") {
         PluginRequest req{"ADD", container_id(), std::nullopt, "net1", "", default_cni_path(), good};
-        s.require_rejected(run_plugin(rdmanet_path(), req, s.ws.env()), kInvalidEnv, "CNI_NETNS");
+        s.require_rejected(invoke_plugin(rdmanet_path(), req, s.ws.env()), kInvalidEnv, "CNI_NETNS");
     }
     SECTION("unknown CNI_COMMAND") {
         PluginRequest req{"FROB", container_id(), s.pod.path(), "net1", "", default_cni_path(), good};
-        s.require_rejected(run_plugin(rdmanet_path(), req, s.ws.env()), kInvalidEnv, "");
+        s.require_rejected(invoke_plugin(rdmanet_path(), req, s.ws.env()), kInvalidEnv, "");
     }
 }
 
 TEST_CASE("without CNI_COMMAND the plugin prints its about text and exits 0", "[e2e][bad-input]") {
-    const auto r = run_plugin(rdmanet_path(), PluginRequest{});
+    const auto r = invoke_plugin(rdmanet_path(), PluginRequest{});
     INFO(r.describe());
     CHECK(r.exit_code == 0);
     CHECK(r.out.empty());

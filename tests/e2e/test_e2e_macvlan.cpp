@@ -132,3 +132,48 @@ TEST_CASE("macvlan ADD refuses an ifname that already exists in the pod", "[e2e]
     CHECK(ws.state_files().empty());
     CHECK(ws.ipam_reservations("e2e-busy").empty());
 }
+
+TEST_CASE("runtime inputs reach the plugin through libcni: capability args and CNI_ARGS", "[e2e][macvlan]") {
+    Workspace ws;
+    Uplink uplink;
+    ScopedNetns pod("pod");
+    auto plugin = macvlan_plugin(uplink.master(), host_local(ws, "10.250.4.0/24"));
+    plugin["capabilities"] = {{"mac", true}};
+    const auto conf = conflist("e2e-rt", "1.0.0", plugin);
+    DriverRequest req;
+    req.verb = "add";
+    req.conflist = ws.write("net.conflist", conf.dump());
+    req.netns = pod.path();
+    req.container_id = container_id();
+    req.cache_dir = ws.cache_dir();
+    std::string want;
+
+    SECTION("runtimeConfig.mac from a declared capability") {
+        want = "c2:11:22:33:44:55";
+        req.cap_args = R"({"mac":"c2:11:22:33:44:55","portMappings":[]})";
+    }
+    SECTION("MAC= in CNI_ARGS, with Multus-style duplicates and unknown keys") {
+        want = "c2:11:22:33:44:66";
+        req.args = "IgnoreUnknown=1;K8S_POD_NAME=a;IgnoreUnknown=true;K8S_POD_NAME=a;MAC=c2:11:22:33:44:66";
+    }
+    SECTION("runtimeConfig.mac wins over CNI_ARGS") {
+        want = "c2:11:22:33:44:77";
+        req.cap_args = R"({"mac":"c2:11:22:33:44:77"})";
+        req.args = "IgnoreUnknown=1;MAC=c2:11:22:33:44:88";
+    }
+
+    const auto add = run_driver(req, ws.env());
+    INFO(add.describe());
+    REQUIRE(add.ok());
+    CHECK(add.json["interfaces"][0].value("mac", "") == want);
+    auto link = find_link(&pod, "net1");
+    REQUIRE(link);
+    CHECK(link_mac(*link) == want);
+
+    req.verb = "del";
+    const auto del = run_driver(req, ws.env());
+    INFO(del.describe());
+    CHECK(del.ok());
+    CHECK(only_loopback(pod));
+    CHECK(ws.state_files().empty());
+}

@@ -144,14 +144,14 @@ TEST_CASE("VERSION echoes the config's cniVersion and lists every supported vers
     req.command = "VERSION";
     SECTION("with a config") {
         req.stdin_data = R"({"cniVersion":"0.4.0"})";
-        const auto r = run_plugin(rdmanet_path(), req);
+        const auto r = invoke_plugin(rdmanet_path(), req);
         INFO(r.describe());
         REQUIRE(r.ok());
         CHECK(r.json.value("cniVersion", "") == "0.4.0");
         CHECK(r.json["supportedVersions"] == supported);
     }
     SECTION("with empty stdin") {
-        const auto r = run_plugin(rdmanet_path(), req);
+        const auto r = invoke_plugin(rdmanet_path(), req);
         INFO(r.describe());
         REQUIRE(r.ok());
         CHECK(r.json.value("cniVersion", "") == "1.1.0");
@@ -162,7 +162,7 @@ TEST_CASE("VERSION echoes the config's cniVersion and lists every supported vers
         req.ifname = "dummy";
         req.path = "dummy";
         req.stdin_data = R"({"cniVersion":"1.1.0"})";
-        const auto r = run_plugin(rdmanet_path(), req);
+        const auto r = invoke_plugin(rdmanet_path(), req);
         INFO(r.describe());
         REQUIRE(r.ok());
         CHECK(r.json.value("cniVersion", "") == "1.1.0");
@@ -177,19 +177,19 @@ TEST_CASE("STATUS", "[e2e][versions]") {
     req.path = default_cni_path();
     SECTION("1.1.0 without IPAM is available") {
         req.stdin_data = plugin_stdin("e2e-st", "1.1.0", no_ipam_plugin(s.uplink.name_a())).dump();
-        const auto r = run_plugin(rdmanet_path(), req, s.ws.env());
+        const auto r = invoke_plugin(rdmanet_path(), req, s.ws.env());
         INFO(r.describe());
         CHECK(r.ok());
     }
     SECTION("1.1.0 with host-local, which predates STATUS, is available") {
         req.stdin_data = plugin_stdin("e2e-st", "1.1.0", s.plugin("10.250.52.0/24")).dump();
-        const auto r = run_plugin(rdmanet_path(), req, s.ws.env());
+        const auto r = invoke_plugin(rdmanet_path(), req, s.ws.env());
         INFO(r.describe());
         CHECK(r.ok());
     }
     SECTION("a 1.0.0 config has no STATUS") {
         req.stdin_data = plugin_stdin("e2e-st", "1.0.0", s.plugin("10.250.52.0/24")).dump();
-        const auto r = run_plugin(rdmanet_path(), req, s.ws.env());
+        const auto r = invoke_plugin(rdmanet_path(), req, s.ws.env());
         INFO(r.describe());
         CHECK_FALSE(r.ok());
         CHECK(r.code() == 1);
@@ -213,7 +213,7 @@ TEST_CASE("GC releases exactly the attachments not listed as valid", "[e2e][vers
 
     SECTION("no cni.dev/valid-attachments key: nothing destructive") {
         req.stdin_data = gc_conf.dump();
-        const auto r = run_plugin(rdmanet_path(), req, s.ws.env());
+        const auto r = invoke_plugin(rdmanet_path(), req, s.ws.env());
         INFO(r.describe());
         CHECK(r.ok());
         CHECK(s.ws.state_files().size() == 2);
@@ -222,7 +222,7 @@ TEST_CASE("GC releases exactly the attachments not listed as valid", "[e2e][vers
     SECTION("one valid attachment: the other is released") {
         gc_conf["cni.dev/valid-attachments"] = json::array({{{"containerID", keep}, {"ifname", "net1"}}});
         req.stdin_data = gc_conf.dump();
-        const auto r = run_plugin(rdmanet_path(), req, s.ws.env());
+        const auto r = invoke_plugin(rdmanet_path(), req, s.ws.env());
         INFO(r.describe());
         CHECK(r.ok());
         CHECK(s.ws.state_files().size() == 1);
@@ -243,7 +243,7 @@ TEST_CASE("GC forwarded to host-local, which predates GC, succeeds", "[e2e][vers
     auto conf = plugin_stdin("e2e-gchl", "1.1.0", s.plugin("10.250.55.0/24"));
     conf["cni.dev/valid-attachments"] = json::array();
     req.stdin_data = conf.dump();
-    const auto r = run_plugin(rdmanet_path(), req, s.ws.env());
+    const auto r = invoke_plugin(rdmanet_path(), req, s.ws.env());
     INFO(r.describe());
     CHECK(r.ok());
 }

@@ -185,7 +185,8 @@ TEST_CASE("Routes of the main table", "[netns][rtnl][route]") {
         r.ifindex = t.a;
         r.scope = RT_SCOPE_LINK;
         rtnl.add_route(r);
-        const RouteInfo* got = find_route(rtnl.routes(t.a), cidr("172.16.0.0/16"), AF_INET);
+        const auto routes = rtnl.routes(t.a);
+        const RouteInfo* got = find_route(routes, cidr("172.16.0.0/16"), AF_INET);
         REQUIRE(got);
         CHECK(got->scope == RT_SCOPE_LINK);
         CHECK_FALSE(got->gateway);

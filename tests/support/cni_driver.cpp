@@ -57,7 +57,7 @@ CniOutcome run_driver(const DriverRequest& req, const std::map<std::string, std:
     return to_outcome(run_process(argv, env, "", timeout));
 }
 
-CniOutcome run_plugin(const std::string& plugin_path, const PluginRequest& req,
+CniOutcome invoke_plugin(const std::string& plugin_path, const PluginRequest& req,
                       const std::map<std::string, std::string>& env, std::chrono::milliseconds timeout) {
     auto full = current_environment();
     // Inherited CNI_* would make "variable missing" tests pass or fail by accident.

@@ -66,7 +66,7 @@ struct PluginRequest {
     std::string stdin_data;
 };
 
-CniOutcome run_plugin(const std::string& plugin_path, const PluginRequest& request,
+CniOutcome invoke_plugin(const std::string& plugin_path, const PluginRequest& request,
                       const std::map<std::string, std::string>& env = {},
                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
 

@@ -1,8 +1,12 @@
 #include "support/netns_fixture.hpp"
 
+#include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <mutex>
 #include <stdexcept>
 
 #include "support/process.hpp"
@@ -39,6 +43,28 @@ void delete_link_quietly(const ScopedNetns* ns, const std::string& name) {
     (void)run_command(argv);
 }
 
+// Namespaces named by ScopedNetns for a test process that no longer exists: left behind by a
+// crash or an abort (no destructors ran). Removed once per process before the first new one,
+// which also keeps a recycled pid from colliding with them.
+void sweep_orphans() {
+    DIR* dir = ::opendir("/run/netns");
+    if (!dir) return;
+    std::vector<std::string> orphans;
+    while (const dirent* entry = ::readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (name.rfind("rdmt-", 0) != 0) continue;
+        const std::size_t end = name.find('-', 5);
+        if (end == std::string::npos || end == 5) continue;
+        const std::string pid_text = name.substr(5, end - 5);
+        if (pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+        const long pid = std::stol(pid_text);
+        if (pid <= 0 || pid == ::getpid()) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) orphans.push_back(name);
+    }
+    ::closedir(dir);
+    for (const auto& name : orphans) (void)run_command({"ip", "netns", "del", name});
+}
+
 }  // namespace
 
 CommandResult run_command(const std::vector<std::string>& argv) {
@@ -64,6 +90,8 @@ std::string unique_name(std::string_view prefix) {
 ScopedNetns::ScopedNetns(std::string_view tag)
     : name_("rdmt-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1)) +
             "-" + std::string(tag)) {
+    static std::once_flag swept;
+    std::call_once(swept, sweep_orphans);
     run_command_checked({"ip", "netns", "add", name_});
 }
 

@@ -27,7 +27,8 @@ std::string run_command_checked(const std::vector<std::string>& argv);
 std::string unique_name(std::string_view prefix);
 
 // A named network namespace `rdmt-<pid>-<counter>-<tag>` (`ip netns add`), deleted on
-// destruction (`ip netns del`; virtual links inside it are destroyed with it).
+// destruction (`ip netns del`; virtual links inside it are destroyed with it). The first one a
+// process creates also deletes `rdmt-<pid>-*` namespaces whose pid is gone (crashed runs).
 class ScopedNetns {
 public:
     explicit ScopedNetns(std::string_view tag = "t");

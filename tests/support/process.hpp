@@ -14,8 +14,6 @@ struct ProcessResult {
     bool timed_out = false;  // killed (with its process group) because the deadline passed
 };
 
-using namespace std::chrono_literals;
-
 // Runs argv[0] (looked up in PATH) with the current environment plus `extra_env` (which
 // overrides). The child gets its own process group so that a timeout also kills whatever it
 // spawned (an IPAM plugin, say). Throws std::system_error only when the harness itself fails
@@ -23,14 +21,14 @@ using namespace std::chrono_literals;
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& extra_env = {},
                           const std::string& stdin_data = "",
-                          std::chrono::milliseconds timeout = 60s);
+                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // As run_process, but the child's environment is exactly `env` (nothing inherited): for tests
 // that must control which CNI_* variables are absent.
 ProcessResult run_process_exact_env(const std::vector<std::string>& argv,
                                     const std::map<std::string, std::string>& env,
                                     const std::string& stdin_data = "",
-                                    std::chrono::milliseconds timeout = 60s);
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // The current process environment as a map (later entries of duplicates win, like getenv).
 std::map<std::string, std::string> current_environment();

@@ -238,6 +238,10 @@ TEST_CASE("config: network name", "[cni][config]") {
         CHECK_THAT(bad.msg(), Catch::Matchers::StartsWith("name \"my net\" is invalid"));
         CHECK(config_error(with(base, "name", "../../etc"), command).code() == 7);
         CHECK(config_error(with(base, "name", std::string(254, 'n')), command).code() == 7);
+        // A huge bad value is cut in the message, which ends up in logs and on stdout.
+        auto huge = config_error(with(base, "name", std::string(100000, '/')), command);
+        CHECK(huge.msg().size() < 600);
+        CHECK_THAT(huge.msg(), Catch::Matchers::Contains("////\"... is invalid"));
         auto wrong_type = config_error(with(base, "name", 5), command);
         CHECK(wrong_type.code() == 7);
         CHECK(wrong_type.msg() == "name must be a string, got 5");

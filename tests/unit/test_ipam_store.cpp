@@ -1,6 +1,7 @@
 // The SQLite local store and the ADD/DEL/CHECK/GC API over it, in a temporary directory.
 #include <catch2/catch.hpp>
 
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <functional>
@@ -340,4 +341,42 @@ TEST_CASE("ipam API: podref falls back to the container id; GC through the API",
     REQUIRE(released.size() == 1);
     CHECK(released[0].owner.container_id == "cid-1");
     CHECK(error_code([&] { add(store, IpamRequest{c, "testnet", "", "net1", "", {}}); }) == codes::invalid_config);
+}
+
+TEST_CASE("ipam store: a rolled-back pool creation does not confuse later pools", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    // The first request creates its pool, then fails (static broadcast) and rolls back: SQLite
+    // will hand the same row id to the next pool, which must not be taken for the first one.
+    const IpamConfig a = ipam_test::config({{"range", "10.0.0.0/30"}});
+    auto failing = ipam_test::request(a, "x");
+    failing.requested = 3;
+    CHECK(error_code([&] { store.allocate(failing); }) == codes::invalid_config);
+    CHECK(store.pools().empty());
+
+    const IpamConfig b = ipam_test::config({{"range", "10.9.0.0/24"}});
+    const Allocation got = store.allocate(ipam_test::request(b, "y"));
+    CHECK(got.pool.range.str() == "10.9.0.0/24");
+    CHECK(got.ip.str() == "10.9.0.1");
+    const Allocation again = store.allocate(ipam_test::request(a, "z"));
+    CHECK(again.ip.str() == "10.0.0.1");
+    CHECK(store.pools().size() == 2);
+    CHECK(store.verify().empty());
+}
+
+TEST_CASE("ipam store: verify() reports runs that disagree with the allocations", "[ipam]") {
+    TempDir dir;
+    SqliteStore store(dir.sub("data"));
+    const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/24"}});
+    store.allocate(ipam_test::request(c, "a"));
+    store.allocate(ipam_test::request(c, "b"));
+    REQUIRE(store.verify().empty());
+
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(store.path().c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "DELETE FROM runs WHERE space LIKE 'p%'", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+    const auto problems = store.verify();
+    REQUIRE(problems.size() == 1);
+    CHECK_THAT(problems[0], Catch::Contains("do not match"));
 }

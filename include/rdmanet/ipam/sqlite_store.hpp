@@ -16,10 +16,19 @@
 //    which IpamError(try_again) is thrown.
 //  - Offsets are 16-byte big-endian BLOBs, so 128-bit values compare numerically in indexes.
 //  - PRIMARY KEY(pool, offset) and UNIQUE(pool, podref, ifname) make a double hand-out impossible
-//    whatever the code above does; overlap reservations have PRIMARY KEY(space, ip).
+//    whatever the code above does.
 //  - Taken offsets are also kept as runs of consecutive values (runs.hpp) in an indexed table, so
-//    finding the lowest free offset reads O(1) rows however full the pool is.
+//    finding the lowest free offset reads O(1) rows however full the pool is. Overlap reservations
+//    (enable_overlapping_ranges) are a run set per (network_name, family) over address values: an
+//    insert that finds the address already reserved aborts the transaction.
+//  - An ADD modifies four b-tree leaves, a DEL the same four; see the schema comment for why that
+//    number matters (it is most of the cost).
 //  - The directory is created 0700, the database file 0600 (SQLite gives -wal/-shm the same mode).
+//
+// One SqliteStore is one connection: use it from one thread, and open it after fork() (a child
+// must never use its parent's connection). Any number of processes may open the same directory.
+// release() and gc() act on every pool of the node (see store.hpp): a DEL of (container id, ifname)
+// frees what that attachment holds even if the configured ranges changed since its ADD.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -52,13 +61,16 @@ public:
     // not created. Throws address_in_use if an offset is already taken.
     void import_pool(const PoolDump& dump, std::string_view network);
 
-    // Cross-checks the run tables against the allocations and reservations; returns one line per
+    // Cross-checks the run tables against the allocations and their reservations; returns one line per
     // inconsistency (empty = consistent). O(n): for tests and fsck-like tooling.
     std::vector<std::string> verify();
 
     const std::string& path() const;
 
 private:
+    Allocation allocate_once(const AllocateRequest& request);
+    void import_once(const PoolDump& dump, std::string_view network);
+
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
