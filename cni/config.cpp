@@ -99,6 +99,27 @@ NetConf parse_net_conf(std::string_view stdin_bytes, Command command) {
     return conf;
 }
 
+NetConf parse_ipam_plugin_conf(std::string_view stdin_bytes, Command command) {
+    NetConf conf;
+    conf.raw = parse_json_bounded(stdin_bytes);
+    if (!conf.raw.is_object())
+        throw Error(ErrorCode::decode_failure,
+                    std::string("network configuration must be a JSON object, got ") +
+                        conf.raw.type_name());
+    const JsonFields top(conf.raw, "", kInvalid);
+    conf.cni_version = read_cni_version(top);
+    check_verb_allowed(conf.cni_version, command);
+    conf.name = read_name(top);
+    const bool strict = command == Command::add || command == Command::check;
+    const Attempt attempt{strict};
+    attempt([&] { conf.type = top.string("type").value_or(""); });
+    parse_runtime_config(top, conf, attempt);
+    parse_args(top, conf, attempt);
+    parse_ipam(top, conf, attempt);
+    parse_valid_attachments(top, conf, Attempt{command == Command::gc});
+    return conf;
+}
+
 std::optional<std::string> NetConf::requested_mac(const CniArgs& args) const {
     if (runtime.mac) return runtime.mac;
     if (auto mac = args.mac()) {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "rdmanet/cni/embedded_ipam.hpp"
 #include "rdmanet/cni/error.hpp"
 #include "rdmanet/cni/exec_plugin.hpp"
 
@@ -9,11 +10,7 @@ namespace rdmanet::cni {
 
 namespace {
 
-void require_external(const NetConf& conf) {
-    if (conf.ipam.type == kEmbeddedIpamType)
-        throw Error(ErrorCode::invalid_config, "ipam type \"rdmanet-ipam\" is not available in this build",
-                    "use an external IPAM plugin such as host-local");
-}
+bool embedded(const NetConf& conf) { return conf.ipam.type == kEmbeddedIpamType; }
 
 // Plugins built with an older CNI library (Debian 12's host-local among them) refuse a 1.1.0
 // config with "incompatible CNI versions" although the IPAM exchange of ADD/DEL/CHECK is the same
@@ -26,7 +23,6 @@ bool can_retry_as_1_0_0(const NetConf& conf, Command command, const Error& e) {
 
 nlohmann::json exec_ipam(const NetConf& conf, const Environment& env, Command command,
                          std::chrono::milliseconds timeout) {
-    require_external(conf);
     try {
         return exec_plugin(conf.ipam.type, command, env, conf.raw, timeout);
     } catch (const Error& e) {
@@ -44,6 +40,7 @@ bool has_ipam(const NetConf& conf) { return !conf.ipam.type.empty(); }
 
 Result ipam_add(const NetConf& conf, const Environment& env) {
     if (!has_ipam(conf)) return Result{conf.cni_version, {}, {}, {}, {}};
+    if (embedded(conf)) return embedded_ipam_add(conf, env);
     auto out = exec_ipam(conf, env, Command::add, kIpamAddTimeout);
     if (!out.is_object())
         throw Error(ErrorCode::ipam_failure, "IPAM plugin " + conf.ipam.type + " returned no result");
@@ -54,12 +51,14 @@ Result ipam_add(const NetConf& conf, const Environment& env) {
 
 void ipam_del(const NetConf& conf, const Environment& env) {
     if (!has_ipam(conf)) return;
+    if (embedded(conf)) return embedded_ipam_del(conf, env);
     exec_ipam(conf, env, Command::del, kIpamDelTimeout);
     spdlog::info("IPAM {} released", conf.ipam.type);
 }
 
 void ipam_check(const NetConf& conf, const Environment& env) {
     if (!has_ipam(conf)) return;
+    if (embedded(conf)) return embedded_ipam_check(conf, env);
     exec_ipam(conf, env, Command::check, kIpamDelTimeout);
 }
 
@@ -78,7 +77,7 @@ bool ipam_speaks_1_1_0(const NetConf& conf, const Environment& env) {
 
 void ipam_gc(const NetConf& conf, const Environment& env) {
     if (!has_ipam(conf)) return;
-    require_external(conf);
+    if (embedded(conf)) return embedded_ipam_gc(conf);
     if (!ipam_speaks_1_1_0(conf, env)) {
         spdlog::info("IPAM {} predates CNI 1.1.0: GC not forwarded", conf.ipam.type);
         return;
@@ -88,7 +87,7 @@ void ipam_gc(const NetConf& conf, const Environment& env) {
 
 void ipam_status(const NetConf& conf, const Environment& env) {
     if (!has_ipam(conf)) return;
-    require_external(conf);
+    if (embedded(conf)) return;   // in-process: available whenever the plugin runs
     if (!ipam_speaks_1_1_0(conf, env)) return;
     exec_plugin(conf.ipam.type, Command::status, env, conf.raw, kIpamDelTimeout);
 }

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <iostream>
-#include <iterator>
 #include <memory>
 
 #include <spdlog/spdlog.h>
@@ -15,9 +13,9 @@
 #include "rdmanet/cni/config.hpp"
 #include "rdmanet/cni/error.hpp"
 #include "rdmanet/cni/ipam_client.hpp"
-#include "rdmanet/cni/json.hpp"
 #include "rdmanet/cni/logging.hpp"
 #include "rdmanet/cni/pod_config.hpp"
+#include "rdmanet/cni/skel.hpp"
 #include "rdmanet/cni/version.hpp"
 #include "rdmanet/netns/error.hpp"
 
@@ -258,65 +256,26 @@ void cmd_status(const NetConf& conf, const Environment& env) {
     }
 }
 
-void print_version(const std::string& input, std::ostream& out) {
-    nlohmann::json versions = nlohmann::json::array();
-    for (auto v : kSupportedVersions) versions.push_back(std::string(v));
-    out << nlohmann::json{{"cniVersion", reply_version(input)}, {"supportedVersions", versions}}.dump()
-        << '\n';
-}
-
-void print_about(std::ostream& err) {
-    err << "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev)\nCNI protocol versions supported:";
-    for (auto v : kSupportedVersions) err << ' ' << v;
-    err << '\n';
-}
-
 }  // namespace
 
 int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err) {
-    // spdlog's default logger writes to stdout, which belongs to the result: until the config
-    // names a log file, log nowhere.
-    setup_logging("", "off", "");
-    std::string error_version(kLatestVersion);
-    try {
-        const Environment env = parse_environment(lookup);
-        if (env.command == Command::none) {
-            print_about(err);
-            return 0;
-        }
-        const std::string input{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-        error_version = reply_version(input);
-        if (env.command == Command::version) {
-            print_version(input, out);
-            return 0;
-        }
-        const NetConf conf = parse_net_conf(input, env.command);
-        setup_logging(conf.log_file, conf.log_level, conf.name + " " + env.container_id + " " + env.ifname);
-        spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode), env.netns);
-        switch (env.command) {
-        case Command::add: cmd_add(conf, env, out); break;
-        case Command::del: cmd_del(conf, env); break;
-        case Command::check: cmd_check(conf, env); break;
-        case Command::gc: cmd_gc(conf, env); break;
-        case Command::status: cmd_status(conf, env); break;
-        case Command::version:
-        case Command::none: break;
-        }
-        return 0;
-    } catch (const Error& e) {
-        spdlog::error("{} ({})", e.msg(), e.details());
-        out << e.to_json(error_version).dump() << '\n';
-    } catch (const netns::KernelError& e) {
-        spdlog::error("kernel: {}", e.what());
-        out << Error(ErrorCode::kernel_failure, e.what()).to_json(error_version).dump() << '\n';
-    } catch (const std::exception& e) {
-        spdlog::error("internal: {}", e.what());
-        out << Error(ErrorCode::kernel_failure, std::string("internal error: ") + e.what())
-                   .to_json(error_version)
-                   .dump()
-            << '\n';
-    }
-    return 1;
+    return run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev)",
+                    [](const Environment& env, const std::string& input, std::ostream& result_out) {
+                        const NetConf conf = parse_net_conf(input, env.command);
+                        setup_logging(conf.log_file, conf.log_level,
+                                      conf.name + " " + env.container_id + " " + env.ifname);
+                        spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode),
+                                     env.netns);
+                        switch (env.command) {
+                        case Command::add: cmd_add(conf, env, result_out); break;
+                        case Command::del: cmd_del(conf, env); break;
+                        case Command::check: cmd_check(conf, env); break;
+                        case Command::gc: cmd_gc(conf, env); break;
+                        case Command::status: cmd_status(conf, env); break;
+                        case Command::version:
+                        case Command::none: break;
+                        }
+                    });
 }
 
 }  // namespace rdmanet::cni

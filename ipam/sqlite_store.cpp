@@ -178,6 +178,11 @@ struct SqliteStore::Impl {
             throw IpamError(codes::io_failure, "ipam datastore " + db.path() + ": cannot switch to WAL");
         }
         db.exec("PRAGMA synchronous=NORMAL");
+        // Every CNI call is a short-lived process: by default the last connection to close
+        // checkpoints the WAL into the database and deletes it (several fsyncs, ~15 ms per call
+        // measured here). The WAL is instead checkpointed by SQLite's auto-checkpoint every 1000
+        // pages, so the per-call cost stays a WAL append.
+        sqlite3_db_config(db.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
         // Up to 16 MiB of pages (a ceiling, not an allocation): a long-lived caller keeps the
         // interior pages of big pools in memory instead of re-reading them on every call.
         db.exec("PRAGMA cache_size=-16384");

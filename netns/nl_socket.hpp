@@ -6,7 +6,8 @@
 // NLE_* codes (nl_syserr2nlerr), which merges ENODEV and ENOENT into NLE_OBJ_NOTFOUND. Callers
 // of this layer must tell "gone" from "busy" from "exists", so the error callback here records
 // nlmsgerr->error itself, plus the kernel's extended-ack text for the exception message.
-#include <netlink/cache.h>
+#include <netlink/addr.h>
+#include <netlink/handlers.h>
 #include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/object.h>
@@ -21,7 +22,6 @@ namespace rdmanet::netns::detail {
 struct NlSockFree { void operator()(nl_sock* p) const { nl_socket_free(p); } };
 struct NlMsgFree { void operator()(nl_msg* p) const { nlmsg_free(p); } };
 struct NlCbPut { void operator()(nl_cb* p) const { nl_cb_put(p); } };
-struct NlObjectPut { void operator()(nl_object* p) const { nl_object_put(p); } };
 struct NlAddrPut { void operator()(nl_addr* p) const { nl_addr_put(p); } };
 
 using NlSockPtr = std::unique_ptr<nl_sock, NlSockFree>;

@@ -69,6 +69,26 @@ NlAddrPtr nl_addr_from_ip(const IpAddress& ip, int prefix) {
     return addr;
 }
 
+nl_object* parse_object(nl_msg* msg, const char* what) {
+    // libnl hands the object to a C callback: only take a reference there, so that nothing
+    // which may throw runs inside libnl's frames.
+    nl_object* parsed = nullptr;
+    const int err = nl_msg_parse(
+        msg,
+        [](nl_object* obj, void* arg) {
+            auto** slot = static_cast<nl_object**>(arg);
+            if (*slot) return;
+            nl_object_get(obj);
+            *slot = obj;
+        },
+        &parsed);
+    if (err < 0 || !parsed) {
+        if (parsed) nl_object_put(parsed);
+        throw KernelError(err < 0 ? errno_from_nlerr(err) : EPROTO, std::string("parse ") + what);
+    }
+    return parsed;
+}
+
 }  // namespace detail
 
 bool is_valid_mac(const std::string& mac) { return detail::parse_mac(mac).has_value(); }

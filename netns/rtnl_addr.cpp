@@ -6,29 +6,9 @@
 #include "rtnl_impl.hpp"
 
 namespace rdmanet::netns {
-namespace {
 
 using detail::NlMsgPtr;
 using detail::NlObjPtr;
-
-NlObjPtr<rtnl_addr> parse_addr(nl_msg* msg) {
-    nl_object* parsed = nullptr;
-    const int err = nl_msg_parse(
-        msg,
-        [](nl_object* obj, void* arg) {
-            auto** slot = static_cast<nl_object**>(arg);
-            if (*slot) return;
-            nl_object_get(obj);
-            *slot = obj;
-        },
-        &parsed);
-    NlObjPtr<rtnl_addr> addr(reinterpret_cast<rtnl_addr*>(parsed));
-    if (err < 0 || !addr)
-        throw KernelError(err < 0 ? detail::errno_from_nlerr(err) : EPROTO, "parse RTM_NEWADDR");
-    return addr;
-}
-
-}  // namespace
 
 void Rtnl::add_address(int index, const IpNetwork& address, bool nodad) {
     const std::string what = "add address " + address.str() + " to link #" + std::to_string(index);
@@ -73,7 +53,7 @@ std::vector<IpNetwork> Rtnl::addresses(int index) {
             // Cheap filter on the fixed header before libnl builds an object.
             const auto* ifa = static_cast<const ifaddrmsg*>(nlmsg_data(nlmsg_hdr(reply)));
             if (static_cast<int>(ifa->ifa_index) != index) return;
-            NlObjPtr<rtnl_addr> addr = parse_addr(reply);
+            NlObjPtr<rtnl_addr> addr = detail::parse_as<rtnl_addr>(reply, "RTM_NEWADDR");
             // libnl reports IPv6's lone IFA_ADDRESS as the local address too.
             auto ip = detail::ip_from_nl_addr(rtnl_addr_get_local(addr.get()));
             if (ip) result.push_back(IpNetwork{*ip, rtnl_addr_get_prefixlen(addr.get())});

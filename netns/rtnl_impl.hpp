@@ -40,6 +40,14 @@ std::optional<IpAddress> ip_from_nl_addr(const nl_addr* addr);
 // An nl_addr holding `ip` with prefix length `prefix`.
 NlAddrPtr nl_addr_from_ip(const IpAddress& ip, int prefix);
 
+// libnl's parse of one rtnetlink message into its object (rtnl_link for RTM_NEWLINK, rtnl_addr
+// for RTM_NEWADDR ...); throws KernelError naming `what` when libnl cannot parse it.
+nl_object* parse_object(nl_msg* msg, const char* what);
+template <class T>
+NlObjPtr<T> parse_as(nl_msg* msg, const char* what) {
+    return NlObjPtr<T>(reinterpret_cast<T*>(parse_object(msg, what)));
+}
+
 }  // namespace detail
 
 template <class MakeRequest, class Reset>

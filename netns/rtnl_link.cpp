@@ -33,27 +33,8 @@ std::vector<std::string> altnames_of(nlmsghdr* hdr) {
     return names;
 }
 
-// libnl's parser hands the object to a C callback; take a reference and convert outside it,
-// so nothing that may throw runs inside libnl's frames.
-NlObjPtr<rtnl_link> parse_with_libnl(nl_msg* msg) {
-    nl_object* parsed = nullptr;
-    const int err = nl_msg_parse(
-        msg,
-        [](nl_object* obj, void* arg) {
-            auto** slot = static_cast<nl_object**>(arg);
-            if (*slot) return;
-            nl_object_get(obj);
-            *slot = obj;
-        },
-        &parsed);
-    NlObjPtr<rtnl_link> link(reinterpret_cast<rtnl_link*>(parsed));
-    if (err < 0 || !link)
-        throw KernelError(err < 0 ? detail::errno_from_nlerr(err) : EPROTO, "parse RTM_NEWLINK");
-    return link;
-}
-
 LinkInfo to_link_info(nl_msg* msg) {
-    NlObjPtr<rtnl_link> link = parse_with_libnl(msg);
+    NlObjPtr<rtnl_link> link = detail::parse_as<rtnl_link>(msg, "RTM_NEWLINK");
     rtnl_link* l = link.get();
     LinkInfo info;
     info.index = rtnl_link_get_ifindex(l);

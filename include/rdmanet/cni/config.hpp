@@ -89,6 +89,11 @@ struct NetConf {
 // deviceID (the RDMA shared device plugin's "0".."N-1") is not a device and is skipped.
 NetConf parse_net_conf(std::string_view stdin_bytes, Command command);
 
+// The same for the stand-alone IPAM plugin (rdmanet-ipam): the config is another plugin's, so
+// only the common keys (cniVersion, name, runtimeConfig, args, ipam, GC attachments) are read and
+// the mode/device keys are ignored.
+NetConf parse_ipam_plugin_conf(std::string_view stdin_bytes, Command command);
+
 // The cniVersion to print in a VERSION reply or an error: stdin's cniVersion when it is a
 // plausible version string (digits and dots), else kLatestVersion. Never throws.
 std::string reply_version(std::string_view stdin_bytes);
