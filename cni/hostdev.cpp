@@ -107,21 +107,25 @@ PodLink hostdev_add(const AddRequest& req) {
 
     // One RTM_SETLINK moves the device and renames it inside the pod: the kernel changes the
     // namespace first (which also takes the link down), then the name. The target name was
-    // checked free by the plugin.
-    host.move_link(dev.index, req.kernel.pod_ns.fd(), req.env.ifname);
-    auto link = req.kernel.pod.link_by_name(req.env.ifname);
-    if (!link) throw Error(ErrorCode::kernel_failure, "device " + dev.name + " not found in the pod after the move");
+    // checked free by the plugin, but the pair is not atomic: if the name got taken meanwhile, the
+    // kernel moves the device and then fails the rename, leaving it in the pod under its host
+    // name. The undo is therefore pushed before the move and looks for the device under either
+    // name.
     netns::Rtnl& pod = req.kernel.pod;
     const int host_fd = req.kernel.host_ns.fd();
-    const int pod_index = link->index;
-    const std::string host_name = dev.name;
-    req.rollback.push("move " + req.env.ifname + " back to the host as " + host_name,
-                      [&pod, host_fd, pod_index, host_name, &host, dev] {
-                          pod.move_link(pod_index, host_fd, host_name);
-                          if (dev.up) {
-                              if (auto back = host.link_by_name(host_name)) host.set_up(back->index, true);
-                          }
-                      });
+    const std::string pod_name = req.env.ifname;
+    req.rollback.push("move " + pod_name + " back to the host as " + dev.name, [&pod, &host, host_fd, pod_name, dev] {
+        auto in_pod = pod.link_by_name(pod_name);
+        if (!in_pod || in_pod->alias != dev.name) in_pod = pod.link_by_name(dev.name);
+        if (!in_pod) return;   // the move never happened
+        pod.move_link(in_pod->index, host_fd, dev.name);
+        if (dev.up) {
+            if (auto back = host.link_by_name(dev.name)) host.set_up(back->index, true);
+        }
+    });
+    host.move_link(dev.index, req.kernel.pod_ns.fd(), pod_name);
+    auto link = pod.link_by_name(pod_name);
+    if (!link) throw Error(ErrorCode::kernel_failure, "device " + dev.name + " not found in the pod after the move");
     spdlog::info("moved {} into {} as {}", dev.name, req.env.netns, req.env.ifname);
     return PodLink{link->index, link->name, link->mac, link->mtu, req.state.pci_address};
 }

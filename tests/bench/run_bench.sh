@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # ADD+DEL cost of rdmanet next to Debian's reference plugins and a raw-rtnetlink kernel floor,
 # measured side by side in one run (configurations interleaved per iteration, so drift of the
-# machine hits all of them alike).
+# machine hits all of them alike). rdmanet runs both with host-local (an IPAM process exec'd per
+# verb) and with its embedded IPAM ("type": "rdmanet-ipam", in-process, local SQLite store); the
+# IPAM alone is compared as whole processes: bin/rdmanet-ipam vs host-local, and bin/rdmanet-ipam
+# on a pool holding 60k allocations (prefilled by bin/ipam_prefill) vs an empty pool.
 #
 #   sudo tests/bench/run_bench.sh [BUILD_DIR] [ITERATIONS]     (defaults: ./build, 50; or $N)
 #
@@ -21,7 +24,8 @@ die() { echo "run_bench: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "must run as root (creates namespaces and links)"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "ITERATIONS must be a positive integer, got '$N'"
 BIN=$(cd "$BUILD/bin" 2>/dev/null && pwd) || die "no $BUILD/bin (build first: cmake --build $BUILD)"
-for f in "$BIN/rdmanet" "$BIN/kernel_floor" "$BIN/bench_measure" "$REF/macvlan" "$REF/host-device" "$REF/host-local"; do
+for f in "$BIN/rdmanet" "$BIN/rdmanet-ipam" "$BIN/ipam_prefill" "$BIN/kernel_floor" "$BIN/bench_measure" \
+         "$REF/macvlan" "$REF/host-device" "$REF/host-local"; do
   [[ -x $f ]] || die "missing executable $f"
 done
 
@@ -31,8 +35,8 @@ while :; do
   ip link show "${TAG}m0" &>/dev/null || ip netns list | grep -q "^${TAG}-" || break
 done
 WORK=$(mktemp -d "/tmp/rdmanet-bench.XXXXXX")
-NETNS=("$TAG-rm" "$TAG-qm" "$TAG-fm" "$TAG-rh" "$TAG-qh" "$TAG-fh" "$TAG-ip")
-LINKS=("${TAG}m0" "${TAG}h0" "${TAG}q0" "${TAG}f0")
+NETNS=("$TAG-rm" "$TAG-qm" "$TAG-fm" "$TAG-rh" "$TAG-qh" "$TAG-fh" "$TAG-ip" "$TAG-re" "$TAG-he" "$TAG-ri" "$TAG-r6")
+LINKS=("${TAG}m0" "${TAG}h0" "${TAG}q0" "${TAG}f0" "${TAG}e0")
 
 cleanup() {
   local ns l
@@ -67,6 +71,21 @@ conf qh "\"type\":\"host-device\",\"device\":\"${TAG}q0\"" 10.253.5.0/24
 # host-local on its own: the share of every configuration above that is the IPAM exec.
 conf ip "\"type\":\"host-local\"" 10.253.7.0/24
 
+# conf_emb NAME TYPE-SPECIFIC-JSON RANGE: the same with rdmanet's embedded IPAM, own data_dir.
+conf_emb() {
+  cat >"$WORK/$1.json" <<JSON
+{"cniVersion":"1.0.0","name":"bench-$1",$2,
+ "ipam":{"type":"rdmanet-ipam","range":"$3","data_dir":"$WORK/ripam-$1"}}
+JSON
+}
+conf_emb re "\"type\":\"rdmanet\",\"mode\":\"macvlan\",\"master\":\"${TAG}m0\",\"macvlanMode\":\"bridge\"" 10.253.8.0/24
+conf_emb he "\"type\":\"rdmanet\",\"mode\":\"hostdev\",\"device\":\"${TAG}e0\"" 10.253.9.0/24
+# rdmanet-ipam as a process of its own (as another CNI would exec it), on an empty /16 and on a
+# /16 holding 60k allocations (offsets 1..60000, as lowest-first allocation leaves them).
+conf_emb ri "\"type\":\"rdmanet-ipam\"" 10.252.0.0/16
+conf_emb r6 "\"type\":\"rdmanet-ipam\"" 10.254.0.0/16
+"$BIN/ipam_prefill" "$WORK/ripam-r6" 10.254.0.0/16 60000 bench-r6 >/dev/null || die "ipam_prefill failed"
+
 # cni_call CFG PLUGIN VERB ID: one plugin process; prints "wall cpu".
 cni_call() {
   local cfg=$1 plugin=$2 verb=$3 id=$4 m
@@ -95,10 +114,11 @@ check() {
 
 one_round() {
   local i=$1 record=$2 id="bench-$1" a d cfg
-  for cfg in rm qm rh qh ip; do
+  for cfg in rm re qm rh he qh ip ri r6; do
     local plugin
     case $cfg in
-      rm|rh) plugin=$BIN/rdmanet ;; qm) plugin=$REF/macvlan ;; qh) plugin=$REF/host-device ;; ip) plugin=$REF/host-local ;;
+      rm|rh|re|he) plugin=$BIN/rdmanet ;; qm) plugin=$REF/macvlan ;; qh) plugin=$REF/host-device ;;
+      ip) plugin=$REF/host-local ;; ri|r6) plugin=$BIN/rdmanet-ipam ;;
     esac
     a=$(cni_call "$cfg" "$plugin" ADD "$id") || exit 1
     d=$(cni_call "$cfg" "$plugin" DEL "$id") || exit 1
@@ -123,19 +143,39 @@ median() { sort -n -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {m = NR % 2 
 p90() { sort -n -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {i = int(NR*0.9 + 0.999); if (i < 1) i = 1; printf "%.3f", v[i]/1000}'; }
 
 declare -A LABEL=(
-  [rm]="rdmanet macvlan + host-local" [qm]="reference macvlan + host-local" [fm]="kernel floor macvlan"
-  [rh]="rdmanet hostdev + host-local" [qh]="reference host-device + host-local" [fh]="kernel floor hostdev"
-  [ip]="(host-local alone)")
+  [rm]="rdmanet macvlan + host-local" [re]="rdmanet macvlan + embedded IPAM"
+  [qm]="reference macvlan + host-local" [fm]="kernel floor macvlan"
+  [rh]="rdmanet hostdev + host-local" [he]="rdmanet hostdev + embedded IPAM"
+  [qh]="reference host-device + host-local" [fh]="kernel floor hostdev"
+  [ip]="(host-local alone)" [ri]="(rdmanet-ipam alone, empty pool)" [r6]="(rdmanet-ipam alone, 60k pool)")
 declare -A CPU WALL
 echo
 printf '%-36s %14s %15s %14s\n' "per ADD+DEL (ms)" "median CPU" "median wall" "p90 wall"
-for cfg in rm qm fm rh qh fh ip; do
+for cfg in rm re qm fm rh he qh fh ip ri r6; do
   CPU[$cfg]=$(median "$WORK/$cfg.dat" 2)
   WALL[$cfg]=$(median "$WORK/$cfg.dat" 1)
   printf '%-36s %14s %15s %14s\n' "${LABEL[$cfg]}" "${CPU[$cfg]}" "${WALL[$cfg]}" "$(p90 "$WORK/$cfg.dat" 1)"
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
+# verdict VALUE LIMIT: "ok" when VALUE <= LIMIT.
+verdict() { awk -v a="$1" -v b="$2" 'BEGIN { print (a != "n/a" && a <= b) ? "ok" : "MISSED" }'; }
 echo
 printf '%-36s %14s %15s\n' "ratios" "CPU rdm/ref" "wall rdm/floor"
 printf '%-36s %14s %15s\n' "macvlan" "$(ratio "${CPU[rm]}" "${CPU[qm]}")" "$(ratio "${WALL[rm]}" "${WALL[fm]}")"
+printf '%-36s %14s %15s\n' "macvlan + embedded IPAM" "$(ratio "${CPU[re]}" "${CPU[qm]}")" "$(ratio "${WALL[re]}" "${WALL[fm]}")"
 printf '%-36s %14s %15s\n' "hostdev" "$(ratio "${CPU[rh]}" "${CPU[qh]}")" "$(ratio "${WALL[rh]}" "${WALL[fh]}")"
+printf '%-36s %14s %15s\n' "hostdev + embedded IPAM" "$(ratio "${CPU[he]}" "${CPU[qh]}")" "$(ratio "${WALL[he]}" "${WALL[fh]}")"
+echo
+printf '%-36s %14s %15s\n' "IPAM as a whole process" "CPU ratio" "wall ratio"
+printf '%-36s %14s %15s\n' "rdmanet-ipam / host-local" "$(ratio "${CPU[ri]}" "${CPU[ip]}")" "$(ratio "${WALL[ri]}" "${WALL[ip]}")"
+printf '%-36s %14s %15s\n' "rdmanet-ipam 60k pool / empty pool" "$(ratio "${CPU[r6]}" "${CPU[ri]}")" "$(ratio "${WALL[r6]}" "${WALL[ri]}")"
+echo
+R_MV=$(ratio "${CPU[re]}" "${CPU[qm]}")
+R_HD=$(ratio "${CPU[he]}" "${CPU[qh]}")
+R_60=$(ratio "${WALL[r6]}" "${WALL[ri]}")
+R_60C=$(ratio "${CPU[r6]}" "${CPU[ri]}")
+echo "targets (issue 3):"
+printf '  %-62s %6s  %s\n' "CPU rdmanet macvlan + embedded IPAM / reference <= 0.2" "$R_MV" "$(verdict "$R_MV" 0.2)"
+printf '  %-62s %6s  %s\n' "CPU rdmanet hostdev + embedded IPAM / reference <= 0.2" "$R_HD" "$(verdict "$R_HD" 0.2)"
+printf '  %-62s %6s  %s\n' "wall rdmanet-ipam ADD+DEL, 60k pool / empty pool <= 2" "$R_60" "$(verdict "$R_60" 2)"
+printf '  %-62s %6s  %s\n' "CPU  rdmanet-ipam ADD+DEL, 60k pool / empty pool <= 2" "$R_60C" "$(verdict "$R_60C" 2)"

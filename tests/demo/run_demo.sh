@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # rdmanet demo: two "pods" get a macvlan secondary interface from rdmanet through the real CNI
-# caller (Debian's libcni, bin/cni-driver), ping each other over it, and are torn down again.
+# caller (Debian's libcni, bin/cni-driver), addresses from rdmanet's embedded IPAM
+# ("type": "rdmanet-ipam", in-process, local SQLite store), ping each other over it, and are torn
+# down again; the IPAM pool is printed with bin/rdmanetctl after the ADDs and after the DELs.
 #
 #   sudo tests/demo/run_demo.sh [BUILD_DIR]        (default ./build)
 #
 # Everything lives in objects made here: a veth pair as the node's "uplink" (the macvlan master),
-# two network namespaces as pods, a temp dir for the conflist, the host-local IPAM data, the
+# two network namespaces as pods, a temp dir for the conflist, the IPAM store (data_dir), the
 # libcni cache and rdmanet's state. The trap removes them all, also on failure or Ctrl-C; the
 # machine's own interfaces and routes are never touched.
 set -euo pipefail
@@ -14,7 +16,7 @@ BUILD=${1:-./build}
 die() { echo "run_demo: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "must run as root (creates namespaces and links)"
 BIN=$(cd "$BUILD/bin" 2>/dev/null && pwd) || die "no $BUILD/bin (build first: cmake --build $BUILD)"
-for f in "$BIN/rdmanet" "$BIN/cni-driver" /usr/lib/cni/host-local; do
+for f in "$BIN/rdmanet" "$BIN/cni-driver" "$BIN/rdmanetctl"; do
   [[ -x $f ]] || die "missing executable $f"
 done
 
@@ -40,10 +42,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# cni VERB POD: one libcni call for the pod's attachment (container id = pod name).
+# cni VERB POD: one libcni call for the pod's attachment (container id = pod name; the pod
+# identity in CNI_ARGS as kubelet passes it, so the IPAM records podref demo/<pod>).
 cni() {
   "$BIN/cni-driver" "$1" --conflist "$WORK/demo.conflist" --netns "/run/netns/$2" --ifname net1 \
-    --container-id "$2" --cni-path "$BIN:/usr/lib/cni" --cache-dir "$WORK/cache"
+    --container-id "$2" --cni-path "$BIN:/usr/lib/cni" --cache-dir "$WORK/cache" \
+    --args "IgnoreUnknown=1;K8S_POD_NAMESPACE=demo;K8S_POD_NAME=$2"
 }
 
 step() { printf '\n== %s\n' "$*"; }
@@ -84,7 +88,7 @@ cat >"$WORK/demo.conflist" <<JSON
     "mode": "macvlan",
     "master": "$UPLINK",
     "macvlanMode": "bridge",
-    "ipam": {"type": "host-local", "subnet": "10.250.0.0/24", "dataDir": "$WORK/ipam"}
+    "ipam": {"type": "rdmanet-ipam", "range": "10.250.0.0/24", "data_dir": "$WORK/ipam"}
   }]
 }
 JSON
@@ -97,6 +101,9 @@ for pod in "${PODS[@]}"; do
   cni check "$pod" || die "CHECK $pod failed (error JSON above)"
   echo "CHECK $pod: ok"
 done
+
+step "IPAM pool (rdmanetctl pool list --json --data-dir \$WORK/ipam)"
+"$BIN/rdmanetctl" pool list --json --data-dir "$WORK/ipam" || die "rdmanetctl pool list failed"
 
 step "inside the pods"
 for pod in "${PODS[@]}"; do ip -n "$pod" -br addr show dev net1; done
@@ -112,6 +119,11 @@ for pod in "${PODS[@]}"; do
   if ip -n "$pod" link show net1 &>/dev/null; then die "net1 still in $pod after DEL"; fi
   echo "net1 gone from $pod"
 done
+step "IPAM pool after the DELs"
+"$BIN/rdmanetctl" pool list --data-dir "$WORK/ipam" || die "rdmanetctl pool list failed"
+"$BIN/rdmanetctl" pool verify --data-dir "$WORK/ipam" || die "rdmanetctl pool verify failed"
+held=$("$BIN/rdmanetctl" pool list --data-dir "$WORK/ipam" | awk '{n += $3} END {print n + 0}')
+[[ $held -eq 0 ]] || die "$held addresses still allocated after DEL"
 left=0
 [[ -d $WORK/state ]] && left=$(find "$WORK/state" -type f | wc -l)
 echo "state files left: $left"
