@@ -267,9 +267,11 @@ TEST_CASE("rdmanetctl pool list/show/verify", "[ipam]") {
                              {"allocations",
                               {{"1", {{"id", "ctl-1"}, {"podref", "ns/ctl-1"}, {"ifname", "net1"}}},
                                {"2", {{"id", "ctl-2"}, {"podref", "ns/ctl-2"}, {"ifname", "net1"}}}}}}}};
-        CHECK(pools[0] == want);
-        CHECK(pools[1]["metadata"]["name"] == "fd66---120");
-        CHECK(pools[1]["spec"]["range"] == "fd66::/120");
+        // Ordered by (network_name, range): the unnamed network's pool first.
+        CHECK(pools[0]["metadata"]["name"] == "fd66---120");
+        CHECK(pools[0]["spec"]["range"] == "fd66::/120");
+        CHECK(pools[0]["spec"]["allocations"].size() == 1);
+        CHECK(pools[1] == want);
     }
 
     SECTION("show NAME prints that pool; the range works as a name when unambiguous") {
