@@ -65,7 +65,12 @@ std::string_view mode_name(Mode mode) {
     return "";
 }
 
-NetConf parse_net_conf(std::string_view stdin_bytes, Command command) {
+namespace {
+
+// The keys every caller reads; `plugin_keys` adds the plugin's own (logging, dns, prevResult,
+// mode and the backend's keys), which the stand-alone IPAM plugin must ignore: its config is
+// another plugin's.
+NetConf parse_conf(std::string_view stdin_bytes, Command command, bool plugin_keys) {
     NetConf conf;
     conf.raw = parse_json_bounded(stdin_bytes);
     if (!conf.raw.is_object())
@@ -84,40 +89,31 @@ NetConf parse_net_conf(std::string_view stdin_bytes, Command command) {
     const bool strict = command == Command::add || command == Command::check;
     const Attempt attempt{strict};
     attempt([&] { conf.type = top.string("type").value_or(""); });
-    parse_logging(top, conf, attempt);
+    if (plugin_keys) parse_logging(top, conf, attempt);
     parse_runtime_config(top, conf, attempt);
     parse_args(top, conf, attempt);
     parse_ipam(top, conf, attempt);
-    parse_dns(top, conf, attempt);
-    parse_prev_result(top, conf, attempt, command == Command::check);
-    // The mode decides which device keys matter; the other mode's keys are ignored entirely,
-    // since Multus writes deviceID/pciBusID into every config whatever its mode.
-    parse_mode(top, conf, attempt, strict);
-    if (conf.mode == Mode::macvlan) parse_macvlan(top, conf, attempt, strict);
-    if (conf.mode == Mode::hostdev) parse_hostdev(top, conf, attempt, strict);
+    if (plugin_keys) {
+        parse_dns(top, conf, attempt);
+        parse_prev_result(top, conf, attempt, command == Command::check);
+        // The mode decides which device keys matter; the other mode's keys are ignored entirely,
+        // since Multus writes deviceID/pciBusID into every config whatever its mode.
+        parse_mode(top, conf, attempt, strict);
+        if (conf.mode == Mode::macvlan) parse_macvlan(top, conf, attempt, strict);
+        if (conf.mode == Mode::hostdev) parse_hostdev(top, conf, attempt, strict);
+    }
     parse_valid_attachments(top, conf, Attempt{command == Command::gc});
     return conf;
 }
 
+}  // namespace
+
+NetConf parse_net_conf(std::string_view stdin_bytes, Command command) {
+    return parse_conf(stdin_bytes, command, /*plugin_keys=*/true);
+}
+
 NetConf parse_ipam_plugin_conf(std::string_view stdin_bytes, Command command) {
-    NetConf conf;
-    conf.raw = parse_json_bounded(stdin_bytes);
-    if (!conf.raw.is_object())
-        throw Error(ErrorCode::decode_failure,
-                    std::string("network configuration must be a JSON object, got ") +
-                        conf.raw.type_name());
-    const JsonFields top(conf.raw, "", kInvalid);
-    conf.cni_version = read_cni_version(top);
-    check_verb_allowed(conf.cni_version, command);
-    conf.name = read_name(top);
-    const bool strict = command == Command::add || command == Command::check;
-    const Attempt attempt{strict};
-    attempt([&] { conf.type = top.string("type").value_or(""); });
-    parse_runtime_config(top, conf, attempt);
-    parse_args(top, conf, attempt);
-    parse_ipam(top, conf, attempt);
-    parse_valid_attachments(top, conf, Attempt{command == Command::gc});
-    return conf;
+    return parse_conf(stdin_bytes, command, /*plugin_keys=*/false);
 }
 
 std::optional<std::string> NetConf::requested_mac(const CniArgs& args) const {

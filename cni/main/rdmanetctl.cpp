@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        // --help prints usage and exits 0; a usage error is reported on stderr, exit status 2.
+        return app.exit(e) == 0 ? 0 : 2;
     }
     std::cout.flush();
     return status;

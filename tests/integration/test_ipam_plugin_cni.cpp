@@ -328,7 +328,7 @@ TEST_CASE("rdmanetctl pool list/show/verify", "[ipam]") {
                  {}, {"pool"}, {"pool", "show"}, {"pool", "bogus"}, {"pool", "list", "--no-such-flag"}}) {
             const auto r = ctl(args);
             INFO((args.empty() ? "(none)" : args.back()) << ": " << r.out << r.err);
-            CHECK(r.exit_code != 0);
+            CHECK(r.exit_code == 2);
             CHECK_FALSE(r.err.empty());
         }
     }
