@@ -109,6 +109,15 @@ Result merge_into_prev(const NetConf& conf, const Result& own) {
     return merged;
 }
 
+// DEL and GC go through every step and report all failures at the end as one "try again" error
+// (the skel logs it), so that one stuck step never leaks the others.
+void throw_if_any(const std::vector<std::string>& failures, const std::string& prefix) {
+    if (failures.empty()) return;
+    std::string msg = prefix;
+    for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
+    throw Error(ErrorCode::try_again, msg);
+}
+
 void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out) {
     const StateStore store(StateStore::default_dir());
     const auto host_ns = NetNamespace::current();
@@ -172,12 +181,8 @@ void cmd_del(const NetConf& conf, const Environment& env) {
         failures.push_back(std::string("interface teardown: ") + e.what());
     }
 
-    if (!failures.empty()) {
-        std::string msg = "DEL incomplete (will be retried): ";
-        for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
-        spdlog::error("{}", msg);
-        throw Error(ErrorCode::try_again, msg);   // state kept so a retry knows what to undo
-    }
+    // On failure the state is kept so that the retry knows what to undo.
+    throw_if_any(failures, "DEL incomplete (will be retried): ");
     store.remove(conf.name, env.container_id, env.ifname);
     spdlog::info("DEL done");
 }
@@ -240,11 +245,7 @@ void cmd_gc(const NetConf& conf, const Environment& env) {
         }
     }
     ipam_gc(conf, env);
-    if (!failures.empty()) {
-        std::string msg = "GC could not release every stale attachment: ";
-        for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
-        throw Error(ErrorCode::try_again, msg);
-    }
+    throw_if_any(failures, "GC could not release every stale attachment: ");
 }
 
 void cmd_status(const NetConf& conf, const Environment& env) {
