@@ -12,6 +12,7 @@
 #include "rdmanet/cni/backend.hpp"
 #include "rdmanet/cni/config.hpp"
 #include "rdmanet/cni/error.hpp"
+#include "rdmanet/cni/failpoint.hpp"
 #include "rdmanet/cni/ipam_client.hpp"
 #include "rdmanet/cni/logging.hpp"
 #include "rdmanet/cni/pod_config.hpp"
@@ -145,15 +146,22 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out) {
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
     const Result ipam = ipam_add(conf, env);
     rollback.push("release IPAM", [&] { ipam_del(conf, env); });
+    failpoint(Failpoint::add_after_ipam);
 
     const PodLink link = backend_add(conf.mode, AddRequest{conf, env, kernel, rollback, state,
-                                                           [&] { store.save(state); }});
+                                                           [&] {
+                                                               store.save(state);
+                                                               failpoint(Failpoint::add_after_state_saved);
+                                                           }});
+    failpoint(Failpoint::add_after_move);
     configure_pod_interface(pod_ns, *pod, link.index, env.ifname, ipam, 0);
+    failpoint(Failpoint::add_after_configure);
 
     const Result own = own_result(conf, env, link, ipam);
     state.result = result_to_json(own, kLatestVersion);
     state.complete = true;
     store.save(state);
+    failpoint(Failpoint::add_before_commit);
     rollback.commit();
     out << result_to_json(merge_into_prev(conf, own), conf.cni_version).dump() << '\n';
 }
@@ -169,6 +177,7 @@ void cmd_del(const NetConf& conf, const Environment& env) {
     } catch (const std::exception& e) {
         failures.push_back(std::string("IPAM release: ") + e.what());
     }
+    failpoint(Failpoint::del_after_ipam);
 
     const Mode mode = state ? mode_from_name(state->mode).value_or(conf.mode) : conf.mode;
     try {
@@ -183,6 +192,7 @@ void cmd_del(const NetConf& conf, const Environment& env) {
 
     // On failure the state is kept so that the retry knows what to undo.
     throw_if_any(failures, "DEL incomplete (will be retried): ");
+    failpoint(Failpoint::del_after_teardown);
     store.remove(conf.name, env.container_id, env.ifname);
     spdlog::info("DEL done");
 }

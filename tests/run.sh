@@ -17,6 +17,7 @@ packages=(
   libsqlite3-dev libcurl4-openssl-dev libyaml-cpp-dev libcpp-httplib-dev
   golang-go golang-github-appc-cni-dev containernetworking-plugins
   iproute2 iputils-ping procps
+  clang libclang-rt-14-dev
 )
 
 install_missing() {
@@ -34,6 +35,22 @@ install_missing() {
 build_all() {
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build" -j"$jobs"
+}
+
+# The hardening pass (issue 7): a clang build with ASan + UBSan, libFuzzer instrumentation and
+# the crash failpoints. Runs the unit and integration suites and the failpoint walk under the
+# sanitizers, then every fuzz target for FUZZ_SECONDS (default 60) from its seed corpus.
+# HARDENING=0 skips it (quick local runs); CI always runs it.
+hardening() {
+  local hbuild=${HARDENING_BUILD_DIR:-$build-hardening}
+  CC=clang CXX=clang++ cmake -S "$root" -B "$hbuild" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DRDMANET_SANITIZE=ON -DRDMANET_FUZZ=ON -DRDMANET_FAILPOINTS=ON >/dev/null
+  cmake --build "$hbuild" -j"$jobs"
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  (cd "$hbuild" && ctest --output-on-failure --timeout 900 -j"$jobs" -L 'unit|integration') || return 1
+  (cd "$hbuild" && ctest --output-on-failure --timeout 900 -R 'failpoint walk') || return 1
+  "$root/tests/fuzz/run_fuzz.sh" "$hbuild" "${FUZZ_SECONDS:-60}"
 }
 
 need_root() {
@@ -54,8 +71,13 @@ case "${1:-}" in
     need_root
     install_missing
     build_all
-    cd "$build"
-    exec ctest --output-on-failure --timeout 600 -j"$jobs"
+    status=0
+    (cd "$build" && ctest --output-on-failure --timeout 600 -j"$jobs") || status=1
+    if [[ ${HARDENING:-1} != 0 ]]; then
+      echo "== hardening: sanitizers, failpoint walk, fuzzing"
+      hardening || status=1
+    fi
+    exit $status
     ;;
   *)
     echo "usage: $0 demo|test" >&2

@@ -156,6 +156,12 @@ for cfg in rm re qm fm rh he qh fh ip ri r6; do
   WALL[$cfg]=$(median "$WORK/$cfg.dat" 1)
   printf '%-36s %14s %15s %14s\n' "${LABEL[$cfg]}" "${CPU[$cfg]}" "${WALL[$cfg]}" "$(p90 "$WORK/$cfg.dat" 1)"
 done
+# Machine-readable copy for tests/bench/report.sh: key, label, median CPU, median wall, p90 wall (ms).
+if [[ -n ${BENCH_TSV:-} ]]; then
+  for cfg in rm re qm fm rh he qh fh ip ri r6; do
+    printf '%s\t%s\t%s\t%s\t%s\n' "$cfg" "${LABEL[$cfg]}" "${CPU[$cfg]}" "${WALL[$cfg]}" "$(p90 "$WORK/$cfg.dat" 1)"
+  done >"$BENCH_TSV"
+fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 # verdict VALUE LIMIT: "ok" when VALUE <= LIMIT.
 verdict() { awk -v a="$1" -v b="$2" 'BEGIN { print (a != "n/a" && a <= b) ? "ok" : "MISSED" }'; }

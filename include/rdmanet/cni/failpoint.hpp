@@ -1,0 +1,40 @@
+#pragma once
+// Failpoints: named steps of ADD and DEL where a TEST build can kill the plugin (SIGKILL, as an
+// OOM kill or a node reboot would), so a test can prove that DEL and GC clean up after a crash at
+// any of them. Compiled in only with -DRDMANET_FAILPOINTS=ON (the hardening build); in a normal
+// build failpoint() is an empty inline function and the environment is never read.
+//
+// RDMANET_FAILPOINT=<name> kills the process when execution reaches that step. Every step is listed
+// in kFailpoints, which the failpoint walk (tests/integration/test_failpoint_walk.cpp) iterates, so
+// a new step is walked as soon as it is added here.
+#include <array>
+#include <string_view>
+
+namespace rdmanet::cni {
+
+enum class Failpoint {
+    add_after_ipam,           // address allocated, nothing in the kernel yet
+    add_after_state_saved,    // hostdev: identity recorded, device still in the host
+    add_after_move,           // device/child in the pod under a temporary or final name
+    add_after_configure,      // addresses and routes set in the pod, state not final
+    add_before_commit,        // final state written, rollback not yet disarmed
+    del_after_ipam,           // address released, interface still in the pod
+    del_after_teardown,       // interface returned/deleted, state file still present
+    count_
+};
+
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(Failpoint::count_)> kFailpoints = {
+    "add_after_ipam",  "add_after_state_saved", "add_after_move",     "add_after_configure",
+    "add_before_commit", "del_after_ipam",      "del_after_teardown",
+};
+
+constexpr std::string_view failpoint_name(Failpoint fp) { return kFailpoints[static_cast<std::size_t>(fp)]; }
+
+#ifdef RDMANET_FAILPOINTS
+// Raises SIGKILL when $RDMANET_FAILPOINT equals failpoint_name(fp).
+void failpoint(Failpoint fp);
+#else
+inline void failpoint(Failpoint) {}
+#endif
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# One command for every benchmark in tests/bench: runs them, writes a Markdown report and a PNG
+# chart (gnuplot), and replaces the table between the `bench-report` markers in README.md.
+#
+#   sudo tests/bench/report.sh [BUILD_DIR] [ITERATIONS]      (defaults: ./build, 30)
+#
+# Outputs (committed with the README so the figures and the chart match):
+#   tests/bench/report/benchmark.md    the tables
+#   tests/bench/report/benchmark.png   CPU and wall per ADD+DEL, rdmanet vs reference vs floor
+# Extra benchmarks are picked up when their executables exist: bin/ipam_bench (in-process IPAM),
+# tests/bench/kube_bench.sh (Kubernetes datastore against the test API server).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+n=${2:-30}
+out="$here/report"
+mkdir -p "$out"
+work=$(mktemp -d /tmp/rdmanet-report.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+command -v gnuplot >/dev/null || {
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox
+}
+
+echo "== process benchmark (run_bench.sh, $n iterations)"
+BENCH_TSV="$work/process.tsv" "$here/run_bench.sh" "$build" "$n" | tee "$work/process.txt"
+
+echo "== in-process IPAM (ipam_bench --quick)"
+"$build/bin/ipam_bench" --quick | tee "$work/ipam.txt"
+
+kube_section=""
+if [[ -x "$here/kube_bench.sh" ]]; then
+  echo "== Kubernetes datastore (kube_bench.sh)"
+  "$here/kube_bench.sh" "$build" | tee "$work/kube.txt"
+  kube_section=$(printf '\n### Kubernetes datastore\n\n```\n%s\n```\n' "$(cat "$work/kube.txt")")
+fi
+
+val() { awk -F'\t' -v k="$1" -v c="$2" '$1 == k { print $c }' "$work/process.tsv"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
+
+{
+  echo "Measured $(date -u +%Y-%m-%d) on $(nproc) vCPUs, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg);"
+  echo "\`tests/bench/report.sh build $n\` (median of $n ADD+DEL pairs, one process per verb)."
+  echo
+  echo "| per ADD+DEL (ms) | median CPU | median wall | p90 wall |"
+  echo "| --- | ---: | ---: | ---: |"
+  while IFS=$'\t' read -r key label cpu wall p90; do
+    echo "| $label | $cpu | $wall | $p90 |"
+  done <"$work/process.tsv"
+  echo
+  echo "| ratio | CPU rdmanet / reference | wall rdmanet / kernel floor |"
+  echo "| --- | ---: | ---: |"
+  echo "| macvlan + host-local | $(ratio "$(val rm 3)" "$(val qm 3)") | $(ratio "$(val rm 4)" "$(val fm 4)") |"
+  echo "| macvlan + embedded IPAM | $(ratio "$(val re 3)" "$(val qm 3)") | $(ratio "$(val re 4)" "$(val fm 4)") |"
+  echo "| hostdev + host-local | $(ratio "$(val rh 3)" "$(val qh 3)") | $(ratio "$(val rh 4)" "$(val fh 4)") |"
+  echo "| hostdev + embedded IPAM | $(ratio "$(val he 3)" "$(val qh 3)") | $(ratio "$(val he 4)" "$(val fh 4)") |"
+  echo
+  echo "In-process IPAM, µs per allocate+release (\`build/bin/ipam_bench --quick\`):"
+  echo
+  echo "| range | allocations | median µs | p99 µs |"
+  echo "| --- | ---: | ---: | ---: |"
+  awk 'NR > 2 && NF >= 7 { printf "| %s | %s | %s | %s |\n", $1, $2, $3, $5 }' "$work/ipam.txt"
+  printf '%s\n' "$kube_section"
+  echo
+  echo "![ADD+DEL cost per configuration](tests/bench/report/benchmark.png)"
+} >"$out/benchmark.md"
+
+# Chart: grouped bars, median CPU and median wall per configuration (the IPAM-alone rows left out).
+grep -v -E '^(ip|ri|r6)\b' "$work/process.tsv" >"$work/chart.tsv"
+gnuplot <<GP
+set terminal pngcairo size 1100,520 noenhanced font ",10"
+set output "$out/benchmark.png"
+set datafile separator "\t"
+set title "ADD+DEL per configuration (median, ms): rdmanet vs Debian reference plugins vs kernel floor"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set xtics rotate by -25 left
+set ylabel "ms"
+set grid ytics
+set key top left
+set bmargin 8
+plot "$work/chart.tsv" using 3:xtic(2) title "CPU", "" using 4 title "wall"
+GP
+
+# README: replace what lies between the markers with the report (markers kept).
+grep -q '<!-- bench-report:begin -->' "$root/README.md" && grep -q '<!-- bench-report:end -->' "$root/README.md" ||
+  { echo "README.md has no bench-report markers" >&2; exit 1; }
+awk -v report="$out/benchmark.md" '
+  /<!-- bench-report:begin -->/ { print; while ((getline line < report) > 0) print line; skip = 1; next }
+  /<!-- bench-report:end -->/ { skip = 0 }
+  !skip { print }' "$root/README.md" >"$work/README.md"
+cat "$work/README.md" >"$root/README.md"
+echo "== wrote $out/benchmark.md, $out/benchmark.png and README.md's benchmark table"
