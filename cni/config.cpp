@@ -61,6 +61,8 @@ std::string_view mode_name(Mode mode) {
     switch (mode) {
         case Mode::macvlan: return "macvlan";
         case Mode::hostdev: return "hostdev";
+        case Mode::sriov: return "sriov";
+        case Mode::ipoib: return "ipoib";
     }
     return "";
 }
@@ -101,6 +103,9 @@ NetConf parse_conf(std::string_view stdin_bytes, Command command, bool plugin_ke
         parse_mode(top, conf, attempt, strict);
         if (conf.mode == Mode::macvlan) parse_macvlan(top, conf, attempt, strict);
         if (conf.mode == Mode::hostdev) parse_hostdev(top, conf, attempt, strict);
+        if (conf.mode == Mode::sriov) parse_sriov(top, conf, attempt, strict);
+        if (conf.mode == Mode::ipoib) parse_ipoib(top, conf, attempt, strict);
+        parse_rdma(top, conf, attempt);
     }
     parse_valid_attachments(top, conf, Attempt{command == Command::gc});
     return conf;
@@ -128,6 +133,7 @@ std::optional<std::string> NetConf::requested_mac(const CniArgs& args) const {
         return checks::lowercase(*mac);
     }
     if (mode == Mode::macvlan) return macvlan.mac;
+    if (mode == Mode::sriov) return sriov.mac;
     return std::nullopt;
 }
 

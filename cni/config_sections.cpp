@@ -158,13 +158,14 @@ void parse_mode(const JsonFields& top, NetConf& conf, const Attempt& attempt, bo
     attempt([&] {
         auto mode = top.string("mode");
         if (!mode) {
-            if (required) top.invalid("mode", "is required: set it to \"macvlan\" or \"hostdev\"");
+            if (required) top.invalid("mode", "is required: set it to \"macvlan\", \"hostdev\", \"sriov\" or \"ipoib\"");
             return;
         }
         // The reference macvlan plugin calls its macvlan mode "mode"; say where that goes.
-        constexpr std::array<std::string_view, 2> kModes = {"macvlan", "hostdev"};
+        constexpr std::array<std::string_view, 4> kModes = {"macvlan", "hostdev", "sriov", "ipoib"};
         one_of(top, "mode", *mode, kModes, "the macvlan mode (bridge, private, ...) goes in \"macvlanMode\"");
-        conf.mode = *mode == "hostdev" ? Mode::hostdev : Mode::macvlan;
+        conf.mode = *mode == "hostdev" ? Mode::hostdev : *mode == "sriov" ? Mode::sriov
+                    : *mode == "ipoib" ? Mode::ipoib : Mode::macvlan;
     });
 }
 

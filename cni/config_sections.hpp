@@ -39,6 +39,13 @@ void parse_mode(const JsonFields& top, NetConf& conf, const Attempt& attempt, bo
 void parse_macvlan(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required);
 // Runs after parse_runtime_config: runtimeConfig.deviceID takes precedence.
 void parse_hostdev(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required);
+// mode "sriov" (config_sriov.cpp): deviceID like hostdev (a PCI address is required on ADD/CHECK),
+// the VF settings validated as sriov-cni / ib-sriov-cni do.
+void parse_sriov(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required);
+// mode "ipoib" (config_rdma.cpp): master (required on ADD/CHECK), pkey, ipoibMode, mtu.
+void parse_ipoib(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required);
+// The "rdma" object (config_rdma.cpp): isolation auto|required|off.
+void parse_rdma(const JsonFields& top, NetConf& conf, const Attempt& attempt);
 // cni.dev/valid-attachments, else the legacy cni.dev/attachments.
 void parse_valid_attachments(const JsonFields& top, NetConf& conf, const Attempt& attempt);
 

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <vector>
 
+#include "ctl_kube.hpp"
 #include "rdmanet/cni/ctl.hpp"
 #include "rdmanet/ipam/error.hpp"
 #include "rdmanet/ipam/sqlite_store.hpp"
@@ -25,7 +26,7 @@ std::unique_ptr<ipam::SqliteStore> open_existing(const PoolOptions& options) {
     return std::make_unique<ipam::SqliteStore>(options.data_dir);
 }
 
-std::vector<ipam::PoolDump> dump_all(ipam::SqliteStore& store) {
+std::vector<ipam::PoolDump> dump_all(ipam::Store& store) {
     std::vector<ipam::PoolDump> dumps;
     for (const auto& key : store.pools()) dumps.push_back(store.dump(key));
     return dumps;
@@ -56,7 +57,11 @@ nlohmann::json ippool_json(const ipam::PoolDump& dump) {
 int pool_list(const PoolOptions& options, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
         std::vector<ipam::PoolDump> dumps;
-        if (auto store = open_existing(options)) dumps = dump_all(*store);
+        if (options.kube.enabled()) {
+            dumps = dump_all(*open_kube_store(options.kube));
+        } else if (auto store = open_existing(options)) {
+            dumps = dump_all(*store);
+        }
         if (options.json) {
             nlohmann::json array = nlohmann::json::array();
             for (const auto& d : dumps) array.push_back(ippool_json(d));
@@ -79,7 +84,12 @@ int pool_list(const PoolOptions& options, std::ostream& out, std::ostream& err) 
 
 int pool_show(const PoolOptions& options, const std::string& name, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
-        auto store = open_existing(options);
+        std::unique_ptr<ipam::Store> store;
+        if (options.kube.enabled()) {
+            store = open_kube_store(options.kube);
+        } else {
+            store = open_existing(options);
+        }
         if (!store) {
             err << "rdmanetctl: no pool named \"" << name << "\": there is no datastore at " << store_file(options)
                 << '\n';
@@ -94,7 +104,8 @@ int pool_show(const PoolOptions& options, const std::string& name, std::ostream&
         if (matches.size() != 1) {
             err << "rdmanetctl: ";
             if (matches.empty()) {
-                err << "no pool named \"" << name << "\" in " << store_file(options)
+                err << "no pool named \"" << name << "\" in "
+                    << (options.kube.enabled() ? std::string("the Kubernetes datastore") : store_file(options))
                     << " (rdmanetctl pool list shows the names)\n";
             } else {
                 err << "\"" << name << "\" is the range of " << matches.size() << " pools:";

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rdmanet/cni/error.hpp"
+#include "rdmanet/cni/policy.hpp"
 #include "rdmanet/ipam/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
 
@@ -27,9 +28,24 @@ decltype(auto) translating_errors(Fn&& fn) {
     }
 }
 
+// The node policy's limits on the ipam object's file keys (configuration_path, kubeconfig,
+// data_dir, log_file), checked before any of those files is opened; refusals are audited.
+ipam::PathLimits policed_limits() {
+    const NodePolicy& policy = node_policy_or_defaults();   // ADD/CHECK loaded it strictly already
+    auto limits = policy.ipam_limits();
+    limits.on_refusal = [&policy](const std::string& msg) {
+        try {
+            refuse(policy, ErrorCode::invalid_config, msg);
+        } catch (const Error&) {
+            // refuse() audits and throws; the IPAM layer throws its own error next.
+        }
+    };
+    return limits;
+}
+
 ipam::IpamRequest make_request(const NetConf& conf, const Environment& env, ipam::Strictness strictness) {
     ipam::IpamRequest req;
-    req.config = ipam::load_ipam_config(conf.ipam.raw, strictness);
+    req.config = ipam::load_ipam_config(conf.ipam.raw, strictness, policed_limits());
     req.network = conf.name;
     req.container_id = env.container_id;
     req.ifname = env.ifname;
@@ -79,7 +95,7 @@ void embedded_ipam_gc(const NetConf& conf) {
     translating_errors([&] {
         std::vector<ipam::AttachmentId> valid;
         for (const auto& a : *conf.valid_attachments) valid.push_back({a.container_id, a.ifname});
-        const auto config = ipam::load_ipam_config(conf.ipam.raw, ipam::Strictness::lenient);
+        const auto config = ipam::load_ipam_config(conf.ipam.raw, ipam::Strictness::lenient, policed_limits());
         for (const auto& released : ipam::gc(config, conf.name, valid))
             spdlog::info("rdmanet-ipam GC: released {} of {} {}", released.ip.str(), released.owner.container_id,
                          released.owner.ifname);

@@ -5,6 +5,8 @@
 
 #include "rdmanet/cni/backend.hpp"
 #include "rdmanet/cni/error.hpp"
+#include "rdmanet/cni/policy.hpp"
+#include "rdmanet/cni/rdma_isolation.hpp"
 #include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::cni {
@@ -90,8 +92,10 @@ void restore_host_side(netns::Rtnl& host, const netns::LinkInfo& link, const std
 PodLink hostdev_add(const AddRequest& req) {
     auto& host = req.kernel.host;
     const auto dev = resolve_device(req.conf.hostdev, host, req.kernel.sysfs);
-    if (dev.name == "lo" || dev.index == 1)
-        throw Error(ErrorCode::invalid_config, "refusing to move the loopback device into a pod");
+    // Node policy and built-in protections (loopback, the node's uplink, a device another pod
+    // holds), before anything about the device changes.
+    check_device_move(node_policy(), host, req.kernel.sysfs, dev, mode_name(req.conf.mode),
+                      StateStore(StateStore::default_dir()), AttachmentKey{req.env.container_id, req.env.ifname});
 
     req.state.host_ifname = dev.name;
     req.state.host_mac = dev.mac;
@@ -99,6 +103,11 @@ PodLink hostdev_add(const AddRequest& req) {
     req.state.host_alias = dev.alias;
     req.state.pci_address = req.kernel.sysfs.netdev_pci_address(dev.name).value_or("");
     req.save_state();
+
+    // RDMA device first: moving it recreates its IPoIB netdevs in the host (REFERENCE §4.5).
+    const auto& function_id = req.conf.hostdev.pci_address.empty() ? req.state.pci_address
+                                                                    : req.conf.hostdev.pci_address;
+    rdma_isolation_add(req, RdmaFunction{function_id, dev.name});
 
     // The alias records the host name on the device itself, so it can be found and returned even
     // without our state file (kept through netns moves and a netns' destruction).
@@ -130,7 +139,9 @@ PodLink hostdev_add(const AddRequest& req) {
     return PodLink{link->index, link->name, link->mac, link->mtu, req.state.pci_address};
 }
 
-void hostdev_del(const DelRequest& req) {
+namespace {
+
+void return_netdev(const DelRequest& req) {
     const AttachmentState* state = req.state ? &*req.state : nullptr;
     if (req.pod) {
         if (auto link = req.pod->link_by_name(req.env.ifname)) {
@@ -158,6 +169,13 @@ void hostdev_del(const DelRequest& req) {
         spdlog::info("recovering {} returned by the kernel as {}", state->host_ifname, returned->name);
         restore_host_side(req.host, *returned, state->host_ifname, state->host_alias, state->host_was_up);
     }
+}
+
+}  // namespace
+
+void hostdev_del(const DelRequest& req) {
+    return_netdev(req);
+    rdma_isolation_del(req);   // after the netdev, the reverse of ADD
 }
 
 void hostdev_check(const NetConf&, const Environment& env, Kernel& kernel, const Interface& expected) {

@@ -7,6 +7,7 @@
 #include "rdmanet/cni/config.hpp"
 #include "rdmanet/cni/embedded_ipam.hpp"
 #include "rdmanet/cni/logging.hpp"
+#include "rdmanet/cni/policy.hpp"
 #include "rdmanet/cni/skel.hpp"
 
 namespace rdmanet::cni {
@@ -26,7 +27,11 @@ void handle(const Environment& env, const std::string& input, std::ostream& out)
     const auto& ipam = conf.ipam.raw;
     const std::string log_file = ipam.is_object() ? ipam.value("log_file", "") : "";
     const std::string log_level = ipam.is_object() ? ipam.value("log_level", "") : "";
-    setup_logging(log_file, spdlog_level(log_level), conf.name + " " + env.container_id + " " + env.ifname);
+    // Stand-alone, the IPAM applies the same node policy as the plugin (it runs as root too).
+    const bool strict = env.command == Command::add || env.command == Command::check;
+    const NodePolicy& policy = strict ? node_policy() : node_policy_or_defaults();
+    setup_policed_logging(policy, "ipam.log_file", log_file, spdlog_level(log_level),
+                          conf.name + " " + env.container_id + " " + env.ifname, strict);
     switch (env.command) {
     case Command::add: out << result_to_json(embedded_ipam_add(conf, env), conf.cni_version).dump() << '\n'; break;
     case Command::del: embedded_ipam_del(conf, env); break;

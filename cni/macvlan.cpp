@@ -5,6 +5,8 @@
 
 #include "rdmanet/cni/backend.hpp"
 #include "rdmanet/cni/error.hpp"
+#include "rdmanet/cni/policy.hpp"
+#include "rdmanet/cni/rdma_isolation.hpp"
 #include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::cni {
@@ -39,11 +41,14 @@ std::string temporary_link_name() {
 PodLink macvlan_add(const AddRequest& req) {
     const auto& mv = req.conf.macvlan;
     const auto master = find_master(req.kernel.host, mv.master);
+    check_master(node_policy(), req.kernel.host, req.kernel.sysfs, master, mode_name(req.conf.mode));
     if (mv.mtu > master.mtu)
         throw Error(ErrorCode::invalid_config,
                     "mtu " + std::to_string(mv.mtu) + " is larger than master " + master.name +
                         "'s MTU " + std::to_string(master.mtu),
                     "use an mtu of at most " + std::to_string(master.mtu) + ", or 0 to inherit it");
+    // A macvlan never takes its master's RDMA device along (required -> error, exclusive -> warning).
+    rdma_isolation_check_child(req, master.name);
 
     netns::MacvlanSpec spec;
     spec.name = temporary_link_name();

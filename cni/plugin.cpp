@@ -16,6 +16,7 @@
 #include "rdmanet/cni/ipam_client.hpp"
 #include "rdmanet/cni/logging.hpp"
 #include "rdmanet/cni/pod_config.hpp"
+#include "rdmanet/cni/policy.hpp"
 #include "rdmanet/cni/skel.hpp"
 #include "rdmanet/cni/version.hpp"
 #include "rdmanet/netns/error.hpp"
@@ -64,18 +65,26 @@ std::unique_ptr<Rtnl> rtnl_in(const NetNamespace& ns) {
 std::optional<Mode> mode_from_name(std::string_view name) {
     if (name == mode_name(Mode::macvlan)) return Mode::macvlan;
     if (name == mode_name(Mode::hostdev)) return Mode::hostdev;
+    if (name == mode_name(Mode::sriov)) return Mode::sriov;
+    if (name == mode_name(Mode::ipoib)) return Mode::ipoib;
     return std::nullopt;
 }
 
 PodLink backend_add(Mode mode, const AddRequest& req) {
+    if (mode == Mode::sriov) return sriov_add(req);
+    if (mode == Mode::ipoib) return ipoib_add(req);
     return mode == Mode::hostdev ? hostdev_add(req) : macvlan_add(req);
 }
 
 void backend_del(Mode mode, const DelRequest& req) {
+    if (mode == Mode::sriov) return sriov_del(req);
+    if (mode == Mode::ipoib) return ipoib_del(req);
     mode == Mode::hostdev ? hostdev_del(req) : macvlan_del(req);
 }
 
 void backend_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {
+    if (conf.mode == Mode::sriov) return sriov_check(conf, env, kernel, expected);
+    if (conf.mode == Mode::ipoib) return ipoib_check(conf, env, kernel, expected);
     conf.mode == Mode::hostdev ? hostdev_check(conf, env, kernel, expected)
                                : macvlan_check(conf, env, kernel, expected);
 }
@@ -119,7 +128,7 @@ void throw_if_any(const std::vector<std::string>& failures, const std::string& p
     throw Error(ErrorCode::try_again, msg);
 }
 
-void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out) {
+void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out, const KernelServices& services) {
     const StateStore store(StateStore::default_dir());
     const auto host_ns = NetNamespace::current();
     const auto pod_ns = open_pod_netns(env.netns);
@@ -133,6 +142,7 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out) {
                     "choose another interface name for this network");
     const auto sysfs = node_sysfs();
     Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
+    kernel.vf = services.vf;
 
     AttachmentState state;
     state.network = conf.name;
@@ -154,7 +164,8 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out) {
                                                                failpoint(Failpoint::add_after_state_saved);
                                                            }});
     failpoint(Failpoint::add_after_move);
-    configure_pod_interface(pod_ns, *pod, link.index, env.ifname, ipam, 0);
+    // A DPDK VF has no netdev in the pod: its addresses are reported, not applied (REFERENCE 3.7).
+    if (!link.userspace) configure_pod_interface(pod_ns, *pod, link.index, env.ifname, ipam, 0);
     failpoint(Failpoint::add_after_configure);
 
     const Result own = own_result(conf, env, link, ipam);
@@ -166,7 +177,7 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out) {
     out << result_to_json(merge_into_prev(conf, own), conf.cni_version).dump() << '\n';
 }
 
-void cmd_del(const NetConf& conf, const Environment& env) {
+void cmd_del(const NetConf& conf, const Environment& env, const KernelServices& services) {
     const StateStore store(StateStore::default_dir());
     const auto state = store.load(conf.name, env.container_id, env.ifname);
     std::vector<std::string> failures;
@@ -185,7 +196,11 @@ void cmd_del(const NetConf& conf, const Environment& env) {
         Rtnl host;
         const auto pod_ns = open_pod_netns_if_alive(env.netns);
         std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
-        backend_del(mode, DelRequest{env, state, host, host_ns, pod.get(), node_sysfs()});
+        const auto sysfs = node_sysfs();
+        DelRequest del{env, state, host, host_ns, pod.get(), sysfs};
+        del.pod_ns = pod_ns ? &*pod_ns : nullptr;
+        del.vf = services.vf;
+        backend_del(mode, del);
     } catch (const std::exception& e) {
         failures.push_back(std::string("interface teardown: ") + e.what());
     }
@@ -197,7 +212,7 @@ void cmd_del(const NetConf& conf, const Environment& env) {
     spdlog::info("DEL done");
 }
 
-void cmd_check(const NetConf& conf, const Environment& env) {
+void cmd_check(const NetConf& conf, const Environment& env, const KernelServices& services) {
     if (!conf.prev_result)
         throw Error(ErrorCode::invalid_config, "CHECK needs prevResult", "the runtime passes the ADD result");
     const auto& prev = *conf.prev_result;
@@ -216,6 +231,7 @@ void cmd_check(const NetConf& conf, const Environment& env) {
     const auto pod = rtnl_in(pod_ns);
     const auto sysfs = node_sysfs();
     Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
+    kernel.vf = services.vf;
     backend_check(conf, env, kernel, prev.interfaces[index]);
 
     // Addresses as the final result lists them on our interface; routes only those we added
@@ -228,10 +244,11 @@ void cmd_check(const NetConf& conf, const Environment& env) {
         expected.routes = result_from_json(state->result).routes;
     }
     auto link = pod->link_by_name(env.ifname);
+    if (!link) return;   // sriov DPDK VF: no netdev, no addresses applied (backend_check saw to the rest)
     check_pod_interface(*pod, link->index, env.ifname, expected, index);
 }
 
-void cmd_gc(const NetConf& conf, const Environment& env) {
+void cmd_gc(const NetConf& conf, const Environment& env, const KernelServices& services) {
     if (!conf.valid_attachments) {
         spdlog::info("GC without cni.dev/valid-attachments: nothing to do");
         return;
@@ -249,7 +266,7 @@ void cmd_gc(const NetConf& conf, const Environment& env) {
         stale.ifname = state.ifname;
         stale.netns = state.netns;
         try {
-            cmd_del(conf, stale);
+            cmd_del(conf, stale, services);
         } catch (const Error& e) {
             failures.push_back(state.container_id + "/" + state.ifname + ": " + e.msg());
         }
@@ -270,18 +287,28 @@ void cmd_status(const NetConf& conf, const Environment& env) {
 }  // namespace
 
 int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err) {
-    return run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev)",
-                    [](const Environment& env, const std::string& input, std::ostream& result_out) {
+    return run_plugin(lookup, in, out, err, KernelServices{});
+}
+
+int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err,
+               const KernelServices& services) {
+    return run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
+                    [&services](const Environment& env, const std::string& input, std::ostream& result_out) {
                         const NetConf conf = parse_net_conf(input, env.command);
-                        setup_logging(conf.log_file, conf.log_level,
-                                      conf.name + " " + env.container_id + " " + env.ifname);
+                        // The node policy: ADD/CHECK fail closed on a broken policy file, teardown
+                        // and reports run with the defaults then (README "Security model").
+                        const bool strict = env.command == Command::add || env.command == Command::check;
+                        const NodePolicy& policy = strict ? node_policy() : node_policy_or_defaults();
+                        setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
+                                              conf.name + " " + env.container_id + " " + env.ifname, strict);
+                        if (strict) check_mode_allowed(policy, mode_name(conf.mode));
                         spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode),
                                      env.netns);
                         switch (env.command) {
-                        case Command::add: cmd_add(conf, env, result_out); break;
-                        case Command::del: cmd_del(conf, env); break;
-                        case Command::check: cmd_check(conf, env); break;
-                        case Command::gc: cmd_gc(conf, env); break;
+                        case Command::add: cmd_add(conf, env, result_out, services); break;
+                        case Command::del: cmd_del(conf, env, services); break;
+                        case Command::check: cmd_check(conf, env, services); break;
+                        case Command::gc: cmd_gc(conf, env, services); break;
                         case Command::status: cmd_status(conf, env); break;
                         case Command::version:
                         case Command::none: break;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "rdmanet/ipam/confined_file.hpp"
 #include "rdmanet/ipam/error.hpp"
 
 namespace rdmanet::ipam {
@@ -381,14 +382,66 @@ json merge_flat_file(const json& nad_ipam, const json& flat) {
     return out;
 }
 
-IpamConfig load_ipam_config(const json& ipam, Strictness strictness) {
+namespace {
+
+// The node policy's refusal for a file key: named key, the value, the allowed place.
+[[noreturn]] void refuse_path(const PathLimits& limits, const std::string& key, const std::string& path,
+                              const std::string& allowed) {
+    const std::string msg = key + " " + q(path) + " is outside what the node policy allows (" + allowed +
+                            "): ask the node admin to allow it, or use a path there";
+    if (limits.on_refusal) limits.on_refusal(msg);
+    config_error(msg);
+}
+
+void check_one(const PathLimits& limits, const json& obj, std::string_view key, const std::string& field,
+               const std::vector<std::string>& dirs) {
+    const json* v = member(obj, key);
+    if (!v || !v->is_string() || v->get<std::string>().empty()) return;   // type errors: parse's job
+    const std::string path = v->get<std::string>();
+    if (containing_dir(path, dirs).empty()) refuse_path(limits, field, path, join_dirs(dirs));
+}
+
+}  // namespace
+
+namespace {
+IpamConfig with_confinement(IpamConfig config, const PathLimits& limits) {
+    if (limits.enforced && !config.store.kubeconfig.empty())
+        config.store.kubeconfig_dir = containing_dir(config.store.kubeconfig, limits.kubeconfig_dirs);
+    return config;
+}
+}  // namespace
+
+void check_path_limits(const json& ipam, const PathLimits& limits) {
+    if (!limits.enforced || !ipam.is_object()) return;
+    check_one(limits, ipam, "configuration_path", "ipam.configuration_path", limits.config_dirs);
+    check_one(limits, ipam, "log_file", "ipam.log_file", {limits.log_dir});
+    if (const json* k8s = member(ipam, "kubernetes"); k8s && k8s->is_object())
+        check_one(limits, *k8s, "kubeconfig", "ipam.kubernetes.kubeconfig", limits.kubeconfig_dirs);
+    // The default data dir is the plugin's own; a NAD may only move it within the allowed roots.
+    if (const json* dir = member(ipam, "data_dir"); dir && dir->is_string() && *dir != std::string(kDefaultDataDir)) {
+        const std::string path = dir->get<std::string>();
+        bool inside = !containing_dir(path, limits.data_dirs).empty();
+        for (const auto& allowed : limits.data_dirs) inside = inside || path == allowed;
+        if (!inside) refuse_path(limits, "ipam.data_dir", path, join_dirs(limits.data_dirs));
+    }
+}
+
+IpamConfig load_ipam_config(const json& ipam, Strictness strictness, const PathLimits& limits) {
     if (ipam.is_object()) {
         auto it = ipam.find("configuration_path");
         if (it != ipam.end() && it->is_string() && !it->get<std::string>().empty()) {
-            return parse_ipam_config(merge_flat_file(ipam, read_flat_file(it->get<std::string>())), strictness);
+            const std::string path = it->get<std::string>();
+            // Checked before the file is opened; the merged object is checked again below, for
+            // the keys the flat file filled in.
+            check_path_limits(ipam, limits);
+            const std::string confined = limits.enforced ? containing_dir(path, limits.config_dirs) : "";
+            const json merged = merge_flat_file(ipam, read_flat_file(path, confined));
+            check_path_limits(merged, limits);
+            return with_confinement(parse_ipam_config(merged, strictness), limits);
         }
     }
-    return parse_ipam_config(ipam, strictness);
+    check_path_limits(ipam, limits);
+    return with_confinement(parse_ipam_config(ipam, strictness), limits);
 }
 
 }  // namespace rdmanet::ipam

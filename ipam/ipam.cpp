@@ -2,6 +2,7 @@
 #include "rdmanet/ipam/ipam.hpp"
 
 #include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/kube/kube_store.hpp"
 #include "rdmanet/ipam/sqlite_store.hpp"
 #include "rdmanet/ipam/static_ips.hpp"
 
@@ -31,15 +32,16 @@ std::vector<PoolKey> pool_keys(const IpamConfig& config) {
     return keys;
 }
 
-std::unique_ptr<Store> open_store(const StoreConfig& config) {
+std::unique_ptr<Store> open_store(const StoreConfig& config, std::chrono::milliseconds budget) {
     switch (config.datastore) {
     case Datastore::local:
         return std::make_unique<SqliteStore>(config.data_dir);
     case Datastore::kubernetes:
-        break;
+        // The deadline starts now: loading the kubeconfig is part of the verb's budget too.
+        return std::make_unique<kube::KubeStore>(kube::load_kubeconfig(config.kubeconfig), kube::Deadline::in(budget),
+                                                 config.data_dir + "/kubernetes");
     }
-    throw IpamError(codes::unsupported_field,
-                    "ipam.datastore \"kubernetes\" is not yet supported by rdmanet-ipam; use \"local\"");
+    throw IpamError(codes::invalid_config, "ipam.datastore: unknown datastore");
 }
 
 IpamResult add(Store& store, const IpamRequest& request) {
@@ -106,12 +108,12 @@ std::vector<Allocation> gc(Store& store, const IpamConfig& config, std::string_v
 }
 
 IpamResult add(const IpamRequest& request) {
-    auto store = open_store(request.config.store);
+    auto store = open_store(request.config.store, kube::kAddBudget);
     return add(*store, request);
 }
 
 void del(const IpamRequest& request) {
-    auto store = open_store(request.config.store);
+    auto store = open_store(request.config.store, kube::kDelBudget);
     del(*store, request);
 }
 
@@ -121,7 +123,7 @@ void check(const IpamRequest& request) {
 }
 
 std::vector<Allocation> gc(const IpamConfig& config, std::string_view network, std::span<const AttachmentId> valid) {
-    auto store = open_store(config.store);
+    auto store = open_store(config.store, kube::kDelBudget);
     return gc(*store, config, network, valid);
 }
 

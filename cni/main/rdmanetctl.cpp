@@ -3,11 +3,22 @@
 //   rdmanetctl pool list   [--data-dir DIR] [--json]   pools of the local IPAM store
 //   rdmanetctl pool show   NAME [--data-dir DIR]       one pool as a whereabouts IPPool object
 //   rdmanetctl pool verify [--data-dir DIR]            consistency check of the store
+//   rdmanetctl pool list|show ... --kubeconfig F | --in-cluster   the same from the Kubernetes datastore
+//   rdmanetctl reconcile (--kubeconfig F | --in-cluster) [--dry-run] [--interval S]  release allocations of gone pods
+//   rdmanetctl render -f FILE [--ipam rdmanet] [-o json]  network specs -> NetworkAttachmentDefinitions
+//   rdmanetctl install [--watch] ...                     node installer (DaemonSet)
+//   rdmanetctl doctor [--json] [--root DIR] ...          node checks; exit 1 on problems
+//   rdmanetctl rdma mode [exclusive|shared] [--persist]  RDMA netns mode (show/set, boot option)
+//   rdmanetctl devices [--sysfs-root DIR]                RDMA devices, ports, netdevs, PCI, PF/VF
+#include <chrono>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
+#include "ctl_admin_cli.hpp"
+#include "ctl_rdma_cli.hpp"
 #include "rdmanet/cni/ctl.hpp"
 #include "rdmanet/ipam/config.hpp"
 
@@ -19,6 +30,13 @@ void add_data_dir(CLI::App& cmd, ctl::PoolOptions& options) {
     cmd.add_option("--data-dir", options.data_dir,
                    "directory of the local IPAM store (ipam.data_dir), default " +
                        std::string(rdmanet::ipam::kDefaultDataDir));
+}
+
+// The Kubernetes datastore (IPPools through the API) instead of the local store.
+void add_kube(CLI::App& cmd, ctl::KubeOptions& kube) {
+    cmd.add_option("--kubeconfig", kube.kubeconfig, "use the Kubernetes datastore through this kubeconfig");
+    cmd.add_flag("--in-cluster", kube.in_cluster, "use the Kubernetes datastore with the pod's service account");
+    cmd.add_option("--namespace", kube.ns, "namespace of the IPPools (default: the kubeconfig context's, else kube-system)");
 }
 
 }  // namespace
@@ -38,17 +56,45 @@ int main(int argc, char** argv) {
     CLI::App* list = pool->add_subcommand("list", "one line per pool: name, range, number of allocations");
     add_data_dir(*list, options);
     list->add_flag("--json", options.json, "print a JSON array of whereabouts IPPool objects instead");
+    add_kube(*list, options.kube);
     list->callback([&] { status = ctl::pool_list(options, std::cout, std::cerr); });
 
     CLI::App* show = pool->add_subcommand("show", "print one pool as a whereabouts IPPool object (JSON)");
     show->add_option("NAME", pool_name, "IPPool name as `pool list` prints it (e.g. blue-10.0.0.0-16), or the range")
         ->required();
     add_data_dir(*show, options);
+    add_kube(*show, options.kube);
     show->callback([&] { status = ctl::pool_show(options, pool_name, std::cout, std::cerr); });
+
+    bool dry_run = false;
+    CLI::App* reconcile = app.add_subcommand(
+        "reconcile", "Kubernetes datastore: release allocations of pods that no longer exist and stray reservations");
+    add_kube(*reconcile, options.kube);
+    reconcile->add_flag("--dry-run", dry_run, "only print what would be released");
+    // --interval: the DaemonSet's long-running reconciler (deploy/daemonset.yaml); a failed round
+    // is reported and the next one tries again.
+    int reconcile_interval = 0;
+    reconcile->add_option("--interval", reconcile_interval, "keep running: reconcile every SECONDS (0 = once)")
+        ->check(CLI::Range(0, 86400));
+    reconcile->callback([&] {
+        for (;;) {
+            status = ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
+            if (reconcile_interval <= 0) return;
+            std::cout.flush();
+            std::this_thread::sleep_for(std::chrono::seconds(reconcile_interval));
+        }
+    });
 
     CLI::App* verify = pool->add_subcommand("verify", "check the store's internal consistency; non-zero exit on problems");
     add_data_dir(*verify, options);
     verify->callback([&] { status = ctl::pool_verify(options, std::cout, std::cerr); });
+
+    // render, install, doctor (cni/main/ctl_admin_cli.hpp).
+    ctl::AdminCli admin;
+    admin.add(app, status);
+    // rdma mode, devices (cni/main/ctl_rdma_cli.hpp).
+    ctl::RdmaCli rdma_cli;
+    rdma_cli.add(app, status);
 
     try {
         app.parse(argc, argv);

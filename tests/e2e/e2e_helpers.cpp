@@ -47,6 +47,14 @@ Workspace::Workspace() {
     std::string templ = (fs::temp_directory_path() / "rdmanet-e2e.XXXXXX").string();
     if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
     root_ = templ;
+    // Everything a network config may name (logFile, data_dir, ...) lives in the workspace.
+    const std::vector<std::string> here{root_.string()};
+    write("policy.json", json{{"logDir", root_.string()},
+                              {"auditLog", audit_log()},
+                              {"ipamDataDirs", here},
+                              {"ipamConfigDirs", here},
+                              {"kubeconfigDirs", here}}
+                             .dump());
 }
 
 Workspace::~Workspace() {

@@ -32,8 +32,14 @@ public:
     std::string cache_dir() const { return path("cache"); }
     std::string ipam_dir() const { return path("ipam"); }
     // Environment for the plugin (libcni passes the caller's environment on): our state dir,
-    // never the machine's /var/lib/cni/rdmanet.
-    std::map<std::string, std::string> env() const { return {{"RDMANET_STATE_DIR", state_dir()}}; }
+    // never the machine's /var/lib/cni/rdmanet, and a node policy (policy_file()) that puts the
+    // log dir and the IPAM's allowed dirs inside the workspace instead of /var/log, /etc/cni.
+    std::map<std::string, std::string> env() const {
+        return {{"RDMANET_STATE_DIR", state_dir()}, {"RDMANET_POLICY_FILE", policy_file()}};
+    }
+    std::string policy_file() const { return path("policy.json"); }
+    // The audit log of that policy (every refusal appends one line).
+    std::string audit_log() const { return path("policy.log"); }
 
     // Writes `content` to <root>/<name> and returns the path.
     std::string write(const std::string& name, const std::string& content) const;

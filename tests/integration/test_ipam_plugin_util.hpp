@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "../unit/ipam_test_util.hpp"
@@ -26,6 +28,26 @@ namespace ipam_plugin_test {
 using nlohmann::json;
 using rdmanet::test::CniOutcome;
 using rdmanet::test::PluginRequest;
+
+// The node policy's defaults keep data_dir under /var/lib/cni/rdmanet; these suites put every
+// store in a temp dir, so the test process (and every plugin it starts, which inherits the
+// environment) runs under a test policy that allows the temp directory instead.
+inline const bool kTestPolicyInstalled = [] {
+    const auto tmp = std::filesystem::temp_directory_path().string();
+    const std::string file = tmp + "/rdmanet-ipam-test-policy-" + std::to_string(::getpid()) + ".json";
+    std::ofstream(file, std::ios::trunc) << json{{"ipamDataDirs", {tmp}}, {"ipamConfigDirs", {tmp}},
+                                                 {"kubeconfigDirs", {tmp}}, {"logDir", tmp + "/rdmanet-ipam-test-logs"}}
+                                                .dump();
+    ::setenv("RDMANET_POLICY_FILE", file.c_str(), 1);
+    static const struct Remove {
+        std::string path;
+        pid_t owner;
+        ~Remove() {
+            if (::getpid() == owner) std::remove(path.c_str());   // not from a forked child's exit()
+        }
+    } remove{file, ::getpid()};
+    return true;
+}();
 
 inline std::string ipam_plugin_path() { return rdmanet::test::bin_dir() + "/rdmanet-ipam"; }
 inline std::string ctl_path() { return rdmanet::test::bin_dir() + "/rdmanetctl"; }

@@ -103,7 +103,9 @@ TEST_CASE("move_link when the target name is taken", "[netns][rtnl][move]") {
             FAIL("no exception");
         } catch (const KernelError& e) {
             CHECK(e.errno_value() == EEXIST);
-            CHECK_THAT(e.what(), Catch::Contains("altname"));   // the kernel's extack text
+            // Newer kernels explain EEXIST in an extack message naming the altname; 6.1 sends no
+            // text (kernel lab), so only the operation and errno are promised.
+            CHECK_THAT(e.what(), Catch::Contains("move link"));
         }
         CHECK(host_rtnl->link_by_index(index));
         CHECK_FALSE(pod_rtnl->link_by_name("net2"));

@@ -251,12 +251,12 @@ TEST_CASE("config: network name", "[cni][config]") {
 TEST_CASE("config: mode", "[cni][config]") {
     auto missing = config_error(without(macvlan_config(), "mode"));
     CHECK(missing.code() == 7);
-    CHECK(missing.msg() == "mode is required: set it to \"macvlan\" or \"hostdev\"");
+    CHECK(missing.msg() == "mode is required: set it to \"macvlan\", \"hostdev\", \"sriov\" or \"ipoib\"");
     CHECK(config_error(without(macvlan_config(), "mode"), Command::check).code() == 7);
 
     auto unknown = config_error(with(macvlan_config(), "mode", "bridge"));
     CHECK(unknown.code() == 7);
-    CHECK(unknown.msg() == "mode \"bridge\" is not supported: use one of \"macvlan\", \"hostdev\"");
+    CHECK(unknown.msg() == "mode \"bridge\" is not supported: use one of \"macvlan\", \"hostdev\", \"sriov\", \"ipoib\"");
     CHECK_THAT(unknown.details(), Catch::Matchers::Contains("macvlanMode"));
     CHECK(config_error(with(macvlan_config(), "mode", "MACVLAN")).code() == 7);
     auto wrong_type = config_error(with(macvlan_config(), "mode", json::array({"macvlan"})));

@@ -202,13 +202,13 @@ TEST_CASE("ipam config: other keys", "[ipam]") {
     CHECK(c.store.kubeconfig == "/etc/k.conf");
     CHECK(c.store.data_dir == "/run/rdmanet-ipam");
 
-    SECTION("the kubernetes datastore is refused when opened, until it exists") {
+    SECTION("the kubernetes datastore names a missing kubeconfig when opened") {
         try {
             open_store(c.store);
             FAIL("expected an error");
         } catch (const IpamError& e) {
-            CHECK(e.code == codes::unsupported_field);
-            CHECK_THAT(e.msg, Catch::Contains("kubernetes") && Catch::Contains("not yet supported"));
+            CHECK(e.code == codes::invalid_config);
+            CHECK_THAT(e.msg, Catch::Contains("kubernetes.kubeconfig") && Catch::Contains("/etc/k.conf"));
         }
     }
 }

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmanet/cni/config.hpp"
+#include "rdmanet/cni/sriov_state.hpp"
+#include "rdmanet/netns/fd.hpp"
 
 namespace rdmanet::cni {
 
@@ -27,6 +29,16 @@ struct AttachmentState {
     std::string pci_address;          // PCI/aux id when known
     bool host_was_up = false;
     std::string host_alias;           // alias before we used it to record the host name
+
+    // rdma.isolation: the RDMA device moved (or about to be moved) into the pod, by its host name;
+    // empty when none. DEL moves it back only if the pod still owns it.
+    std::string rdma_device;
+    // ipoib: the link kind created for the pod ("ipoib"; a test stand-in's kind under fakes), so
+    // that DEL deletes only what it created.
+    std::string child_kind;
+
+    // sriov: VF, PF and the settings to restore (attachment "sriov" object; nullopt otherwise).
+    std::optional<SriovState> sriov;
 
     // The result handed to the runtime (addresses etc.), in CNI 1.1.0 form.
     nlohmann::json result = nlohmann::json::object();
@@ -55,8 +67,14 @@ public:
                 const std::string& ifname) const;
     // Every readable state of `network` (for GC).
     std::vector<AttachmentState> list(const std::string& network) const;
+    // Every readable state of every network (the node policy's "attached to another pod" check).
+    std::vector<AttachmentState> list_all() const;
 
 private:
+    // O_NOFOLLOW fd of the directory (created 0700 when `create`); invalid when it does not
+    // exist and !create. A symlinked state dir is refused (logged as a policy refusal).
+    netns::UniqueFd open_dir(bool create) const;
+
     std::string dir_;
 };
 

@@ -12,7 +12,14 @@
 #include "rdmanet/netns/rtnl.hpp"
 #include "rdmanet/netns/sysfs.hpp"
 
+namespace rdmanet::netns {
+class IpoibLinks;
+class VfControl;
+}
+
 namespace rdmanet::cni {
+
+struct RdmaAccess;
 
 // The interface as it ends up in the pod, still DOWN; the plugin configures addresses and sets it UP.
 struct PodLink {
@@ -21,6 +28,9 @@ struct PodLink {
     std::string mac;
     unsigned mtu = 0;
     std::string pci_id;
+    // sriov DPDK mode: the VF has no netdev in the pod (userspace driver); the plugin allocates
+    // addresses for the result but applies nothing inside the pod. `index` is 0.
+    bool userspace = false;
 };
 
 // Both rtnetlink sockets are opened once: `host` in the namespace the plugin runs in, `pod` inside
@@ -31,6 +41,12 @@ struct Kernel {
     const netns::NetNamespace& pod_ns;
     netns::Rtnl& pod;
     const netns::Sysfs& sysfs;
+    // PF-side SR-IOV VF netlink (netns/vf.hpp); null = the real kernel's rtnetlink.
+    netns::VfControl* vf = nullptr;
+    // RDMA netlink for rdma.isolation (rdma_isolation.hpp); null = the real kernel's.
+    const RdmaAccess* rdma = nullptr;
+    // IPoIB child creation (netns/ipoib.hpp); null = the real kernel's rtnetlink.
+    netns::IpoibLinks* ipoib = nullptr;
 };
 
 // ADD: validates host state (device present, MTU bounds), records in `state` what DEL needs
@@ -55,6 +71,10 @@ struct DelRequest {
     const netns::NetNamespace& host_ns;
     netns::Rtnl* pod;
     const netns::Sysfs& sysfs;
+    // The pod namespace while it exists (RDMA devices are moved back from inside it).
+    const netns::NetNamespace* pod_ns = nullptr;
+    const RdmaAccess* rdma = nullptr;   // null = the real kernel's RDMA netlink
+    netns::VfControl* vf = nullptr;     // PF-side VF netlink (netns/vf.hpp); null = the real kernel's
 };
 
 PodLink macvlan_add(const AddRequest& req);
@@ -65,6 +85,19 @@ void macvlan_check(const NetConf& conf, const Environment& env, Kernel& kernel, 
 PodLink hostdev_add(const AddRequest& req);
 void hostdev_del(const DelRequest& req);
 void hostdev_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+
+// mode "ipoib" (cni/ipoib.cpp): an IPoIB child of `master`, created in the host under a temporary
+// name, moved and renamed in one call; DEL deletes it.
+PodLink ipoib_add(const AddRequest& req);
+void ipoib_del(const DelRequest& req);
+void ipoib_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+
+// mode "sriov" (cni/sriov.cpp): an SR-IOV VF found by PCI address, its PF-side settings saved,
+// applied and restored, its netdev moved like hostdev (DPDK VFs: nothing moved); IB VFs get
+// their GUID set + driver rebind. DEL returns everything and restores exactly what ADD changed.
+PodLink sriov_add(const AddRequest& req);
+void sriov_del(const DelRequest& req);
+void sriov_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
 
 // A random name ("rdm" + 8 hex digits) for links in transit; never a valid CNI_IFNAME clash
 // in practice and ignored by NetworkManager-style tools that skip unknown prefixes.

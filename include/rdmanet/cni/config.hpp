@@ -8,11 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmanet/cni/env.hpp"
+#include "rdmanet/cni/rdma_conf.hpp"
 #include "rdmanet/cni/result.hpp"
 
 namespace rdmanet::cni {
 
-enum class Mode { macvlan, hostdev };
+enum class Mode { macvlan, hostdev, sriov, ipoib };
 std::string_view mode_name(Mode mode);
 
 struct RuntimeConfig {
@@ -38,6 +39,40 @@ struct HostdevConf {
     std::string pci_address;
 };
 
+// mode "sriov": an SR-IOV VF by PCI address, its PF-side settings applied and restored
+// (REFERENCE 3.4-3.8). Optional settings are nullopt when the config does not set them: only
+// those are applied on ADD and reset on DEL, except the VLAN, which is always applied (0 when
+// unset) so that a VF left tagged by an earlier pod is cleaned, as sriov-cni does.
+struct SriovConf {
+    // PCI address after precedence runtimeConfig.deviceID > deviceID > pciBusID.
+    std::string pci_address;
+    std::optional<std::string> mac;          // admin + effective MAC of the VF
+    unsigned vlan = 0;                       // 0-4094, 0 = no VLAN
+    unsigned vlan_qos = 0;                   // 0-7, needs vlan != 0
+    std::string vlan_proto = "802.1q";       // 802.1q | 802.1ad (the latter needs vlan != 0)
+    bool vlan_set = false;                   // any of vlan/vlanQoS/vlanProto given
+    std::optional<bool> spoofchk;            // "on" | "off"
+    std::optional<bool> trust;               // "on" | "off"
+    std::optional<std::string> link_state;   // auto | enable | disable
+    std::optional<unsigned> min_tx_rate;     // Mbps
+    std::optional<unsigned> max_tx_rate;     // Mbps, 0 = no limit; >= min_tx_rate
+    std::optional<std::string> guid;         // InfiniBand GUID from the config (lowest precedence)
+    std::optional<unsigned> pkey;            // InfiniBand partition key, recorded only
+    unsigned mtu = 0;                        // 0 = leave the VF's MTU
+
+    // runtimeConfig.infinibandGUID > CNI_ARGS GUID > guid; nullopt when none. Lower-case.
+    // Throws Error(invalid_environment) for a CNI_ARGS GUID that is not a usable GUID.
+    std::optional<std::string> requested_guid(const RuntimeConfig& runtime, const CniArgs& args) const;
+};
+
+// mode "ipoib": a child of an InfiniBand parent (REFERENCE.md §3.9).
+struct IpoibConf {
+    std::string master;                    // required on ADD/CHECK: the IPoIB parent netdev
+    std::optional<unsigned> pkey;          // 1..0xffff except 0x8000; nullopt = the parent's
+    std::optional<std::string> mode;       // ipoibMode: datagram|connected; nullopt = the parent's
+    unsigned mtu = 0;                      // 0 = the parent's; never above it
+};
+
 struct IpamConf {
     std::string type;                      // empty when the config has no ipam section
     nlohmann::json raw = nlohmann::json::object();
@@ -56,6 +91,9 @@ struct NetConf {
     Mode mode = Mode::macvlan;
     MacvlanConf macvlan;
     HostdevConf hostdev;
+    SriovConf sriov;
+    IpoibConf ipoib;
+    RdmaConf rdma;                                       // "rdma": {"isolation": ...}
     IpamConf ipam;
     Dns dns;
     RuntimeConfig runtime;

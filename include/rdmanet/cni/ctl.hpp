@@ -15,9 +15,19 @@
 
 namespace rdmanet::cni::ctl {
 
+// The Kubernetes datastore instead of the local one: a kubeconfig, or the in-cluster service
+// account (rdmanetctl run in a pod). `ns` overrides the context's namespace.
+struct KubeOptions {
+    std::string kubeconfig;
+    bool in_cluster = false;
+    std::string ns;
+    bool enabled() const { return !kubeconfig.empty() || in_cluster; }
+};
+
 struct PoolOptions {
     std::string data_dir = std::string(ipam::kDefaultDataDir);   // the local store's directory
     bool json = false;
+    KubeOptions kube;                                           // set: list/show IPPools from the API
 };
 
 // A pool as a whereabouts IPPool object:
@@ -33,5 +43,9 @@ int pool_list(const PoolOptions& options, std::ostream& out, std::ostream& err);
 int pool_show(const PoolOptions& options, const std::string& name, std::ostream& out, std::ostream& err);
 // `pool verify`: SqliteStore::verify(); one line per inconsistency on err and 1 when there is any.
 int pool_verify(const PoolOptions& options, std::ostream& out, std::ostream& err);
+
+// `reconcile` (Kubernetes datastore): releases allocations whose pod no longer exists and
+// reservations no pool entry accounts for; prints what it released (dry_run: what it would).
+int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::ostream& err);
 
 }  // namespace rdmanet::cni::ctl

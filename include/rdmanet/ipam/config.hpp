@@ -30,6 +30,7 @@
 // Deliberate differences from whereabouts: a range_start/range_end outside the CIDR, or
 // start > end, is a configuration error (code 7) instead of being silently ignored; a top-level
 // `exclude` is validated at load time; network, broadcast and gateway are never handed out.
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,6 +70,10 @@ struct StoreConfig {
     Datastore datastore = Datastore::local;
     std::string data_dir = std::string(kDefaultDataDir);
     std::string kubeconfig;
+    // Set by load_ipam_config under an enforced node policy: the allowed directory the kubeconfig
+    // lies in. Readers should then open it (and the files it references) with
+    // read_confined(kubeconfig_dir, path) (confined_file.hpp): no symlink below that directory.
+    std::string kubeconfig_dir;
 };
 
 struct IpamConfig {
@@ -92,6 +97,22 @@ enum class Strictness {
                // with a config that has become invalid (the local store releases by attachment)
 };
 
+// Where the ipam object's file keys may point: the node policy, filled in by the cni layer
+// (rdmanet::cni::NodePolicy::ipam_limits()). Not enforced by default (library callers, unit tests).
+// Checked by load_ipam_config before any file is opened: configuration_path against config_dirs
+// (and read with open_confined, no symlink below the dir), then on the merged object
+// kubernetes.kubeconfig against kubeconfig_dirs, data_dir against data_dirs (the default data dir
+// is always allowed), log_file against log_dir. A refusal is IpamError(7) naming the key and the
+// allowed place; `on_refusal` (optional) is told first, for the audit log.
+struct PathLimits {
+    bool enforced = false;
+    std::vector<std::string> config_dirs;
+    std::vector<std::string> kubeconfig_dirs;
+    std::vector<std::string> data_dirs;
+    std::string log_dir;
+    std::function<void(const std::string& message)> on_refusal;
+};
+
 // Throws IpamError(7) naming the field, e.g.
 //   ipam.ipRanges[1].range_start "10.0.0.300" is not an IP address
 IpamConfig parse_ipam_config(const nlohmann::json& ipam, Strictness strictness = Strictness::strict);
@@ -103,10 +124,15 @@ IpamConfig parse_ipam_config(const nlohmann::json& ipam, Strictness strictness =
 nlohmann::json merge_flat_file(const nlohmann::json& nad_ipam, const nlohmann::json& flat);
 
 // Reads and parses a flat file. Throws IpamError(7) naming the path when unreadable or not a JSON
-// object.
-nlohmann::json read_flat_file(const std::string& path);
+// object. With `confined_to` set, the file is opened with open_confined below that directory.
+nlohmann::json read_flat_file(const std::string& path, const std::string& confined_to = "");
+
+// Throws IpamError(7) when a file key of `ipam` (merged) lies outside `limits` (no-op unless
+// limits.enforced). Used by load_ipam_config; exposed for callers that read keys themselves.
+void check_path_limits(const nlohmann::json& ipam, const PathLimits& limits);
 
 // read_flat_file + merge_flat_file when configuration_path is set, then parse_ipam_config.
-IpamConfig load_ipam_config(const nlohmann::json& ipam, Strictness strictness = Strictness::strict);
+IpamConfig load_ipam_config(const nlohmann::json& ipam, Strictness strictness = Strictness::strict,
+                            const PathLimits& limits = {});
 
 }  // namespace rdmanet::ipam

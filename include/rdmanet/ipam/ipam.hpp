@@ -1,6 +1,7 @@
 #pragma once
 // The IPAM as the plugin calls it in-process (and the rdmanet-ipam binary around it): ADD, DEL,
 // CHECK, GC over a Store. The result is plain data; the cni layer converts it to its Result.
+#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
@@ -41,8 +42,10 @@ struct IpamResult {
 // that stickiness and cleaners still have a key (dranet #103).
 std::string make_podref(std::string_view pod_namespace, std::string_view pod_name, std::string_view container_id);
 
-// Opens the configured datastore. "kubernetes" -> IpamError(unsupported_field) until issue 4.
-std::unique_ptr<Store> open_store(const StoreConfig& config);
+// Opens the configured datastore. `budget` bounds every call of the Kubernetes datastore (the
+// verb's deadline: 60 s for ADD/CHECK, 30 s for DEL/GC); the local store has its own busy timeout.
+std::unique_ptr<Store> open_store(const StoreConfig& config,
+                                  std::chrono::milliseconds budget = std::chrono::milliseconds(60000));
 
 // One address per range. If a later range fails, what this ADD took is released again.
 IpamResult add(Store& store, const IpamRequest& request);

@@ -1,0 +1,77 @@
+#pragma once
+// The Kubernetes datastore: whereabouts' IPPool and OverlappingRangeIPReservation objects in the
+// kubeconfig context's namespace, written with optimistic concurrency and no Lease.
+//
+// Protocol (per pool; REFERENCE.md §5.3-5.6 for the wire format):
+//   ADD  GET pool (404 -> create it; 409 AlreadyExists -> GET again), decide() over its
+//        allocations, JSON patch that tests the chosen entry is still absent and adds it (a failed
+//        test is 422 -> re-read, back off, decide again; see wire.hpp pool_patch for why per
+//        entry and not per resourceVersion), then with enable_overlapping_ranges
+//        CREATE the reservation. Uncontended: 2 requests, 3 with reservations.
+//        A reservation held by another pod (an overlapping pool handed out the same address)
+//        takes the entry out again and picks the next address; any other failure after the pool
+//        write also takes it out, so an ADD never returns an address missing from either object.
+//   DEL  GET pool, for the attachment's entries: GET + DELETE (preconditions: uid and
+//        resourceVersion) the reservation if it is this pod's, then the patch removing the
+//        entries (each tested to still hold what was read). Reservation first: a crash in between leaves the pool entry, which the next DEL
+//        finds by container id + ifname; the other order would leave a reservation nothing points to.
+//   So a process killed at any point leaves either nothing, or a pool entry (with or without its
+//   reservation) that the runtime's DEL or `rdmanetctl reconcile` removes.
+// Entries written by whereabouts itself are read and respected like ours (same keys), and ours are
+// valid whereabouts objects.
+//
+// CNI GC needs to know what *this node* allocated, which the shared pool does not say: each ADD
+// first records the attachment in a node-local journal (<data_dir>/kubernetes/<network>/
+// <container id>:<ifname>), each DEL removes it, and GC releases the journalled attachments that
+// are not in the valid list.
+#include <memory>
+#include <string>
+
+#include "rdmanet/ipam/kube/api.hpp"
+#include "rdmanet/ipam/kube/kubeconfig.hpp"
+#include "rdmanet/ipam/kube/wire.hpp"
+#include "rdmanet/ipam/store.hpp"
+
+namespace rdmanet::ipam::kube {
+
+class KubeStore final : public Store {
+public:
+    // `journal_dir` "" disables the journal (rdmanetctl, benchmarks); GC then releases nothing.
+    KubeStore(KubeConfig config, Deadline deadline, std::string journal_dir, RetryPolicy policy = {});
+
+    Allocation allocate(const AllocateRequest& request) override;
+    std::vector<Allocation> release(std::span<const PoolKey> pools, const AttachmentId& attachment) override;
+    std::optional<Allocation> find(const PoolKey& pool, std::string_view podref, std::string_view ifname) override;
+    std::vector<PoolKey> pools() override;
+    PoolDump dump(const PoolKey& pool) override;
+    std::vector<Allocation> gc(std::string_view network, std::span<const PoolKey> pools,
+                               std::span<const AttachmentId> valid) override;
+
+    KubeApi& api() { return api_; }
+    const std::string& ns() const { return api_.config().namespace_; }
+
+    // GET; nullopt when the pool does not exist. Throws for any other failure.
+    std::optional<PoolObject> read_pool(const PoolKey& key);
+    // Every IPPool and reservation object of the namespace (rdmanetctl).
+    std::vector<nlohmann::json> list(std::string_view plural);
+    // Applies `changes` (wire.hpp pool_patch: per-entry tests, plus the resourceVersion test with
+    // whole_pool); false on a lost race (422/409).
+    bool patch_pool(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool = false);
+    // Deletes the reservation of `ip` if podref+ifname of `owner` hold it; returns whether it is
+    // gone (absent or deleted).
+    void drop_reservation(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner);
+
+private:
+    PoolObject read_or_create_pool(const PoolKey& key);
+    // Creates the reservation; true when it is (now) held by `owner`, false when someone else holds it.
+    bool reserve(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner);
+    // Takes `offset` out of the pool again if `owner` still holds it there (rollback).
+    void unwind(const PoolKey& key, uint128 offset, const Owner& owner);
+    void journal_add(std::string_view network, const AttachmentId& a);
+    void journal_remove(std::string_view network, const AttachmentId& a);
+
+    KubeApi api_;
+    std::string journal_dir_;
+};
+
+}  // namespace rdmanet::ipam::kube

@@ -1,0 +1,35 @@
+#pragma once
+// `rdmanetctl reconcile`: releases IPPool allocations whose pod no longer exists and reservations
+// that no pool entry accounts for (what a missed DEL or a killed plugin leaves behind).
+//
+// Why it is safe without a lock:
+//  - Order of reads: reservations, then pools, then pods, then writes. An ADD writes its pool entry
+//    before its reservation and a pod exists before its ADD runs, so (a) every reservation read in
+//    step 1 whose ADD completed has its pool entry visible in step 2, and (b) every pool entry read
+//    in step 2 belongs to a pod that step 3 still sees unless that pod is really gone.
+//  - Each pool is written with a resourceVersion test against the copy read in step 2: an ADD or
+//    DEL that lands in between makes the write fail, and that pool is read again together with the
+//    pods (a pod re-created under the same name and re-ADDed in between is then seen and kept).
+//  - Reservations are deleted with uid + resourceVersion preconditions: one re-created since the
+//    read is left alone.
+//  - An allocation whose podref is not "<namespace>/<name>" (no pod identity) is never released.
+#include <string>
+#include <vector>
+
+#include "rdmanet/ipam/kube/kube_store.hpp"
+
+namespace rdmanet::ipam::kube {
+
+struct ReconcileReport {
+    std::vector<std::string> released;          // "pool ip podref ifname"
+    std::vector<std::string> reservations_deleted;   // reservation names
+    std::vector<std::string> unreserved;        // pool entries of live pods without a reservation (left alone)
+    std::size_t pools = 0, allocations = 0, pods = 0;
+};
+
+// Pure part: the allocations of `pool` that belong to no pod in `pods` ("ns/name" set).
+std::vector<uint128> orphaned_offsets(const PoolObject& pool, const std::vector<std::string>& pods);
+
+ReconcileReport reconcile(KubeStore& store, bool dry_run);
+
+}  // namespace rdmanet::ipam::kube

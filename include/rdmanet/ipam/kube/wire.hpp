@@ -1,0 +1,81 @@
+#pragma once
+// whereabouts' wire format (REFERENCE.md §5.3-5.6): URL paths, IPPool and
+// OverlappingRangeIPReservation objects, and the JSON patches that change a pool. Pure functions,
+// so that what goes on the wire is unit-tested byte for byte.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rdmanet/ipam/store.hpp"
+
+namespace rdmanet::ipam::kube {
+
+inline constexpr std::string_view kGroup = "whereabouts.cni.cncf.io";
+inline constexpr std::string_view kVersion = "v1alpha1";
+inline constexpr std::string_view kApiVersion = "whereabouts.cni.cncf.io/v1alpha1";
+inline constexpr std::string_view kPools = "ippools";
+inline constexpr std::string_view kReservations = "overlappingrangeipreservations";
+inline constexpr std::string_view kJsonPatch = "application/json-patch+json";
+
+// /apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/<ns>/<plural>[/<name>]
+std::string collection_path(std::string_view ns, std::string_view plural);
+std::string object_path(std::string_view ns, std::string_view plural, std::string_view name);
+
+// A pool as read: the whole object (unknown fields are kept untouched: we only ever patch
+// /spec/allocations/<offset>), its resourceVersion and its allocations.
+struct PoolObject {
+    nlohmann::json object;
+    std::string resource_version;
+    PoolDump dump;
+    bool has_allocations_map = true;   // false: spec.allocations absent/null, a patch must add it first
+
+    std::optional<std::pair<uint128, Owner>> held_by(std::string_view podref, std::string_view ifname) const;
+    std::vector<std::pair<uint128, Owner>> held_by_attachment(const AttachmentId& a) const;
+};
+
+// Validates what whereabouts requires (spec.range, allocations keyed by decimal offset inside the
+// range). Throws IpamError(io_failure) naming the pool when the object is malformed.
+PoolObject parse_pool(const nlohmann::json& object, std::string network_name);
+
+// The network_name a pool object belongs to, from its name and spec.range (name =
+// [<network_name>-]<normalised range>); nullopt when the name does not fit the range.
+std::optional<std::string> network_name_of(std::string_view object_name, const netns::IpNetwork& range);
+
+// A new, empty pool (created on first use).
+nlohmann::json new_pool(std::string_view ns, const PoolKey& key);
+nlohmann::json owner_json(const Owner& owner);
+
+// One change of a pool's allocations map.
+struct PoolChange {
+    uint128 offset;
+    std::optional<Owner> set;          // nullopt: remove the entry
+    std::optional<Owner> expect;       // what the entry must hold now; nullopt: it must be absent
+};
+
+// RFC 6902 patch. Each change first tests the entry it touches: `{"op":"test","path":
+// "/spec/allocations/<off>","value":null}` (absent: the kube-apiserver's JSON patch treats a
+// missing member as null, as whereabouts' own patches rely on) or the expected {id,podref,ifname};
+// then "add" sets the entry, "remove" deletes it. A failed test is 422 and means re-read.
+//
+// Why per entry rather than per pool (a test of /metadata/resourceVersion): the apiserver applies
+// a patch to the object's latest version atomically, so the entry tests are exactly the condition
+// the decision depends on, while writers that touch different addresses of one pool no longer
+// invalidate each other - with a pool-wide test, N concurrent ADDs on one pool cost O(N) retries
+// each. `whole_pool` adds the resourceVersion test too (reconcile: its decision depends on the
+// whole pool, and on the pods read after it). A pool whose allocations map is missing gets one
+// under the resourceVersion test as well.
+nlohmann::json pool_patch(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool = false);
+
+// OverlappingRangeIPReservation for `ip`, named as whereabouts names it.
+nlohmann::json new_reservation(std::string_view ns, std::string_view network_name, const netns::IpAddress& ip,
+                               const Owner& owner);
+// Whether a reservation object is held by podref+ifname (whereabouts keys reservations that way).
+bool reservation_held_by(const nlohmann::json& reservation, const Owner& owner);
+
+// DeleteOptions with preconditions: the DELETE fails with 409 if the object changed since read.
+nlohmann::json delete_preconditions(const nlohmann::json& object);
+
+}  // namespace rdmanet::ipam::kube

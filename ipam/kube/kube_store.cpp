@@ -1,0 +1,333 @@
+// The Kubernetes datastore: see kube_store.hpp for the protocol and why it is ordered so.
+#include "rdmanet/ipam/kube/kube_store.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "rdmanet/ipam/allocator.hpp"
+#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/naming.hpp"
+#include "rdmanet/ipam/runs.hpp"
+
+namespace rdmanet::ipam::kube {
+
+using nlohmann::json;
+
+namespace {
+
+json parse_body(const HttpResponse& r, std::string_view action) {
+    auto j = json::parse(r.body, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        throw IpamError(codes::io_failure, std::string(action) + ": the API server answered with a body that is not a JSON object");
+    }
+    return j;
+}
+
+// A name that reaches a path of the journal: no separators, no dot names, nothing odd.
+bool safe_component(std::string_view s) {
+    if (s.empty() || s.size() > 255 || s == "." || s == "..") return false;
+    for (char c : s) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                        c == '_' || c == '.';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+netns::IpAddress address_of(const PoolKey& key, uint128 offset) {
+    return netns::IpAddress::from_u128(key.range.address.family(), key.range.address.to_u128() + offset);
+}
+
+Allocation make_allocation(const PoolKey& key, uint128 offset, Owner owner, std::string network, bool reused) {
+    return Allocation{key, offset, address_of(key, offset), std::move(owner), std::move(network), reused};
+}
+
+// The k-th free offset from d.offset on (k random in [0, min(2^attempt, 16))), or d itself when
+// fewer are free.
+Decision spread(const Range& range, Decision d, const MemoryRuns& held, const MemoryRuns& foreign, int attempt) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    const int span = 1 << std::min(attempt, 4);
+    int skip = static_cast<int>(rng() % static_cast<std::uint64_t>(span));
+    MemoryRuns passed;
+    RunsCoverage held_cov(held), foreign_cov(foreign), passed_cov(passed);
+    Coverage* taken[] = {&held_cov, &foreign_cov, &passed_cov};
+    while (skip-- > 0) {
+        passed.insert(d.offset);
+        try {
+            d = decide(range, std::nullopt, std::nullopt, taken);
+        } catch (const IpamError&) {
+            break;   // no further free offset: keep the last one found
+        }
+    }
+    return d;
+}
+
+}  // namespace
+
+KubeStore::KubeStore(KubeConfig config, Deadline deadline, std::string journal_dir, RetryPolicy policy)
+    : api_(std::move(config), deadline, policy), journal_dir_(std::move(journal_dir)) {}
+
+std::optional<PoolObject> KubeStore::read_pool(const PoolKey& key) {
+    const std::string path = object_path(ns(), kPools, key.name());
+    const HttpResponse r = api_.call("GET", path);
+    if (r.status == 200) return parse_pool(parse_body(r, "GET " + path), key.network_name);
+    if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return std::nullopt;
+    api_.fail("GET " + path, r);
+}
+
+PoolObject KubeStore::read_or_create_pool(const PoolKey& key) {
+    for (int attempt = 0;; ++attempt) {
+        if (auto pool = read_pool(key)) {
+            if (pool->dump.pool.range != key.range) {
+                throw IpamError(codes::io_failure, "IPPool " + key.name() + " in " + ns() + " has spec.range " +
+                                                       pool->dump.pool.range.str() + ", expected " + key.range.str());
+            }
+            return std::move(*pool);
+        }
+        // First use: create it empty. Losing the race to another creator (409) is fine: read theirs.
+        const std::string path = collection_path(ns(), kPools);
+        const HttpResponse r = api_.call("POST", path, new_pool(ns(), key).dump());
+        if (r.status == 201 || r.status == 200) return parse_pool(parse_body(r, "POST " + path), key.network_name);
+        if (r.status != 409) api_.fail("POST " + path + " (create IPPool " + key.name() + ")", r);
+        if (attempt >= 3) api_.backoff(attempt, "IPPool " + key.name() + " keeps being created and deleted");
+    }
+}
+
+bool KubeStore::patch_pool(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool) {
+    const std::string path = object_path(ns(), kPools, pool.dump.pool.name());
+    const HttpResponse r = api_.call("PATCH", path, pool_patch(pool, changes, whole_pool).dump(), kJsonPatch);
+    if (r.status == 200) return true;
+    // 422: the resourceVersion test failed (the pool changed since read); 409: same, said by a
+    // server that checks it as a precondition. 404: deleted meanwhile (re-read recreates it).
+    if (r.status == 422 || r.status == 409) return false;
+    if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return false;
+    api_.fail("PATCH " + path, r);
+}
+
+bool KubeStore::reserve(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner) {
+    const std::string name = reservation_object_name(network_name, ip);
+    for (int attempt = 0;; ++attempt) {
+        const std::string path = collection_path(ns(), kReservations);
+        const HttpResponse r = api_.call("POST", path, new_reservation(ns(), network_name, ip, owner).dump());
+        if (r.status == 201 || r.status == 200) return true;
+        if (r.status != 409) api_.fail("POST " + path + " (reserve " + ip.str() + ")", r);
+        // It exists: ours (an earlier attempt whose answer was lost, a re-ADD) or someone else's.
+        const std::string obj = object_path(ns(), kReservations, name);
+        const HttpResponse g = api_.call("GET", obj);
+        if (g.status == 200) return reservation_held_by(parse_body(g, "GET " + obj), owner);
+        if (g.status != 404) api_.fail("GET " + obj, g);
+        api_.backoff(attempt, "reservation " + name + " was deleted while being created");   // gone again: retry
+    }
+}
+
+void KubeStore::drop_reservation(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner) {
+    const std::string path = object_path(ns(), kReservations, reservation_object_name(network_name, ip));
+    for (int attempt = 0;; ++attempt) {
+        const HttpResponse g = api_.call("GET", path);
+        if (g.status == 404) {
+            const ApiStatus s = parse_status(g.status, g.body);
+            if (object_not_found(s)) return;
+            api_.fail("GET " + path, g);
+        }
+        if (g.status != 200) api_.fail("GET " + path, g);
+        const json reservation = parse_body(g, "GET " + path);
+        // Another pod's reservation of the same address (an overlapping pool) is not ours to delete.
+        if (!reservation_held_by(reservation, owner)) return;
+        const HttpResponse d = api_.call("DELETE", path, delete_preconditions(reservation).dump());
+        if (d.status == 200 || d.status == 202) return;
+        if (d.status == 404 && object_not_found(parse_status(d.status, d.body))) return;
+        if (d.status != 409) api_.fail("DELETE " + path, d);
+        api_.backoff(attempt, "reservation " + path + " changed while being deleted");   // precondition failed: re-read
+    }
+}
+
+void KubeStore::unwind(const PoolKey& key, uint128 offset, const Owner& owner) {
+    for (int attempt = 0;; ++attempt) {
+        auto pool = read_pool(key);
+        if (!pool) return;
+        auto it = pool->dump.allocations.find(offset);
+        if (it == pool->dump.allocations.end() || it->second != owner) return;   // not (or no longer) ours
+        if (patch_pool(*pool, {{offset, std::nullopt, owner}})) return;
+        api_.backoff(attempt, "taking " + address_of(key, offset).str() + " out of IPPool " + key.name() + " again");
+    }
+}
+
+Allocation KubeStore::allocate(const AllocateRequest& request) {
+    const PoolKey key = request.pool();
+    const Owner& owner = request.owner;
+    journal_add(request.network, {owner.container_id, owner.ifname});
+    MemoryRuns foreign;   // offsets whose reservation another pod holds (an overlapping pool has them)
+    for (int attempt = 0;; ++attempt) {
+        PoolObject pool = read_or_create_pool(key);
+        MemoryRuns held;
+        for (const auto& entry : pool.dump.allocations) held.insert(entry.first);
+        RunsCoverage held_cov(held), foreign_cov(foreign);
+        Coverage* taken[] = {&held_cov, &foreign_cov};
+
+        auto existing = pool.held_by(owner.podref, owner.ifname);
+        const bool existing_lost = existing && foreign.contains(existing->first);
+        Decision d = decide(request.range, existing && !existing_lost ? std::optional(existing->first) : std::nullopt,
+                            request.requested, taken);
+        // After a lost race, concurrent callers that re-read the same pool would all pick the
+        // same lowest free address again: spread them over the next few free ones instead.
+        if (attempt > 0 && !d.reuse && !request.requested) d = spread(request.range, d, held, foreign, attempt);
+        const bool drop = existing && (d.drop_existing || existing_lost) && !(d.reuse && d.offset == existing->first);
+
+        std::vector<PoolChange> changes;
+        if (drop) changes.push_back({existing->first, std::nullopt, existing->second});
+        const bool write = !d.reuse || existing->second.container_id != owner.container_id;
+        if (write) changes.push_back({d.offset, owner, d.reuse ? std::optional(existing->second) : std::nullopt});
+        if (!changes.empty() && !patch_pool(pool, changes)) {
+            api_.backoff(attempt, "IPPool " + key.name() + " changed by concurrent writers");
+            continue;
+        }
+        // The pool holds the address now. From here on, a failure takes it out again.
+        const netns::IpAddress ip = address_of(key, d.offset);
+        try {
+            if (drop) drop_reservation(key.network_name, address_of(key, existing->first), existing->second);
+            if (request.overlapping_check && !reserve(key.network_name, ip, owner)) {
+                // An overlapping pool of the same network_name handed this address out: skip it.
+                unwind(key, d.offset, owner);
+                foreign.insert(d.offset);
+                if (request.requested) {
+                    throw IpamError(codes::address_in_use, "static IP " + ip.str() + " is reserved by another pod "
+                                                           "(OverlappingRangeIPReservation " +
+                                                           reservation_object_name(key.network_name, ip) + ")");
+                }
+                continue;
+            }
+        } catch (...) {
+            try {
+                unwind(key, d.offset, owner);
+            } catch (...) {
+                // The original error is the one to report; the runtime's DEL removes what is left.
+            }
+            throw;
+        }
+        return make_allocation(key, d.offset, owner, request.network, d.reuse);
+    }
+}
+
+std::vector<Allocation> KubeStore::release(std::span<const PoolKey> pools, const AttachmentId& attachment) {
+    std::vector<Allocation> released;
+    for (const PoolKey& key : pools) {
+        for (int attempt = 0;; ++attempt) {
+            auto pool = read_pool(key);
+            if (!pool) break;
+            const auto entries = pool->held_by_attachment(attachment);
+            if (entries.empty()) break;
+            // Reservations first: see kube_store.hpp (a crash in between leaves what DEL finds).
+            for (const auto& [offset, owner] : entries) drop_reservation(key.network_name, address_of(key, offset), owner);
+            std::vector<PoolChange> changes;
+            for (const auto& entry : entries) changes.push_back({entry.first, std::nullopt, entry.second});
+            if (patch_pool(*pool, changes)) {
+                for (const auto& [offset, owner] : entries) released.push_back(make_allocation(key, offset, owner, "", false));
+                break;
+            }
+            api_.backoff(attempt, "IPPool " + key.name() + " changed by concurrent writers");
+        }
+    }
+    journal_remove("", attachment);
+    return released;
+}
+
+std::optional<Allocation> KubeStore::find(const PoolKey& key, std::string_view podref, std::string_view ifname) {
+    auto pool = read_pool(key);
+    if (!pool) return std::nullopt;
+    auto held = pool->held_by(podref, ifname);
+    if (!held) return std::nullopt;
+    return make_allocation(key, held->first, held->second, "", false);
+}
+
+std::vector<json> KubeStore::list(std::string_view plural) {
+    const std::string path = collection_path(ns(), plural);
+    const HttpResponse r = api_.call("GET", path);
+    if (r.status != 200) api_.fail("GET " + path, r);
+    json body = parse_body(r, "GET " + path);
+    std::vector<json> out;
+    if (body.contains("items") && body["items"].is_array()) {
+        for (auto& item : body["items"]) out.push_back(std::move(item));
+    }
+    return out;
+}
+
+std::vector<PoolKey> KubeStore::pools() {
+    std::vector<PoolKey> keys;
+    for (const auto& item : list(kPools)) {
+        if (!item.contains("spec") || !item["spec"].is_object()) continue;
+        auto range = netns::IpNetwork::parse(item["spec"].value("range", ""));
+        const std::string name = item.contains("metadata") ? item["metadata"].value("name", "") : "";
+        if (!range) continue;
+        if (auto nn = network_name_of(name, range->masked())) keys.push_back(PoolKey{*nn, range->masked()});
+    }
+    std::sort(keys.begin(), keys.end());
+    return keys;
+}
+
+PoolDump KubeStore::dump(const PoolKey& key) {
+    auto pool = read_pool(key);
+    if (!pool) return PoolDump{key, {}};
+    return pool->dump;
+}
+
+// ---- node journal (what this node allocated, for CNI GC) ----
+
+void KubeStore::journal_add(std::string_view network, const AttachmentId& a) {
+    if (journal_dir_.empty()) return;
+    if (!safe_component(a.container_id) || !safe_component(a.ifname)) {
+        config_error("container id \"" + a.container_id + "\" / interface \"" + a.ifname +
+                     "\" contain characters other than letters, digits, '-', '_' and '.'");
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(journal_dir_, ec);
+    const std::string path = journal_dir_ + "/" + a.container_id + ":" + a.ifname;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        throw IpamError(codes::io_failure, "ipam node journal " + path + ": " + std::strerror(errno));
+    }
+    const std::string text(network);
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!ok) throw IpamError(codes::io_failure, "ipam node journal " + path + ": short write");
+}
+
+void KubeStore::journal_remove(std::string_view, const AttachmentId& a) {
+    if (journal_dir_.empty() || !safe_component(a.container_id) || !safe_component(a.ifname)) return;
+    ::unlink((journal_dir_ + "/" + a.container_id + ":" + a.ifname).c_str());
+}
+
+std::vector<Allocation> KubeStore::gc(std::string_view network, std::span<const PoolKey> pools,
+                                      std::span<const AttachmentId> valid) {
+    std::vector<Allocation> released;
+    if (journal_dir_.empty()) return released;
+    const std::set<AttachmentId> keep(valid.begin(), valid.end());
+    std::error_code ec;
+    std::vector<AttachmentId> stale;
+    for (const auto& entry : std::filesystem::directory_iterator(journal_dir_, ec)) {
+        const std::string name = entry.path().filename().string();
+        const auto colon = name.find(':');
+        if (colon == std::string::npos) continue;
+        std::ifstream in(entry.path());
+        std::stringstream ss;
+        ss << in.rdbuf();
+        if (ss.str() != network) continue;
+        AttachmentId a{name.substr(0, colon), name.substr(colon + 1)};
+        if (!keep.contains(a)) stale.push_back(std::move(a));
+    }
+    for (const auto& a : stale) {
+        auto r = release(pools, a);
+        released.insert(released.end(), r.begin(), r.end());
+    }
+    return released;
+}
+
+}  // namespace rdmanet::ipam::kube

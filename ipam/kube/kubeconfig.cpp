@@ -1,0 +1,217 @@
+// kubeconfig and in-cluster configuration: see kubeconfig.hpp.
+#include "rdmanet/ipam/kube/kubeconfig.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "rdmanet/ipam/error.hpp"
+
+namespace rdmanet::ipam::kube {
+
+namespace {
+
+std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+    std::size_t i = 0;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
+    return s.substr(i);
+}
+
+// Standard base64 (kubeconfig *-data fields); whitespace ignored; nullopt on anything else.
+std::optional<std::string> base64_decode(std::string_view in) {
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+') return 62;
+        if (c == '/') return 63;
+        return -1;
+    };
+    std::string out;
+    unsigned buffer = 0;
+    int bits = 0, pad = 0;
+    for (char c : in) {
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+        if (c == '=') {
+            ++pad;
+            continue;
+        }
+        if (pad) return std::nullopt;   // data after padding
+        const int v = value(c);
+        if (v < 0) return std::nullopt;
+        buffer = (buffer << 6) | static_cast<unsigned>(v);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out.push_back(static_cast<char>((buffer >> bits) & 0xff));
+        }
+    }
+    return out;
+}
+
+class Parser {
+public:
+    Parser(const std::string& source_path, const FileReader& files)
+        : path_(source_path), files_(files),
+          dir_(std::filesystem::path(source_path).parent_path().string()) {}
+
+    KubeConfig parse(std::string_view text) {
+        YAML::Node root;
+        try {
+            root = YAML::Load(std::string(text));
+        } catch (const YAML::Exception& e) {
+            fail("is not valid YAML: " + std::string(e.what()));
+        }
+        if (!root.IsMap()) fail("is not a kubeconfig (expected a YAML mapping with clusters, users, contexts)");
+
+        const std::string current = scalar(root, "current-context", "current-context");
+        if (current.empty()) fail("has no current-context");
+        YAML::Node context = named(root, "contexts", current, "context");
+        const std::string cluster_name = scalar(context, "cluster", "context \"" + current + "\" cluster");
+        const std::string user_name = scalar(context, "user", "context \"" + current + "\" user");
+        if (cluster_name.empty()) fail("context \"" + current + "\" names no cluster");
+
+        KubeConfig c;
+        c.source = "kubeconfig " + path_;
+        const std::string ns = scalar(context, "namespace", "context \"" + current + "\" namespace");
+        if (!ns.empty()) c.namespace_ = ns;
+
+        YAML::Node cluster = named(root, "clusters", cluster_name, "cluster");
+        const std::string where = "cluster \"" + cluster_name + "\"";
+        c.server = scalar(cluster, "server", where + " server");
+        while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
+        if (c.server.empty()) fail(where + " has no server");
+        if (c.server.rfind("https://", 0) != 0 && c.server.rfind("http://", 0) != 0) {
+            fail(where + " server \"" + c.server + "\" must be an https:// URL");
+        }
+        c.ca_pem = data_or_file(cluster, "certificate-authority-data", "certificate-authority", where);
+        const std::string insecure = scalar(cluster, "insecure-skip-tls-verify", where + " insecure-skip-tls-verify");
+        c.insecure_skip_tls_verify = insecure == "true";
+
+        if (!user_name.empty()) {
+            YAML::Node user = named(root, "users", user_name, "user");
+            const std::string uw = "user \"" + user_name + "\"";
+            for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
+                if (user[unsupported]) fail(uw + " uses \"" + unsupported + "\", which rdmanet does not support: use a "
+                                            "token, tokenFile or a client certificate");
+            }
+            c.token = trim(scalar(user, "token", uw + " token"));
+            const std::string token_file = scalar(user, "tokenFile", uw + " tokenFile");
+            if (c.token.empty() && !token_file.empty()) c.token = trim(files_.read(resolve(token_file), uw + " tokenFile"));
+            c.client_cert_pem = data_or_file(user, "client-certificate-data", "client-certificate", uw);
+            c.client_key_pem = data_or_file(user, "client-key-data", "client-key", uw);
+            if (c.client_cert_pem.empty() != c.client_key_pem.empty()) {
+                fail(uw + " has a client certificate without its key (or a key without its certificate)");
+            }
+        }
+        return c;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what) const { config_error("kubeconfig " + path_ + " " + what); }
+
+    std::string scalar(const YAML::Node& map, const char* key, const std::string& what) const {
+        YAML::Node n = map[key];
+        if (!n || n.IsNull()) return {};
+        if (!n.IsScalar()) fail(what + " must be a string");
+        return n.as<std::string>();
+    }
+
+    // clusters/users/contexts: [{name: X, cluster|user|context: {...}}]
+    YAML::Node named(const YAML::Node& root, const char* list, const std::string& name, const char* kind) const {
+        YAML::Node items = root[list];
+        if (items && items.IsSequence()) {
+            for (const auto& item : items) {
+                if (!item.IsMap() || !item["name"] || !item["name"].IsScalar()) continue;
+                if (item["name"].as<std::string>() != name) continue;
+                YAML::Node body = item[kind];
+                if (!body || body.IsNull()) return YAML::Node(YAML::NodeType::Map);
+                if (!body.IsMap()) fail(std::string(kind) + " \"" + name + "\" must be a mapping");
+                return body;
+            }
+        }
+        fail("has no " + std::string(kind) + " named \"" + name + "\" (in " + list + ")");
+    }
+
+    std::string resolve(const std::string& file) const {
+        if (file.empty() || file.front() == '/' || dir_.empty()) return file;
+        return dir_ + "/" + file;
+    }
+
+    std::string data_or_file(const YAML::Node& map, const char* data_key, const char* file_key,
+                             const std::string& where) const {
+        const std::string data = scalar(map, data_key, where + " " + data_key);
+        if (!data.empty()) {
+            auto decoded = base64_decode(data);
+            if (!decoded || decoded->empty()) fail(where + " " + data_key + " is not valid base64");
+            return *decoded;
+        }
+        const std::string file = scalar(map, file_key, where + " " + file_key);
+        if (file.empty()) return {};
+        return files_.read(resolve(file), where + " " + file_key);
+    }
+
+    std::string path_;
+    const FileReader& files_;
+    std::string dir_;
+};
+
+std::optional<std::string> read_optional(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+std::string FileReader::read(const std::string& path, const std::string& what) const {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        config_error(what + ": " + path + " does not exist or is not a regular file");
+    }
+    auto text = read_optional(path);
+    if (!text) config_error(what + ": cannot read " + path);
+    return *text;
+}
+
+KubeConfig parse_kubeconfig(std::string_view yaml_text, const std::string& source_path, const FileReader& files) {
+    return Parser(source_path, files).parse(yaml_text);
+}
+
+KubeConfig load_kubeconfig(const std::string& path) {
+    if (path.empty()) {
+        config_error("ipam.kubernetes.kubeconfig is required with \"datastore\": \"kubernetes\"");
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        config_error("ipam.kubernetes.kubeconfig " + path + " does not exist or is not a regular file");
+    }
+    auto text = read_optional(path);
+    if (!text) config_error("ipam.kubernetes.kubeconfig " + path + " cannot be read");
+    return parse_kubeconfig(*text, path);
+}
+
+std::optional<KubeConfig> in_cluster_config(const std::string& dir) {
+    const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+    const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+    if (!host || !*host) return std::nullopt;
+    auto token = read_optional(dir + "/token");
+    if (!token) return std::nullopt;
+    KubeConfig c;
+    std::string h = host;
+    if (h.find(':') != std::string::npos) h = "[" + h + "]";   // IPv6 service address
+    c.server = "https://" + h + ":" + (port && *port ? port : "443");
+    c.token = trim(*token);
+    c.ca_pem = read_optional(dir + "/ca.crt").value_or("");
+    if (auto ns = read_optional(dir + "/namespace"); ns && !trim(*ns).empty()) c.namespace_ = trim(*ns);
+    c.source = "in-cluster service account " + dir;
+    return c;
+}
+
+}  // namespace rdmanet::ipam::kube

@@ -1,0 +1,127 @@
+// rdmanetctl reconcile: see reconcile.hpp for the ordering that makes it safe.
+#include "rdmanet/ipam/kube/reconcile.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/naming.hpp"
+
+namespace rdmanet::ipam::kube {
+
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> list_pods(KubeApi& api) {
+    const HttpResponse r = api.call("GET", "/api/v1/pods");
+    if (r.status != 200) api.fail("GET /api/v1/pods", r);
+    auto body = json::parse(r.body, nullptr, false);
+    std::vector<std::string> pods;
+    if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) return pods;
+    for (const auto& p : body["items"]) {
+        if (!p.contains("metadata") || !p["metadata"].is_object()) continue;
+        pods.push_back(p["metadata"].value("namespace", "") + "/" + p["metadata"].value("name", ""));
+    }
+    std::sort(pods.begin(), pods.end());
+    return pods;
+}
+
+std::optional<PoolObject> parse_listed_pool(const json& item) {
+    if (!item.contains("spec") || !item["spec"].is_object() || !item.contains("metadata")) return std::nullopt;
+    auto range = netns::IpNetwork::parse(item["spec"].value("range", ""));
+    if (!range) return std::nullopt;
+    auto nn = network_name_of(item["metadata"].value("name", ""), range->masked());
+    if (!nn) return std::nullopt;
+    return parse_pool(item, *nn);
+}
+
+netns::IpAddress ip_of(const PoolKey& key, uint128 offset) {
+    return netns::IpAddress::from_u128(key.range.address.family(), key.range.address.to_u128() + offset);
+}
+
+}  // namespace
+
+std::vector<uint128> orphaned_offsets(const PoolObject& pool, const std::vector<std::string>& pods) {
+    std::vector<uint128> out;
+    for (const auto& [offset, owner] : pool.dump.allocations) {
+        const auto slash = owner.podref.find('/');
+        if (slash == std::string::npos || slash == 0 || slash + 1 == owner.podref.size()) continue;   // no pod identity
+        if (!std::binary_search(pods.begin(), pods.end(), owner.podref)) out.push_back(offset);
+    }
+    return out;
+}
+
+ReconcileReport reconcile(KubeStore& store, bool dry_run) {
+    ReconcileReport report;
+    KubeApi& api = store.api();
+    const std::vector<json> reservations = store.list(kReservations);   // 1
+    std::vector<PoolObject> pools;                                       // 2
+    for (const auto& item : store.list(kPools)) {
+        if (auto p = parse_listed_pool(item)) pools.push_back(std::move(*p));
+    }
+    std::vector<std::string> pods = list_pods(api);                      // 3
+    report.pods = pods.size();
+    report.pools = pools.size();
+
+    std::set<std::string> accounted;   // reservation names that a remaining pool entry accounts for
+    for (PoolObject& pool : pools) {
+        const PoolKey key = pool.dump.pool;
+        for (int attempt = 0;; ++attempt) {
+            const auto orphans = orphaned_offsets(pool, pods);
+            if (orphans.empty() || dry_run) {
+                for (auto o : orphans) {
+                    const Owner& w = pool.dump.allocations.at(o);
+                    report.released.push_back(key.name() + " " + ip_of(key, o).str() + " " + w.podref + " " + w.ifname);
+                }
+                break;
+            }
+            for (auto o : orphans) store.drop_reservation(key.network_name, ip_of(key, o), pool.dump.allocations.at(o));
+            std::vector<PoolChange> changes;
+            for (auto o : orphans) changes.push_back({o, std::nullopt, pool.dump.allocations.at(o)});
+            if (store.patch_pool(pool, changes, /*whole_pool=*/true)) {
+                for (auto o : orphans) {
+                    const Owner& w = pool.dump.allocations.at(o);
+                    report.released.push_back(key.name() + " " + ip_of(key, o).str() + " " + w.podref + " " + w.ifname);
+                    pool.dump.allocations.erase(o);
+                }
+                break;
+            }
+            // The pool changed since read: read it again, and the pods with it (see reconcile.hpp).
+            api.backoff(attempt, "IPPool " + key.name() + " changed during reconcile");
+            auto fresh = store.read_pool(key);
+            if (!fresh) {
+                pool.dump.allocations.clear();
+                break;
+            }
+            pool = std::move(*fresh);
+            pods = list_pods(api);
+        }
+        report.allocations += pool.dump.allocations.size();
+        for (const auto& [offset, owner] : pool.dump.allocations) {
+            accounted.insert(reservation_object_name(key.network_name, ip_of(key, offset)));
+        }
+    }
+
+    std::set<std::string> present;
+    for (const auto& r : reservations) {
+        const std::string name = r.contains("metadata") ? r["metadata"].value("name", "") : "";
+        present.insert(name);
+        if (name.empty() || accounted.contains(name)) continue;
+        report.reservations_deleted.push_back(name);
+        if (dry_run) continue;
+        const std::string path = object_path(store.ns(), kReservations, name);
+        const HttpResponse d = api.call("DELETE", path, delete_preconditions(r).dump());
+        if (d.status == 200 || d.status == 202 || d.status == 404 || d.status == 409) continue;   // gone or changed: fine
+        api.fail("DELETE " + path, d);
+    }
+    // Informational: entries whose reservation was not there at step 1 (an ADD in flight, a pool of a
+    // network without overlap checks, or a killed ADD the pod's next ADD or DEL settles).
+    for (const auto& name : accounted) {
+        if (!present.contains(name)) report.unreserved.push_back(name);
+    }
+    return report;
+}
+
+}  // namespace rdmanet::ipam::kube

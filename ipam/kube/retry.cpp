@@ -1,0 +1,34 @@
+// Retry policy: see retry.hpp.
+#include "rdmanet/ipam/kube/retry.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace rdmanet::ipam::kube {
+
+bool retryable_status(long s) { return s == 429 || (s >= 500 && s <= 599 && s != 501); }
+
+milliseconds backoff_delay(const RetryPolicy& policy, int attempt, std::optional<milliseconds> retry_after,
+                           std::uint64_t random) {
+    // initial * 2^attempt without overflow: stop doubling once past the ceiling.
+    long long ceiling = std::max<long long>(1, policy.initial.count());
+    for (int i = 0; i < attempt && ceiling < policy.max.count(); ++i) ceiling *= 2;
+    ceiling = std::min<long long>(ceiling, std::max<long long>(1, policy.max.count()));
+    const long long half = ceiling / 2;
+    const long long span = ceiling - half + 1;
+    milliseconds delay{half + static_cast<long long>(random % static_cast<std::uint64_t>(span))};
+    if (retry_after) delay = std::max(delay, std::min(*retry_after, policy.max_retry_after));
+    return delay;
+}
+
+std::optional<milliseconds> parse_retry_after(std::string_view value) {
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\r' || value.back() == '\n')) value.remove_suffix(1);
+    if (value.empty() || value.size() > 9) return std::nullopt;
+    long long seconds = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+    if (ec != std::errc() || end != value.data() + value.size() || seconds < 0) return std::nullopt;
+    return milliseconds(seconds * 1000);
+}
+
+}  // namespace rdmanet::ipam::kube

@@ -1,0 +1,223 @@
+// Test API server fixture: see fixture.hpp.
+#include "fixture.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <httplib.h>
+
+namespace apiserver_test {
+
+namespace {
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string base64(const std::string& in) {
+    static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    unsigned val = 0;
+    int bits = -6;
+    for (unsigned char c : in) {
+        val = (val << 8) + c;
+        bits += 8;
+        while (bits >= 0) {
+            out.push_back(t[(val >> bits) & 0x3f]);
+            bits -= 6;
+        }
+    }
+    if (bits > -6) out.push_back(t[((val << 8) >> (bits + 8)) & 0x3f]);
+    while (out.size() % 4) out.push_back('=');
+    return out;
+}
+
+// Runs a command (no shell) and throws with its output when it fails.
+void run(const std::vector<std::string>& argv, const std::string& log) {
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        throw std::runtime_error(argv[0] + " failed: " + read_text(log));
+    }
+}
+
+}  // namespace
+
+std::string test_apiserver_path() { return std::string(RDMANET_BIN_DIR) + "/test_apiserver"; }
+
+void make_test_pki(const std::string& dir, const std::string& prefix) {
+    const std::string log = dir + "/" + prefix + "openssl.log";
+    const std::string ca = dir + "/" + prefix + "ca", srv = dir + "/" + prefix + "server";
+    std::ofstream(dir + "/" + prefix + "san.ext") << "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+                                                     "extendedKeyUsage=serverAuth\n";
+    run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+         ca + ".key", "-out", ca + ".crt", "-days", "2", "-subj", "/CN=rdmanet-test-ca-" + prefix},
+        log);
+    run({"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+         srv + ".key", "-out", srv + ".csr", "-subj", "/CN=127.0.0.1"},
+        log);
+    run({"openssl", "x509", "-req", "-in", srv + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key", "-CAcreateserial",
+         "-out", srv + ".crt", "-days", "2", "-extfile", dir + "/" + prefix + "san.ext"},
+        log);
+}
+
+TestApiServer::TestApiServer(ServerOptions options) : options_(std::move(options)) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "rdmanet-apiserver-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    make_test_pki(dir_);
+    const std::string port_file = dir_ + "/port";
+    std::vector<std::string> argv{test_apiserver_path(), "--port-file", port_file, "--cert", dir_ + "/server.crt",
+                                  "--key", dir_ + "/server.key", "--token", options_.token};
+    if (!options_.crds) argv.push_back("--no-crds");
+    argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+    const std::string log = dir_ + "/server.log";
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        execv(args[0], args.data());
+        _exit(127);
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < give_up) {
+        const std::string text = read_text(port_file);
+        if (!text.empty()) {
+            port_ = std::atoi(text.c_str());
+            return;
+        }
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            throw std::runtime_error("test_apiserver exited at start: " + read_text(log));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    throw std::runtime_error("test_apiserver did not start within 20 s: " + read_text(log));
+}
+
+TestApiServer::~TestApiServer() {
+    if (pid_ > 0) {
+        ::kill(pid_, SIGTERM);
+        int status = 0;
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (waitpid(pid_, &status, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() > give_up) {
+                ::kill(pid_, SIGKILL);
+                waitpid(pid_, &status, 0);
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+}
+
+std::string TestApiServer::write_kubeconfig(const std::string& name, const KubeconfigOptions& o) const {
+    const std::string path = dir_ + "/" + name;
+    const std::string token = o.token.empty() ? options_.token : o.token;
+    std::ostringstream y;
+    y << "apiVersion: v1\nkind: Config\ncurrent-context: test\nclusters:\n- name: test-cluster\n  cluster:\n"
+      << "    server: " << url() << "\n";
+    const std::string ca = o.ca_file.empty() ? ca_file() : o.ca_file;
+    if (o.insecure) {
+        y << "    insecure-skip-tls-verify: true\n";
+    } else if (o.embed_ca) {
+        y << "    certificate-authority-data: " << base64(read_text(ca)) << "\n";
+    } else {
+        y << "    certificate-authority: " << ca << "\n";
+    }
+    y << "users:\n- name: test-user\n  user:\n";
+    if (o.token_file) {
+        std::ofstream(path + ".token") << token << "\n";
+        y << "    tokenFile: " << name << ".token\n";   // relative: resolved against the kubeconfig's directory
+    } else {
+        y << "    token: " << token << "\n";
+    }
+    y << "contexts:\n- name: test\n  context:\n    cluster: test-cluster\n    user: test-user\n";
+    if (!o.ns.empty()) y << "    namespace: " << o.ns << "\n";
+    std::ofstream(path) << y.str();
+    ::chmod(path.c_str(), 0600);
+    return path;
+}
+
+HttpResult TestApiServer::request(const std::string& method, const std::string& path, const std::string& body,
+                                  const std::string& content_type) const {
+    httplib::SSLClient cli("127.0.0.1", port_);
+    cli.set_ca_cert_path(ca_file().c_str());
+    cli.enable_server_certificate_verification(true);
+    cli.set_bearer_token_auth(options_.token.c_str());
+    cli.set_connection_timeout(5);
+    cli.set_read_timeout(30);
+    auto send = [&]() -> httplib::Result {
+        if (method == "POST") return cli.Post(path.c_str(), body, content_type.c_str());
+        if (method == "PUT") return cli.Put(path.c_str(), body, content_type.c_str());
+        if (method == "PATCH") return cli.Patch(path.c_str(), body, content_type.c_str());
+        if (method == "DELETE") return cli.Delete(path.c_str(), body, content_type.c_str());
+        return cli.Get(path.c_str());
+    };
+    httplib::Result r = send();
+    if (!r) throw std::runtime_error("test_apiserver request " + method + " " + path + " failed: " + httplib::to_string(r.error()));
+    return {r->status, json::parse(r->body, nullptr, false)};
+}
+
+void TestApiServer::set_faults(const json& faults) const {
+    auto r = request("POST", "/_test/faults", faults.dump());
+    if (r.status != 200) throw std::runtime_error("setting faults failed");
+}
+
+json TestApiServer::stats() const { return request("GET", "/_test/stats").body; }
+
+json TestApiServer::list(const std::string& ns, const std::string& plural) const {
+    auto r = request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + ns + "/" + plural);
+    if (r.status != 200) throw std::runtime_error("list " + plural + " failed: " + r.body.dump());
+    return r.body["items"];
+}
+
+void TestApiServer::create_pod(const std::string& ns, const std::string& name) const {
+    json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", ns}}},
+                {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+    auto r = request("POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump());
+    if (r.status != 201) throw std::runtime_error("create pod failed: " + r.body.dump());
+}
+
+void TestApiServer::delete_pod(const std::string& ns, const std::string& name) const {
+    request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name);
+}
+
+}  // namespace apiserver_test

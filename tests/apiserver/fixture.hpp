@@ -1,0 +1,79 @@
+#pragma once
+// The test API server as the tests and the benchmark use it: a private directory with a test CA
+// and server certificate made by the openssl CLI, bin/test_apiserver started on a free port of
+// 127.0.0.1 and stopped (by its PID) when the fixture goes away, kubeconfigs pointing at it, and
+// a direct client for inspecting objects and steering faults.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+
+namespace apiserver_test {
+
+using nlohmann::json;
+
+struct ServerOptions {
+    bool crds = true;                       // false: the whereabouts group is not served (404)
+    std::string token = "rdmanet-test-token";
+    std::vector<std::string> extra_args;    // e.g. {"--latency-ms", "2"}
+};
+
+struct KubeconfigOptions {
+    std::string token;                      // "" = the server's token
+    bool embed_ca = true;                   // certificate-authority-data (else certificate-authority: file)
+    std::string ca_file;                    // overrides the CA (wrong-CA tests)
+    bool insecure = false;
+    std::string ns;                         // context namespace ("" = unset: kube-system)
+    bool token_file = false;                // tokenFile instead of token
+};
+
+struct HttpResult {
+    int status = 0;
+    json body;
+};
+
+class TestApiServer {
+public:
+    explicit TestApiServer(ServerOptions options = {});
+    ~TestApiServer();
+    TestApiServer(const TestApiServer&) = delete;
+    TestApiServer& operator=(const TestApiServer&) = delete;
+
+    int port() const { return port_; }
+    pid_t pid() const { return pid_; }
+    std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+    const std::string& dir() const { return dir_; }
+    std::string ca_file() const { return dir_ + "/ca.crt"; }
+    const std::string& token() const { return options_.token; }
+
+    // Writes a kubeconfig named `name` into the directory and returns its path.
+    std::string write_kubeconfig(const std::string& name, const KubeconfigOptions& options = {}) const;
+
+    // Direct HTTPS request (TLS verified with the test CA, the server's token).
+    HttpResult request(const std::string& method, const std::string& path, const std::string& body = "",
+                       const std::string& content_type = "application/json") const;
+    void set_faults(const json& faults) const;   // POST /_test/faults
+    json stats() const;                          // GET /_test/stats
+
+    // Convenience for whereabouts objects in `ns`.
+    json list(const std::string& ns, const std::string& plural) const;     // items
+    void create_pod(const std::string& ns, const std::string& name) const;
+    void delete_pod(const std::string& ns, const std::string& name) const;
+
+private:
+    ServerOptions options_;
+    std::string dir_;
+    int port_ = 0;
+    pid_t pid_ = -1;
+};
+
+// Generates ca.crt/ca.key and server.crt/server.key (SAN IP:127.0.0.1) in `dir` with the openssl
+// CLI. `prefix` names the files ("" -> ca.*, server.*; "other-" -> other-ca.* ...).
+void make_test_pki(const std::string& dir, const std::string& prefix = "");
+
+std::string test_apiserver_path();
+
+}  // namespace apiserver_test

@@ -1,0 +1,373 @@
+// test_apiserver: an in-repo stand-in for the kube-apiserver, for rdmanet's Kubernetes datastore
+// tests and benchmark. HTTP routing, bearer-token auth, TLS, discovery and fault injection here;
+// object semantics in resource_store.cpp.
+//
+//   test_apiserver --port-file F [--cert C --key K] [--token T]... [--no-crds]
+//                  [--latency-ms N] [--error-rate P] [--conflict-rate P] [--throttle-rate P]
+//                  [--retry-after S] [--drop-rate P] [--drop-after-rate P] [--seed N]
+//
+// Binds 127.0.0.1 on a free port and writes the port to F once it accepts connections. Stops on
+// SIGTERM/SIGINT. Faults apply to API requests only, not to the control endpoints:
+//   GET  /_test/stats   {"requests":N,"by_method":{..},"faults":{..},"revision":R}
+//   POST /_test/faults  {"latency_ms":..,"error_rate":..,...}  (any subset; replaces those values)
+// Rates are probabilities per request: error -> 500, conflict -> 409 Conflict on writes,
+// throttle -> 429 with Retry-After, drop -> connection closed before handling, drop-after ->
+// the request is applied and then the connection closed without a response (the lost-answer case).
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+#include "resource_store.hpp"
+
+namespace {
+
+using apiserver::json;
+using apiserver::Reply;
+
+struct Faults {
+    int latency_ms = 0;
+    double error_rate = 0, conflict_rate = 0, throttle_rate = 0, drop_rate = 0, drop_after_rate = 0;
+    int retry_after_s = 1;
+    json to_json() const {
+        return {{"latency_ms", latency_ms}, {"error_rate", error_rate}, {"conflict_rate", conflict_rate},
+                {"throttle_rate", throttle_rate}, {"drop_rate", drop_rate}, {"drop_after_rate", drop_after_rate},
+                {"retry_after", retry_after_s}};
+    }
+    void apply(const json& j) {
+        latency_ms = j.value("latency_ms", latency_ms);
+        error_rate = j.value("error_rate", error_rate);
+        conflict_rate = j.value("conflict_rate", conflict_rate);
+        throttle_rate = j.value("throttle_rate", throttle_rate);
+        drop_rate = j.value("drop_rate", drop_rate);
+        drop_after_rate = j.value("drop_after_rate", drop_after_rate);
+        retry_after_s = j.value("retry_after", retry_after_s);
+    }
+};
+
+struct Server {
+    apiserver::ResourceStore store;
+    std::vector<std::string> tokens;
+    std::mutex mu;
+    Faults faults;
+    std::mt19937_64 rng;
+    std::atomic<std::uint64_t> requests{0};
+    std::map<std::string, std::uint64_t> by_method;
+    std::map<std::string, std::uint64_t> injected;
+    int port = 0;
+
+    Server(bool crds, std::uint64_t seed) : store(crds), rng(seed) {}
+
+    Faults current() {
+        std::lock_guard lock(mu);
+        return faults;
+    }
+    bool roll(double p, const char* what) {
+        if (p <= 0) return false;
+        std::lock_guard lock(mu);
+        const bool hit = std::uniform_real_distribution<double>(0, 1)(rng) < p;
+        if (hit) ++injected[what];
+        return hit;
+    }
+};
+
+std::unique_ptr<httplib::Server> g_server;
+
+void send(httplib::Response& res, const Reply& r) {
+    res.status = r.status;
+    res.set_content(r.body.dump(), "application/json");
+}
+
+// Closes the TCP connection a request arrived on (httplib does not expose it): the socket whose
+// peer is the request's remote address and port.
+void drop_connection(const httplib::Request& req) {
+    DIR* d = opendir("/proc/self/fd");
+    if (!d) return;
+    while (dirent* e = readdir(d)) {
+        const int fd = std::atoi(e->d_name);
+        if (fd <= 2) continue;
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0 || ss.ss_family != AF_INET) continue;
+        auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+        char addr[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &in->sin_addr, addr, sizeof addr);
+        if (ntohs(in->sin_port) == req.remote_port && req.remote_addr == addr) {
+            ::shutdown(fd, SHUT_RDWR);
+            break;
+        }
+    }
+    closedir(d);
+}
+
+json discovery_resources(const apiserver::ResourceStore& store, const std::string& group, const std::string& version) {
+    json resources = json::array();
+    for (const auto& t : store.types()) {
+        if (t.group != group || t.version != version) continue;
+        json r = {{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.plural != "namespaces"},
+                  {"kind", t.kind},
+                  {"verbs", {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}}};
+        if (!t.short_name.empty()) r["shortNames"] = {t.short_name};
+        resources.push_back(r);
+    }
+    return {{"kind", "APIResourceList"}, {"apiVersion", "v1"},
+            {"groupVersion", group.empty() ? version : group + "/" + version}, {"resources", resources}};
+}
+
+// Discovery and version: what kubectl reads before it acts.
+bool serve_discovery(Server& s, const httplib::Request& req, httplib::Response& res) {
+    const std::string& p = req.path;
+    if (p == "/version") {
+        send(res, {200, {{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-rdmanet-test"}, {"platform", "linux/amd64"}}});
+    } else if (p == "/api") {
+        send(res, {200, {{"kind", "APIVersions"}, {"versions", {"v1"}},
+                         {"serverAddressByClientCIDRs",
+                          {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1:" + std::to_string(s.port)}}}}}});
+    } else if (p == "/apis") {
+        json groups = json::array();
+        std::set<std::string> seen;
+        for (const auto& t : s.store.types()) {
+            if (t.group.empty() || !seen.insert(t.group).second) continue;
+            json v = {{"groupVersion", t.group + "/" + t.version}, {"version", t.version}};
+            groups.push_back({{"name", t.group}, {"versions", {v}}, {"preferredVersion", v}});
+        }
+        send(res, {200, {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", groups}}});
+    } else if (p == "/api/v1") {
+        send(res, {200, discovery_resources(s.store, "", "v1")});
+    } else {
+        static const std::regex gv(R"(^/apis/([^/]+)/([^/]+)/?$)");
+        std::smatch m;
+        if (!std::regex_match(p, m, gv)) return false;
+        json list = discovery_resources(s.store, m[1], m[2]);
+        if (list["resources"].empty()) {
+            send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
+        } else {
+            send(res, {200, list});
+        }
+    }
+    return true;
+}
+
+void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
+    // /api/v1[/namespaces/NS]/PLURAL[/NAME]  or  /apis/G/V[/namespaces/NS]/PLURAL[/NAME]
+    static const std::regex path_re(R"(^/(?:api/(v1)|apis/([^/]+)/([^/]+))(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?/?$)");
+    std::smatch m;
+    const std::string path = req.path;
+    if (!std::regex_match(path, m, path_re)) {
+        send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
+        return;
+    }
+    const std::string group = m[1].matched ? "" : m[2].str();
+    const std::string version = m[1].matched ? "v1" : m[3].str();
+    const std::string ns = m[4].str(), plural = m[5].str(), name = m[6].str();
+    const apiserver::ResourceType* t = s.store.find_type(group, version, plural);
+    if (!t) {
+        send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
+        return;
+    }
+    if (ns.empty() && !(req.method == "GET" && name.empty()) && plural != "namespaces") {
+        send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
+        return;
+    }
+    const bool write = req.method != "GET";
+    if (write && s.roll(s.current().conflict_rate, "conflict")) {
+        send(res, {409, apiserver::status_object(409, "Conflict", "Operation cannot be fulfilled on " + plural + " \"" + name +
+                                                                       "\": the object has been modified (injected)",
+                                                 {{"name", name.empty() ? std::string("x") : name}, {"kind", plural}})});
+        return;
+    }
+    json body;
+    if (!req.body.empty()) {
+        body = json::parse(req.body, nullptr, false);
+        if (body.is_discarded()) {
+            send(res, {400, apiserver::status_object(400, "BadRequest", "the request body is not JSON")});
+            return;
+        }
+    }
+    Reply r;
+    if (req.method == "GET") {
+        r = name.empty() ? s.store.list(*t, ns, req.get_param_value("fieldSelector")) : s.store.get(*t, ns, name);
+    } else if (req.method == "POST" && name.empty()) {
+        r = s.store.create(*t, ns, body);
+    } else if (req.method == "PUT" && !name.empty()) {
+        r = s.store.update(*t, ns, name, body);
+    } else if (req.method == "PATCH" && !name.empty()) {
+        r = s.store.patch(*t, ns, name, req.get_header_value("Content-Type"), body);
+    } else if (req.method == "DELETE" && !name.empty()) {
+        r = s.store.remove(*t, ns, name, body);
+    } else {
+        r = {405, apiserver::status_object(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")};
+    }
+    if (write && r.status < 300 && s.roll(s.current().drop_after_rate, "drop_after")) {
+        drop_connection(req);
+        return;
+    }
+    send(res, r);
+}
+
+void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
+    if (req.path.rfind("/_test/", 0) == 0) {
+        if (req.path == "/_test/stats") {
+            std::lock_guard lock(s.mu);
+            send(res, {200, {{"requests", s.requests.load()}, {"by_method", s.by_method}, {"injected", s.injected},
+                             {"faults", s.faults.to_json()}, {"revision", s.store.revision()}}});
+        } else if (req.path == "/_test/faults" && req.method == "POST") {
+            json j = json::parse(req.body, nullptr, false);
+            std::lock_guard lock(s.mu);
+            if (j.is_object()) s.faults.apply(j);
+            send(res, {200, s.faults.to_json()});
+        } else {
+            send(res, {404, apiserver::status_object(404, "NotFound", "no such test endpoint")});
+        }
+        return;
+    }
+    ++s.requests;
+    {
+        std::lock_guard lock(s.mu);
+        ++s.by_method[req.method];
+    }
+    if (!s.tokens.empty()) {
+        const std::string auth = req.get_header_value("Authorization");
+        bool ok = false;
+        for (const auto& t : s.tokens) ok = ok || auth == "Bearer " + t;
+        if (!ok) {
+            send(res, {401, apiserver::status_object(401, "Unauthorized", "Unauthorized")});
+            return;
+        }
+    }
+    const Faults f = s.current();
+    if (f.latency_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(f.latency_ms));
+    if (s.roll(f.drop_rate, "drop")) {
+        drop_connection(req);
+        return;
+    }
+    if (s.roll(f.throttle_rate, "throttle")) {
+        res.set_header("Retry-After", std::to_string(f.retry_after_s));
+        send(res, {429, apiserver::status_object(429, "TooManyRequests", "Too many requests, please try again later. (injected)")});
+        return;
+    }
+    if (s.roll(f.error_rate, "error")) {
+        send(res, {500, apiserver::status_object(500, "InternalError", "Internal error occurred: injected")});
+        return;
+    }
+    if (req.method == "GET" && serve_discovery(s, req, res)) return;
+    if (req.path.rfind("/openapi/", 0) == 0) {
+        send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
+        return;
+    }
+    serve_api(s, req, res);
+}
+
+double rate(const char* text) { return std::strtod(text, nullptr); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string port_file, cert, key;
+    bool crds = true;
+    std::uint64_t seed = std::random_device{}();
+    Faults faults;
+    std::vector<std::string> tokens;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> const char* {
+            if (i + 1 >= argc) {
+                std::cerr << "test_apiserver: " << a << " needs a value\n";
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--port-file") port_file = next();
+        else if (a == "--cert") cert = next();
+        else if (a == "--key") key = next();
+        else if (a == "--token") tokens.push_back(next());
+        else if (a == "--no-crds") crds = false;
+        else if (a == "--latency-ms") faults.latency_ms = std::atoi(next());
+        else if (a == "--error-rate") faults.error_rate = rate(next());
+        else if (a == "--conflict-rate") faults.conflict_rate = rate(next());
+        else if (a == "--throttle-rate") faults.throttle_rate = rate(next());
+        else if (a == "--retry-after") faults.retry_after_s = std::atoi(next());
+        else if (a == "--drop-rate") faults.drop_rate = rate(next());
+        else if (a == "--drop-after-rate") faults.drop_after_rate = rate(next());
+        else if (a == "--seed") seed = std::strtoull(next(), nullptr, 10);
+        else {
+            std::cerr << "test_apiserver: unknown argument " << a << '\n';
+            return 2;
+        }
+    }
+    if (port_file.empty()) {
+        std::cerr << "test_apiserver: --port-file is required\n";
+        return 2;
+    }
+    // SIGTERM/SIGINT stop the server from a thread of our own (not from a signal handler).
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    Server s(crds, seed);
+    s.tokens = tokens;
+    s.faults = faults;
+    if (!cert.empty()) {
+        g_server = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str());
+        if (!g_server->is_valid()) {
+            std::cerr << "test_apiserver: cannot load --cert/--key\n";
+            return 1;
+        }
+    } else {
+        g_server = std::make_unique<httplib::Server>();
+    }
+    auto& svr = *g_server;
+    // Enough workers for every keep-alive connection of the concurrent tests (16 callers and
+    // kubectl), and keep-alive without a request limit: clients reuse one connection.
+    svr.new_task_queue = [] { return new httplib::ThreadPool(96); };
+    svr.set_keep_alive_max_count(1000000);
+    svr.set_keep_alive_timeout(30);
+    svr.set_payload_max_length(64 << 20);
+    auto h = [&s](const httplib::Request& req, httplib::Response& res) { handle(s, req, res); };
+    svr.Get(".*", h);
+    svr.Post(".*", h);
+    svr.Put(".*", h);
+    svr.Patch(".*", h);
+    svr.Delete(".*", h);
+
+    s.port = svr.bind_to_any_port("127.0.0.1");
+    if (s.port <= 0) {
+        std::cerr << "test_apiserver: cannot bind 127.0.0.1\n";
+        return 1;
+    }
+    {
+        const std::string tmp = port_file + ".tmp";
+        std::ofstream(tmp) << s.port << '\n';
+        std::rename(tmp.c_str(), port_file.c_str());   // readers see the whole number or nothing
+    }
+    std::thread stopper([&] {
+        int sig = 0;
+        sigwait(&stop_signals, &sig);
+        svr.stop();
+    });
+    svr.listen_after_bind();
+    kill(getpid(), SIGTERM);   // wakes the stopper if listening ended for another reason
+    stopper.join();
+    return 0;
+}

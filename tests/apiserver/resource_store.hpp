@@ -1,0 +1,83 @@
+#pragma once
+// The object store of the test API server: namespaced resources with kube-apiserver semantics for
+// what rdmanet (and kubectl get/create/delete) use. Pure: one call in, (HTTP status, JSON body)
+// out; the HTTP layer (main.cpp) only routes. Thread-safe (one mutex: the server is a test double,
+// not a benchmark subject - its cost per request is microseconds next to the injected latency).
+//
+// Semantics kept from the real server:
+//  - one cluster-wide resourceVersion counter (etcd's revision), bumped by every write; each
+//    object carries the value of its last write; lists carry the current one;
+//  - create: 201; an existing name -> 409 AlreadyExists; uid, creationTimestamp, namespace set;
+//  - update (PUT): a body resourceVersion that differs from the stored one -> 409 Conflict;
+//  - patch: application/json-patch+json (RFC 6902; a failed `test` -> 422 Invalid, which is what
+//    the kube-apiserver answers) and application/merge-patch+json;
+//  - delete: DeleteOptions preconditions (uid, resourceVersion) -> 409 Conflict when they differ;
+//  - namespaces: created implicitly by the first object in them (the real server would refuse);
+//  - errors as `Status` objects (NotFound with details for an object, without for a resource
+//    the server does not have);
+//  - whereabouts' CRD schema: IPPool spec.range and spec.allocations required, entries need id
+//    and podref; OverlappingRangeIPReservation spec.podref required -> 422 Invalid otherwise.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace apiserver {
+
+using nlohmann::json;
+
+struct ResourceType {
+    std::string group;        // "" = core
+    std::string version;
+    std::string plural;
+    std::string singular;
+    std::string kind;
+    std::string short_name;   // "" = none
+};
+
+struct Reply {
+    int status = 200;
+    json body;
+};
+
+json status_object(int code, const std::string& reason, const std::string& message, json details = json::object());
+
+class ResourceStore {
+public:
+    explicit ResourceStore(bool with_whereabouts_crds);
+
+    const std::vector<ResourceType>& types() const { return types_; }
+    const ResourceType* find_type(const std::string& group, const std::string& version, const std::string& plural) const;
+
+    // ns "" in list = all namespaces. field_selector: "" or "metadata.name=X" (kubectl delete --wait).
+    Reply list(const ResourceType& t, const std::string& ns, const std::string& field_selector);
+    Reply get(const ResourceType& t, const std::string& ns, const std::string& name);
+    Reply create(const ResourceType& t, const std::string& ns, json object);
+    Reply update(const ResourceType& t, const std::string& ns, const std::string& name, json object);
+    Reply patch(const ResourceType& t, const std::string& ns, const std::string& name, const std::string& content_type,
+                const json& patch);
+    Reply remove(const ResourceType& t, const std::string& ns, const std::string& name, const json& options);
+
+    std::uint64_t revision();
+
+private:
+    using Key = std::tuple<std::string, std::string, std::string>;   // plural.group, namespace, name
+    Key key(const ResourceType& t, const std::string& ns, const std::string& name) const;
+    std::optional<Reply> validate(const ResourceType& t, const std::string& name, const json& object) const;
+    json not_found(const ResourceType& t, const std::string& name) const;
+    // Namespaces exist once anything is created in them (kubectl looks a namespace up when a get
+    // answers NotFound); default, kube-system and kube-public exist from the start. Caller holds mu_.
+    void ensure_namespace(const std::string& ns);
+
+    std::vector<ResourceType> types_;
+    std::mutex mu_;
+    std::map<Key, json> objects_;
+    std::uint64_t revision_ = 1000;
+    std::uint64_t next_uid_ = 1;
+};
+
+}  // namespace apiserver

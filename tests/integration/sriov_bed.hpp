@@ -1,0 +1,169 @@
+#pragma once
+// A test bed for mode "sriov" in-process: a fake sysfs tree with a PF, an Ethernet VF whose
+// netdev is a real veth end (so the move/rename path runs on the real kernel), a vfio-bound VF,
+// an InfiniBand PF + VF, a pod netns, and a recording fake of PF-side VF netlink injected
+// through run_plugin's KernelServices seam.
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "netns_helpers.hpp"
+#include "rdmanet/cni/plugin.hpp"
+#include "support/fake_sysfs.hpp"
+#include "support/fake_vf_control.hpp"
+
+namespace rdmanet::test::sriov {
+
+inline constexpr const char* kPfPci = "0000:af:00.0";
+inline constexpr const char* kVfPci = "0000:af:00.2";
+inline constexpr const char* kVfioPci = "0000:af:00.3";
+inline constexpr const char* kIbPfPci = "0000:d8:00.0";
+inline constexpr const char* kIbVfPci = "0000:d8:00.1";
+
+// setenv for the test's lifetime (the plugin reads its state dir and sysfs root from the process
+// environment), restored on destruction.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old;
+        ::setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (old_) ::setenv(name_, old_->c_str(), 1);
+        else ::unsetenv(name_);
+    }
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+struct Outcome {
+    int rc = -1;
+    nlohmann::json out;
+    std::string raw;
+    int code() const { return out.value("code", 0); }
+    std::string msg() const { return out.value("msg", ""); }
+};
+
+// The host-side view of a netdev that DEL must restore.
+struct NetdevSnapshot {
+    std::string name, mac, alias;
+    unsigned mtu = 0;
+    bool up = false;
+    friend bool operator==(const NetdevSnapshot&, const NetdevSnapshot&) = default;
+};
+
+class SriovBed {
+public:
+    SriovBed()
+        : pod("sriov"),
+          vf0(nullptr, nullptr, "vf"),
+          ibvf(nullptr, nullptr, "ib"),
+          pf(unique_name("pf")),
+          ibpf(unique_name("ibpf")),
+          work(make_workdir()),
+          state_env("RDMANET_STATE_DIR", work + "/state"),
+          sysfs_env("RDMANET_SYSFS_ROOT", tree.root()) {
+        tree.add_pf(kPfPci, pf);
+        tree.add_vf(kPfPci, 0, kVfPci, vf0.name_a());
+        tree.add_vf(kPfPci, 1, kVfioPci, std::nullopt, "vfio-pci");
+        tree.add_rdma_device(kVfPci, "mlx5_7");
+        tree.add_pf(kIbPfPci, ibpf, /*infiniband=*/true);
+        tree.add_vf(kIbPfPci, 0, kIbVfPci, ibvf.name_a());
+        fake.add_pf(pf, 2);
+        fake.add_pf(ibpf, 1, /*infiniband=*/true);
+        // A recognisable starting point that DEL must restore.
+        auto host = std::make_unique<netns::Rtnl>();
+        const int index = index_of(*host, vf0.name_a());
+        host->set_mtu(index, 1450);
+        host->set_alias(index, "before-pod");
+        host->set_up(index, true);
+        netns::VfInfo& vf = fake.vf(pf, 0);
+        vf.mac = "0a:00:00:00:00:aa";
+        vf.vlan = 7;
+        vf.max_tx_rate = 300;
+    }
+    ~SriovBed() {
+        std::error_code ec;
+        std::filesystem::remove_all(work, ec);
+    }
+
+    // One in-process plugin call with the fake VF netlink.
+    Outcome call(const std::string& command, const nlohmann::json& conf, const std::string& container_id,
+                 const std::string& cni_args = "", const std::string& netns_path = "") {
+        std::map<std::string, std::string> env = {{"CNI_COMMAND", command},
+                                                  {"CNI_CONTAINERID", container_id},
+                                                  {"CNI_NETNS", netns_path.empty() ? pod.path() : netns_path},
+                                                  {"CNI_IFNAME", "net1"},
+                                                  {"CNI_PATH", "/nonexistent"}};
+        if (!cni_args.empty()) env["CNI_ARGS"] = cni_args;
+        const cni::EnvLookup lookup = [env](const char* name) -> std::optional<std::string> {
+            auto it = env.find(name);
+            if (it == env.end()) return std::nullopt;
+            return it->second;
+        };
+        std::istringstream in(conf.dump());
+        std::ostringstream out, err;
+        cni::KernelServices services;
+        services.vf = &fake;
+        Outcome o;
+        o.rc = cni::run_plugin(lookup, in, out, err, services);
+        o.raw = out.str();
+        if (!o.raw.empty()) o.out = nlohmann::json::parse(o.raw, nullptr, false);
+        return o;
+    }
+
+    nlohmann::json conf(const nlohmann::json& extra = nlohmann::json::object(), const std::string& version = "1.1.0") const {
+        nlohmann::json j = {{"cniVersion", version}, {"name", "sriov-test"}, {"type", "rdmanet"},
+                            {"mode", "sriov"},       {"deviceID", kVfPci}};
+        j.update(extra);
+        return j;
+    }
+
+    std::optional<NetdevSnapshot> host_netdev(const std::string& name) const {
+        netns::Rtnl host;
+        auto link = host.link_by_name(name);
+        if (!link) return std::nullopt;
+        return NetdevSnapshot{link->name, link->mac, link->alias, link->mtu, link->up};
+    }
+    std::vector<std::string> pod_links() const {
+        std::vector<std::string> names;
+        for (const auto& link : rtnl_in(pod)->links()) names.push_back(link.name);
+        return names;
+    }
+    std::string state_dir() const { return work + "/state"; }
+    bool vf_record_exists(const std::string& pci) const {
+        return std::filesystem::exists(state_dir() + "/sriov/pci/" + pci);
+    }
+    std::size_t state_files() const {
+        std::size_t n = 0;
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(state_dir(), ec))
+            if (e.is_regular_file()) ++n;
+        return n;
+    }
+
+    ScopedNetns pod;
+    ScopedVeth vf0;    // name_a(): the Ethernet VF's netdev
+    ScopedVeth ibvf;   // name_a(): the IB VF's netdev (an Ethernet veth standing in)
+    std::string pf, ibpf;
+    FakeSysfs tree;
+    FakeVfControl fake;
+    std::string work;
+
+private:
+    static std::string make_workdir() {
+        std::string pattern = (std::filesystem::temp_directory_path() / "rdmanet-sriov-XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp");
+        return pattern;
+    }
+    ScopedEnv state_env;
+    ScopedEnv sysfs_env;
+};
+
+}  // namespace rdmanet::test::sriov

@@ -1,0 +1,115 @@
+#pragma once
+// Shared by tests/integration/test_kube_*.cpp: bin/rdmanet-ipam and bin/rdmanetctl against the
+// test API server (tests/apiserver), as real processes. Kubeconfigs, the IPAM data dir (node
+// journal) and a node policy allowing both live in the server's private directory; the policy is
+// handed over in RDMANET_POLICY_FILE as a runtime would.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fixture.hpp"
+#include "test_ipam_plugin_util.hpp"
+
+namespace kube_test {
+
+using apiserver_test::TestApiServer;
+using nlohmann::json;
+using rdmanet::test::CniOutcome;
+
+inline const std::string kNs = "kube-system";
+
+struct Env {
+    TestApiServer& server;
+    std::string kubeconfig;
+    std::string data_dir;
+    std::string policy;
+
+    explicit Env(TestApiServer& s, const apiserver_test::KubeconfigOptions& kc = {},
+                 const std::string& kubeconfig_name = "kubeconfig")
+        : server(s), kubeconfig(s.write_kubeconfig(kubeconfig_name, kc)), data_dir(s.dir() + "/ipam"),
+          policy(s.dir() + "/policy.json") {
+        std::ofstream(policy) << json{{"version", 1}, {"logDir", s.dir()}, {"kubeconfigDirs", {s.dir()}},
+                                      {"ipamConfigDirs", {s.dir()}}, {"ipamDataDirs", {s.dir()}}}
+                                     .dump();
+    }
+
+    // An IPAM config on the Kubernetes datastore.
+    json conf(const std::string& range, json extra = json::object(), const std::string& kubeconfig_path = "") const {
+        json ipam = {{"type", "rdmanet-ipam"}, {"range", range}, {"datastore", "kubernetes"},
+                     {"kubernetes", {{"kubeconfig", kubeconfig_path.empty() ? kubeconfig : kubeconfig_path}}},
+                     {"data_dir", data_dir}};
+        for (auto& [k, v] : extra.items()) ipam[k] = v;
+        return ipam_plugin_test::net_conf("kubenet", ipam);
+    }
+
+    std::map<std::string, std::string> env() const { return {{"RDMANET_POLICY_FILE", policy}}; }
+
+    CniOutcome call(const std::string& command, const json& conf, const std::string& container_id,
+                    const std::string& pod, const std::string& ifname = "net1",
+                    std::chrono::milliseconds timeout = std::chrono::seconds(90)) const {
+        rdmanet::test::PluginRequest req;
+        req.command = command;
+        req.container_id = container_id;
+        req.netns = "/var/run/netns/unused";
+        req.ifname = ifname;
+        req.args = ipam_plugin_test::pod_args("ns", pod);
+        req.path = rdmanet::test::bin_dir();
+        req.stdin_data = conf.dump();
+        return rdmanet::test::invoke_plugin(ipam_plugin_test::ipam_plugin_path(), req, env(), timeout);
+    }
+
+    rdmanet::test::ProcessResult ctl(std::vector<std::string> args) const {
+        std::vector<std::string> argv{ipam_plugin_test::ctl_path()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return rdmanet::test::run_process(argv, env());
+    }
+};
+
+// spec.allocations of the pool (empty when the pool does not exist).
+inline json allocations(const TestApiServer& s, const std::string& pool) {
+    auto r = s.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + kNs + "/ippools/" + pool);
+    if (r.status == 404) return json::object();
+    REQUIRE(r.status == 200);
+    return r.body["spec"]["allocations"];
+}
+
+// name -> spec of every reservation.
+inline std::map<std::string, json> reservations(const TestApiServer& s) {
+    std::map<std::string, json> out;
+    for (const auto& item : s.list(kNs, "overlappingrangeipreservations")) out[item["metadata"]["name"]] = item["spec"];
+    return out;
+}
+
+// IPv4 pool: every allocation has its reservation (same podref/ifname) and every reservation its
+// allocation. `base` = the pool's network address as a.b.c.0 prefix "10.40.0." with offsets < 256
+// not assumed: computes from a 32-bit base.
+inline std::vector<std::string> consistency_problems(const TestApiServer& s, const std::string& pool, std::uint32_t base) {
+    std::vector<std::string> problems;
+    const json allocs = allocations(s, pool);
+    auto res = reservations(s);
+    std::set<std::string> expected;
+    for (const auto& [offset, owner] : allocs.items()) {
+        const std::uint32_t v = base + static_cast<std::uint32_t>(std::stoul(offset));
+        const std::string ip = std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." +
+                               std::to_string((v >> 8) & 255) + "." + std::to_string(v & 255);
+        expected.insert(ip);
+        auto it = res.find(ip);
+        if (it == res.end()) {
+            problems.push_back("allocation " + offset + " (" + ip + ") has no reservation");
+        } else if (it->second.value("podref", "") != owner.value("podref", "") ||
+                   it->second.value("ifname", "") != owner.value("ifname", "")) {
+            problems.push_back("reservation " + ip + " belongs to " + it->second.dump() + ", pool says " + owner.dump());
+        }
+    }
+    for (const auto& [name, spec] : res) {
+        if (!expected.count(name)) problems.push_back("reservation " + name + " has no allocation");
+    }
+    return problems;
+}
+
+}  // namespace kube_test

@@ -1,0 +1,209 @@
+// rdma.isolation through hostdev (and the child check through macvlan) on the real kernel:
+// the netdev moves for real between test namespaces; RDMA netlink is the fake kernel, which
+// follows the semantics the [rdma-real] lab scenarios check on Debian 6.1 + soft-RoCE; sysfs is a
+// fake tree naming the veth as the RDMA device's netdev.
+#include <catch2/catch.hpp>
+
+#include "unit/cni_test_helpers.hpp"
+#include "netns_helpers.hpp"
+#include "rdmanet/cni/backend.hpp"
+#include "rdmanet/cni/rdma_isolation.hpp"
+#include "rdmanet/netns/rdma_sysfs.hpp"
+#include "support/fake_rdma.hpp"
+#include "support/fake_rdma_sysfs.hpp"
+
+using namespace rdmanet;
+using namespace rdmanet::cni;
+using namespace rdmanet::test;
+using netns::RdmaNetnsMode;
+
+namespace {
+
+struct Rig {
+    ScopedNetns host{"rih"}, pod{"rip"};
+    ScopedVeth veth{&host, &host, "rv"};
+    netns::NetNamespace host_ns = host.open();
+    netns::NetNamespace pod_ns = pod.open();
+    std::unique_ptr<netns::Rtnl> host_rtnl = rtnl_in(host);
+    std::unique_ptr<netns::Rtnl> pod_rtnl = rtnl_in(pod);
+    FakeRdmaSysfs sys;
+    netns::Sysfs sysfs{sys.root()};
+    FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
+    RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }};
+    Kernel kernel{host_ns, *host_rtnl, pod_ns, *pod_rtnl, sysfs};   // .rdma set in the constructor
+    NetConf conf;
+    Environment env;
+    AttachmentState state;
+    int saves = 0;
+
+    // The veth plays a RoCE function whose RDMA device `rdma_name` names it in its GID table.
+    explicit Rig(const std::string& rdma_name = "mlx5_7", bool movable = true) {
+        kernel.rdma = &access;
+        conf.mode = Mode::hostdev;
+        conf.hostdev.device = veth.name_a();
+        env.command = Command::add;
+        env.container_id = "c1";
+        env.ifname = "net1";
+        env.netns = pod.path();
+        sys.add_rdma_device(rdma_name, "", {{1, "4: ACTIVE", "Ethernet", {veth.name_a()}}});
+        rdma.add_device("other0", true);
+        rdma.add_device(rdma_name, movable);
+        // The kernel's host sysfs view loses a device that moves into a pod.
+        rdma.on_host_visibility = [this](const std::string& dev, bool home) {
+            home ? sys.show_rdma_device(dev) : sys.hide_rdma_device(dev);
+        };
+    }
+    PodLink add(Rollback& rollback) {
+        return hostdev_add(AddRequest{conf, env, kernel, rollback, state, [this] { ++saves; }});
+    }
+    void del() {
+        const std::optional<AttachmentState> saved = state;
+        DelRequest req{env, saved, *host_rtnl, host_ns, pod_rtnl.get(), sysfs};
+        req.pod_ns = &pod_ns;
+        req.rdma = &access;
+        hostdev_del(req);
+    }
+    bool netdev_in_host() { return host_rtnl->link_by_name(veth.name_a()).has_value(); }
+    bool netdev_in_pod() { return pod_rtnl->link_by_name("net1").has_value(); }
+    std::size_t moves() const {
+        std::size_t n = 0;
+        for (const auto& c : rdma.calls()) n += c.rfind("move", 0) == 0;
+        return n;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("hostdev, isolation auto, shared mode: netdev moves, RDMA device stays", "[rdma][hostdev][integration]") {
+    Rig rig;
+    Rollback rollback;
+    rig.add(rollback);
+    rollback.commit();
+    CHECK(rig.netdev_in_pod());
+    CHECK(rig.rdma.calls() == std::vector<std::string>{"sys_get"});
+    CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
+    CHECK(rig.state.rdma_device.empty());
+    rig.del();
+    CHECK(rig.netdev_in_host());
+    CHECK(rig.moves() == 0);
+}
+
+TEST_CASE("hostdev, isolation off: RDMA netlink is never asked", "[rdma][hostdev][integration]") {
+    Rig rig;
+    rig.conf.rdma.isolation = RdmaIsolation::off;
+    rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+    Rollback rollback;
+    rig.add(rollback);
+    rollback.commit();
+    CHECK(rig.netdev_in_pod());
+    CHECK(rig.rdma.calls().empty());
+    CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
+}
+
+TEST_CASE("hostdev, isolation required in shared mode: clear error, device untouched", "[rdma][hostdev][integration]") {
+    Rig rig;
+    rig.conf.rdma.isolation = RdmaIsolation::required;
+    const auto before = rig.host_rtnl->link_by_name(rig.veth.name_a());
+    REQUIRE(before);
+    {
+        Rollback rollback;
+        const auto e = cni::testing::expect_cni_error([&] { rig.add(rollback); });
+        CHECK(e.code() == static_cast<int>(ErrorCode::invalid_config));
+        CHECK_THAT(e.msg(), Catch::Contains("shared"));
+        CHECK_THAT(e.details(), Catch::Contains("netns_mode=0"));
+    }
+    const auto after = rig.host_rtnl->link_by_name(rig.veth.name_a());
+    REQUIRE(after);
+    CHECK(after->index == before->index);
+    CHECK(after->alias == before->alias);
+    CHECK_FALSE(rig.netdev_in_pod());
+    CHECK(rig.moves() == 0);
+    CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
+}
+
+TEST_CASE("hostdev, exclusive mode: RDMA device moves first, returns on DEL", "[rdma][hostdev][integration]") {
+    Rig rig;
+    rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+    rig.conf.rdma.isolation = GENERATE(RdmaIsolation::auto_, RdmaIsolation::required);
+    Rollback rollback;
+    rig.add(rollback);
+    rollback.commit();
+    CHECK(rig.netdev_in_pod());
+    CHECK(rig.state.rdma_device == "mlx5_7");
+    CHECK(rig.saves >= 2);   // saved with the RDMA device name before it moved
+    CHECK(rig.rdma.owner_of("mlx5_7") == netns_id_of_fd(rig.pod_ns.fd()));
+    CHECK(netns::rdma_devices(rig.sysfs) == std::vector<std::string>{});   // gone from the host view
+    CHECK(rig.rdma.owner_of("other0") == rig.rdma.init_id());
+
+    rig.del();
+    CHECK(rig.netdev_in_host());
+    CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
+    CHECK(netns::rdma_devices(rig.sysfs) == std::vector<std::string>{"mlx5_7"});
+    // DEL again: idempotent, nothing left to move.
+    const auto moves = rig.moves();
+    rig.del();
+    CHECK(rig.moves() == moves);
+}
+
+TEST_CASE("hostdev, exclusive mode: a failed ADD returns netdev and RDMA device", "[rdma][hostdev][integration]") {
+    Rig rig;
+    rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+    {
+        Rollback rollback;
+        rig.add(rollback);
+        CHECK(rig.rdma.owner_of("mlx5_7") == netns_id_of_fd(rig.pod_ns.fd()));
+        // A later step fails: the rollback unwinds (netdev back first, then the RDMA device).
+    }
+    CHECK(rig.netdev_in_host());
+    CHECK_FALSE(rig.netdev_in_pod());
+    CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
+}
+
+TEST_CASE("hostdev, exclusive mode, rxe-like device that cannot move", "[rdma][hostdev][integration]") {
+    Rig rig("rxe0", /*movable=*/false);
+    rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+
+    SECTION("required: EOPNOTSUPP is an error and nothing is left moved") {
+        rig.conf.rdma.isolation = RdmaIsolation::required;
+        {
+            Rollback rollback;
+            const auto e = cni::testing::expect_cni_error([&] { rig.add(rollback); });
+            CHECK(e.code() == static_cast<int>(ErrorCode::kernel_failure));
+            CHECK_THAT(e.msg(), Catch::Contains("could not move RDMA device rxe0"));
+            CHECK_THAT(e.details(), Catch::Contains("disassociate"));
+        }
+        CHECK(rig.netdev_in_host());
+        CHECK_FALSE(rig.netdev_in_pod());
+        CHECK(rig.rdma.owner_of("rxe0") == rig.rdma.init_id());
+    }
+    SECTION("auto: a warning, the netdev still goes") {
+        Rollback rollback;
+        rig.add(rollback);
+        rollback.commit();
+        CHECK(rig.netdev_in_pod());
+        CHECK(rig.state.rdma_device.empty());
+        CHECK(rig.rdma.owner_of("rxe0") == rig.rdma.init_id());
+    }
+}
+
+TEST_CASE("macvlan with isolation required: refused before anything is created", "[rdma][macvlan][integration]") {
+    Rig rig;
+    rig.conf.mode = Mode::macvlan;
+    rig.conf.macvlan.master = rig.veth.name_a();
+    rig.conf.rdma.isolation = RdmaIsolation::required;
+    Rollback rollback;
+    const auto e = cni::testing::expect_cni_error([&] { macvlan_add(AddRequest{rig.conf, rig.env, rig.kernel, rollback, rig.state, [] {}}); });
+    CHECK(e.code() == static_cast<int>(ErrorCode::invalid_config));
+    CHECK_THAT(e.msg(), Catch::Contains("cannot own its parent's RDMA device"));
+    CHECK(rig.pod_rtnl->links().size() == 1);   // only lo
+
+    SECTION("auto in exclusive mode: created, with the device left in the host") {
+        rig.conf.rdma.isolation = RdmaIsolation::auto_;
+        rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+        Rollback ok;
+        macvlan_add(AddRequest{rig.conf, rig.env, rig.kernel, ok, rig.state, [] {}});
+        ok.commit();
+        CHECK(rig.netdev_in_pod());
+        CHECK(rig.moves() == 0);
+    }
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Builds the kernel lab's initramfs (a gzip'd newc cpio) from what is installed on this machine:
+#   build_initramfs.sh <build-dir> <kernel-version> <staging-dir> <output.cpio.gz>
+# Contents: busybox (every applet the real tools below do not replace), iproute2's `ip` and `rdma`,
+# ibverbs-utils, libibverbs with all its providers and /etc/libibverbs.d, the kernel modules the
+# lab needs (dependency order from `modprobe -S <ver> --show-depends`, loaded by /init with insmod),
+# the project's executables and integration test program at the same absolute paths as in the
+# build dir (the test programs have RDMANET_BIN_DIR compiled in), each with the shared libraries
+# ldd names, and the in-guest scripts from tests/lab/guest. The layout mirrors the host's merged
+# /usr (bin, sbin, lib, lib64 are symlinks into usr/), so every path ldd prints resolves.
+set -euo pipefail
+
+build=$(realpath "$1")
+kver=$2
+root=$3
+out=$4
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# Kernel modules, each with its dependencies (insmod order). crc32_generic must be loaded by
+# hand before `rdma link add ... type rxe`: rdma_rxe asks the crypto API for "crc32" at link
+# creation, and that is not a module dependency.
+modules=(crc32_generic ib_core ib_uverbs rdma_rxe veth macvlan dummy 8021q)
+
+# Host tools the guest runs (copied with their libraries). busybox provides the rest. The scripts
+# run in bash: Debian's busybox-static is built to prefer its own applets in its shell, so `ip`
+# in a busybox script would be busybox's cut-down ip, not iproute2's.
+tools=(/usr/bin/bash /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devinfo /usr/bin/ibv_devices
+       /usr/bin/timeout)
+
+# The project's programs (must exist: the lab exercises them).
+project=("$build/bin/rdmanet" "$build/bin/rdmanetctl" "$build/bin/rdmanet-ipam"
+         "$build/bin/integration_tests")
+
+rm -rf "$root"
+mkdir -p "$root"/usr/{bin,sbin,lib,lib64} "$root"/{etc,proc,sys,dev,run,tmp,var,root,lab}
+ln -s usr/bin "$root/bin"
+ln -s usr/sbin "$root/sbin"
+ln -s usr/lib "$root/lib"
+ln -s usr/lib64 "$root/lib64"
+ln -s ../run "$root/var/run"
+
+# Copies a host file into the root at its canonical path (symlinks resolved into the merged
+# /usr), and adds the name it was asked for as a symlink when that differs.
+copy_file() {
+  local src=$1 real dest
+  real=$(realpath "$src")
+  dest="$root$real"
+  if [[ ! -e $dest ]]; then
+    mkdir -p "$(dirname "$dest")"
+    cp "$real" "$dest"
+  fi
+  # Keep the requested name (e.g. libfoo.so.1 -> libfoo.so.1.2.3) reachable in the guest.
+  local asked
+  asked=$(realpath -s "$src")
+  asked=${asked/#\/lib\//\/usr\/lib\/}
+  asked=${asked/#\/lib64\//\/usr\/lib64\/}
+  asked=${asked/#\/bin\//\/usr\/bin\/}
+  asked=${asked/#\/sbin\//\/usr\/sbin\/}
+  if [[ $asked != "$real" && ! -e $root$asked ]]; then
+    mkdir -p "$(dirname "$root$asked")"
+    ln -s "$real" "$root$asked"
+  fi
+}
+
+# The shared libraries of an ELF file, as ldd resolves them (nothing for static programs).
+copy_libs() {
+  local lib
+  while read -r lib; do
+    [[ -n $lib ]] && copy_file "$lib"
+  done < <(ldd "$1" 2>/dev/null | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}')
+}
+
+copy_program() {
+  copy_file "$1"
+  copy_libs "$1"
+}
+
+for tool in "${tools[@]}"; do copy_program "$tool"; done
+
+# busybox: every other applet as a symlink in /usr/bin (mount, insmod, sed, ...).
+cp /usr/bin/busybox "$root/usr/bin/busybox"
+for applet in $(/usr/bin/busybox --list); do
+  [[ -e $root/usr/bin/$applet || -e $root/usr/sbin/$applet ]] && continue
+  case $applet in init | linuxrc) continue ;; esac
+  ln -s busybox "$root/usr/bin/$applet"
+done
+
+# libibverbs loads providers by the driver files' names; all of them, so enumeration behaves as
+# on a Debian host (only rxe finds a device).
+mkdir -p "$root/etc/libibverbs.d"
+cp /etc/libibverbs.d/*.driver "$root/etc/libibverbs.d/"
+for provider in /usr/lib/x86_64-linux-gnu/libibverbs/*.so; do copy_program "$provider"; done
+
+# Project programs at the same absolute paths, without debug info (size of the initramfs).
+for program in "${project[@]}"; do
+  [[ -x $program ]] || { echo "missing $program (build it first)" >&2; exit 1; }
+  mkdir -p "$root$(dirname "$program")"
+  objcopy --strip-debug "$program" "$root$program"
+  copy_libs "$program"
+done
+# Where the lab looks for them without knowing the build dir.
+printf '%s\n' "$build" >"$root/lab/build_dir"
+
+# Kernel modules in dependency order, each once, with the parameters modprobe.d gives them.
+: >"$root/lab/modules"
+declare -A seen=()
+for module in "${modules[@]}"; do
+  while read -r verb path params; do
+    [[ $verb == insmod ]] || continue
+    [[ -n ${seen[$path]:-} ]] && continue
+    seen[$path]=1
+    copy_file "$path"
+    printf '%s %s\n' "$path" "$params" >>"$root/lab/modules"
+  done < <(modprobe -S "$kver" --show-depends "$module")
+done
+
+# Dynamic linker configuration and cache for the copied libraries.
+cp /etc/ld.so.conf "$root/etc/"
+cp -r /etc/ld.so.conf.d "$root/etc/"
+ldconfig -r "$root" 2>/dev/null || true
+
+case $build in
+  /run/* | /proc/* | /sys/* | /dev/*)
+    echo "the build dir $build is hidden in the guest by a mount; use another one" >&2
+    exit 1 ;;
+esac
+
+# The in-guest scripts; /init is the entry point.
+cp "$here"/guest/*.sh "$root/lab/"
+install -m 0755 "$here/guest/init" "$root/init"
+
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$out"

@@ -1,0 +1,23 @@
+# The kernel lab's checks, run by /init in the guest (busybox sh). Every section sources the
+# check helpers' state, so the summary covers all of them.
+. /lab/lab_lib.sh
+
+BUILD_DIR=$(cat /lab/build_dir)
+export BUILD_DIR
+export PATH="$BUILD_DIR/bin:$PATH"
+
+echo "== modules"
+load_modules() {
+  while read -r path params; do
+    # shellcheck disable=SC2086 # params are separate words
+    insmod "$path" $params || return 1
+  done </lab/modules
+}
+check "kernel modules load (ib_core, ib_uverbs, rdma_rxe, crc32_generic, veth, macvlan, dummy, 8021q)" load_modules
+
+for section in lab_rxe lab_rdma_tool lab_rdmanet lab_compat; do
+  echo "== $section"
+  . "/lab/$section.sh"
+done
+
+lab_summary

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The kernel lab: rdmanet's RDMA paths on a kernel that has RDMA (Debian 12's 6.1, soft-RoCE),
+# booted under QEMU (TCG: this machine has no usable KVM), as root on a Debian 12 machine:
+#   tests/lab/run_lab.sh <build-dir>
+# Installs what is missing, builds an initramfs (tests/lab/build_initramfs.sh), boots it, lets the
+# guest's /init run tests/lab/guest/*.sh and prints their results. Exit 0 only when the guest
+# printed its summary line with no failure; non-zero on a failure, a crash or the time limit.
+#
+# Environment: LAB_TIMEOUT (seconds for boot + tests, default 1800: a hang guard sized for a
+# loaded 2-CPU CI machine, not the expected duration), LAB_KEEP=1 keeps the temp dir. The serial
+# console is also saved as <build-dir>/lab-console.log.
+#
+# The kernel package goes to /boot like any Debian kernel. On a machine that boots from /boot this
+# adds a boot entry (the host's bootloader would offer 6.1 too); containers and VMs that are
+# started with an external kernel (as this CI machine is, see README "Kernel lab") ignore /boot.
+set -euo pipefail
+
+if [[ $# -ne 1 || ! -d $1 ]]; then
+  echo "usage: $0 <build-dir>   (built: rdmanet rdmanetctl rdmanet-ipam integration_tests)" >&2
+  exit 2
+fi
+if [[ $(id -u) -ne 0 ]]; then
+  echo "run as root: the lab installs packages" >&2
+  exit 1
+fi
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(realpath "$1")
+timeout_s=${LAB_TIMEOUT:-1800}
+
+packages=(qemu-system-x86 linux-image-amd64 busybox-static iproute2 rdma-core ibverbs-providers
+          ibverbs-utils cpio kmod binutils)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "== lab: installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The kernel version linux-image-amd64 points at (e.g. 6.1.0-56-amd64), not whatever runs here.
+kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 | sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
+kernel=/boot/vmlinuz-$kver
+if [[ -z $kver || ! -r $kernel || ! -d /lib/modules/$kver ]]; then
+  echo "lab: no kernel for linux-image-amd64 ($kver): $kernel or /lib/modules/$kver missing" >&2
+  exit 1
+fi
+
+work=$(mktemp -d /tmp/rdmanet-lab.XXXXXX)
+cleanup() {
+  if [[ -n ${LAB_KEEP:-} ]]; then echo "lab: kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+t0=$SECONDS
+"$here/build_initramfs.sh" "$build" "$kver" "$work/root" "$work/initrd.cpio.gz"
+rm -rf "$work/root"
+echo "== lab: initramfs $(du -h "$work/initrd.cpio.gz" | cut -f1) built in $((SECONDS - t0))s; booting $kver under QEMU (TCG), limit ${timeout_s}s"
+
+# no_timer_check: on a loaded host, TCG is too slow for the kernel's IO-APIC timer check, which
+# then panics ("IO-APIC + timer doesn't work!"). mitigations=off: a throwaway test guest, and
+# page-table isolation costs TCG a TLB flush per system call.
+kernel_args="no_timer_check mitigations=off"
+t1=$SECONDS
+console=$build/lab-console.log
+set +e
+# -no-reboot: a guest reboot or panic ends QEMU; /init powers off when it is done. stdin is
+# /dev/null so nothing on the CI side can reach the QEMU monitor.
+timeout -k 10 "$timeout_s" qemu-system-x86_64 \
+  -accel tcg -cpu max -smp 2 -m 1G -nographic -no-reboot -nic none \
+  -kernel "$kernel" -initrd "$work/initrd.cpio.gz" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init $kernel_args" \
+  </dev/null 2>&1 | tr -d '\r' | tee "$console"
+qemu_rc=${PIPESTATUS[0]}
+set -e
+echo "== lab: guest ran $((SECONDS - t1))s (QEMU exit $qemu_rc); console saved to $console"
+
+summary=$(grep -a '^RDMANET-LAB-SUMMARY ' "$console" | tail -n 1 || true)
+if [[ -z $summary ]]; then
+  if [[ $qemu_rc -eq 124 || $qemu_rc -eq 137 ]]; then
+    echo "lab: FAILED: time limit of ${timeout_s}s reached before the guest finished" >&2
+  else
+    echo "lab: FAILED: the guest stopped without printing its summary (QEMU exit $qemu_rc)" >&2
+  fi
+  exit 1
+fi
+
+echo "== lab: $summary"
+failures=$(grep -a '^LAB-FAIL: ' "$console" || true)
+if [[ -n $failures ]] || ! grep -q ' fail=0 ' <<<"$summary "; then
+  echo "lab: FAILED checks:" >&2
+  printf '%s\n' "$failures" >&2
+  exit 1
+fi
+skips=$(grep -a '^LAB-SKIP: ' "$console" || true)
+[[ -n $skips ]] && printf 'lab: skipped (not passed):\n%s\n' "$skips"
+echo "lab: PASSED"

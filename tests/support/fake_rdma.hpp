@@ -1,0 +1,93 @@
+#pragma once
+// Fakes for the kernel parts the development kernel lacks, modelling the kernel's semantics
+// (REFERENCE.md §4.3, drivers/infiniband/core/{device,nldev}.c; §3.9 for IPoIB):
+//
+// FakeRdmaKernel: one "kernel" with RDMA devices owned by network namespaces (identified by the
+// nsfs inode of an fd, so real namespaces and test tokens work alike).
+//   - netns mode shared by default; SYS_SET to the current mode is a no-op; to the other mode
+//     EBUSY while any namespace other than the initial one is registered as existing;
+//   - GET lists every device in shared mode, only the namespace's own in exclusive mode;
+//   - SET+NET_NS_FD: EINVAL for an index the caller's namespace does not see, EOPNOTSUPP in
+//     shared mode or for a device that cannot disassociate (rxe); else the device changes owner
+//     and disappears from the old namespace's view (and, with a sysfs hook, from its sysfs).
+// The same scenarios (rdma_scenarios.hpp) run against this fake and the real kernel in the lab.
+//
+// StandInIpoibLinks: IPoIB child creation on a kernel without IPoIB: validates like the kernel
+// (pkey 0/0x8000 EINVAL, parent must exist) and creates a macvlan of the same name on the parent
+// (a veth end), so that the move/rename/delete around it run on the real kernel.
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rdmanet/netns/ipoib.hpp"
+#include "rdmanet/netns/namespace.hpp"
+#include "rdmanet/netns/rdma.hpp"
+#include "rdmanet/netns/rtnl.hpp"
+
+namespace rdmanet::test {
+
+// Identity of the namespace (or token) an fd refers to.
+ino_t netns_id_of_fd(int fd);
+
+class FakeRdmaKernel {
+public:
+    // The namespace of the calling thread is the initial one ("init_net").
+    FakeRdmaKernel();
+    // `init_id` (netns_id_of_fd of a test's "host" namespace) is the initial one.
+    explicit FakeRdmaKernel(ino_t init_id) : init_(init_id) {}
+
+    // Adds a device owned by the initial namespace; returns its index (1, 2, ...).
+    std::uint32_t add_device(const std::string& name, bool can_disassociate = true);
+    // The mode as if set at boot (module parameter): no EBUSY check.
+    void boot_mode(netns::RdmaNetnsMode mode) { mode_ = mode; }
+    netns::RdmaNetnsMode mode() const { return mode_; }
+
+    // Namespaces other than the initial one that exist (SYS_SET's EBUSY condition).
+    void netns_created(ino_t id) { others_.push_back(id); }
+    void netns_destroyed(ino_t id);   // also returns its devices to the initial namespace
+
+    // A view (socket) from the namespace `id` / of `ns` / of the calling thread.
+    std::unique_ptr<netns::RdmaNetlink> open_view(ino_t id);
+    std::unique_ptr<netns::RdmaNetlink> open_in(const netns::NetNamespace& ns) { return open_view(netns_id_of_fd(ns.fd())); }
+
+    ino_t init_id() const { return init_; }
+    // Owner namespace of a device by name; 0 when unknown.
+    ino_t owner_of(const std::string& name) const;
+    // Every request as "sys_get", "sys_set exclusive", "get", "move rxe0" (in order).
+    const std::vector<std::string>& calls() const { return calls_; }
+    // Called when a device leaves (false) or returns to (true) the initial namespace, e.g. to
+    // remove/restore it in a fake sysfs tree as the kernel's host view does.
+    std::function<void(const std::string& device, bool in_init_ns)> on_host_visibility;
+
+private:
+    friend class FakeRdmaView;
+    struct Device {
+        std::uint32_t index;
+        std::string name;
+        bool can_disassociate;
+        ino_t owner;
+    };
+    ino_t init_;
+    netns::RdmaNetnsMode mode_ = netns::RdmaNetnsMode::shared;
+    std::vector<ino_t> others_;
+    std::vector<Device> devices_;
+    std::vector<std::string> calls_;
+};
+
+class StandInIpoibLinks final : public netns::IpoibLinks {
+public:
+    // `rtnl` is the namespace children are created in (the host's).
+    explicit StandInIpoibLinks(netns::Rtnl& rtnl) : rtnl_(rtnl) {}
+    void create(const netns::IpoibSpec& spec) override;
+    std::string kind() const override { return "macvlan"; }
+    const std::vector<netns::IpoibSpec>& created() const { return created_; }
+
+private:
+    netns::Rtnl& rtnl_;
+    std::vector<netns::IpoibSpec> created_;
+};
+
+}  // namespace rdmanet::test

@@ -1,0 +1,46 @@
+#pragma once
+// A fake sysfs tree for the RDMA side (REFERENCE.md §4.4), in a temporary directory removed on
+// destruction: RDMA devices with ports, GID-table netdevs and parent PCI/auxiliary functions, and
+// IPoIB netdev attributes. Point netns::Sysfs (or RDMANET_SYSFS_ROOT) at root().
+#include <string>
+#include <vector>
+
+namespace rdmanet::test {
+
+struct FakeRdmaPort {
+    unsigned port = 1;
+    std::string state = "4: ACTIVE";
+    std::string link_layer = "Ethernet";
+    std::vector<std::string> netdevs;   // gid_attrs/ndevs/0.. (one per GID)
+};
+
+class FakeRdmaSysfs {
+public:
+    FakeRdmaSysfs();
+    ~FakeRdmaSysfs();
+    FakeRdmaSysfs(const FakeRdmaSysfs&) = delete;
+    FakeRdmaSysfs& operator=(const FakeRdmaSysfs&) = delete;
+
+    const std::string& root() const { return root_; }
+
+    // A PCI function bus/pci/devices/<pci> (a directory), a VF of `pf` when pf is non-empty.
+    void add_pci_function(const std::string& pci, const std::string& pf = "");
+    // An auxiliary device bus/auxiliary/devices/<id>.
+    void add_aux_device(const std::string& id);
+    // class/infiniband/<name> with ports; `parent` (a PCI address or aux id added before, or "")
+    // gets infiniband/<name> and the device's `device` link points to it.
+    void add_rdma_device(const std::string& name, const std::string& parent, const std::vector<FakeRdmaPort>& ports,
+                         const std::string& node_guid = "0000:0000:0000:0000");
+    // Removes / restores an RDMA device from the host view, as the kernel does when it moves
+    // into / out of a pod in exclusive mode.
+    void hide_rdma_device(const std::string& name);
+    void show_rdma_device(const std::string& name);
+    // class/net/<ifname>/{type,pkey,mode}; type 32 = InfiniBand.
+    void add_netdev(const std::string& ifname, unsigned type, const std::string& pkey = "",
+                    const std::string& mode = "");
+
+private:
+    std::string root_;
+};
+
+}  // namespace rdmanet::test

@@ -1,0 +1,58 @@
+#pragma once
+// A recording fake of PF-side VF netlink that models what the kernel and a PF driver do with
+// RTM_SETLINK IFLA_VFINFO_LIST (REFERENCE 3.5; net/core/rtnetlink.c do_setvfinfo, mlx5):
+//   - unknown PF -> ENODEV; VF index beyond the PF's VFs -> EINVAL;
+//   - IFLA_VF_VLAN: vlan > 4095 or qos > 7 -> EINVAL; 802.1ad is accepted (mlx5 does);
+//   - IFLA_VF_MAC: multicast MAC -> EINVAL; all-zero clears the admin MAC;
+//   - IFLA_VF_RATE: max != 0 and min > max -> EINVAL;
+//   - IFLA_VF_LINK_STATE > 2 -> EINVAL;
+//   - an InfiniBand PF refuses MAC and VLAN (EOPNOTSUPP) and keeps node/port GUIDs per VF; an
+//     Ethernet PF refuses GUIDs (EOPNOTSUPP);
+//   - a PF that does not report spoofchk/trust (-1 in ifla_vf_info) can be modelled.
+// Every accepted change is appended to `log`; failures can be injected per field or per call.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rdmanet/netns/vf.hpp"
+
+namespace rdmanet::test {
+
+class FakeVfControl : public netns::VfControl {
+public:
+    struct Pf {
+        bool infiniband = false;
+        std::vector<netns::VfInfo> vfs;
+    };
+
+    // A PF with `num_vfs` VFs in their power-on state: no admin MAC, no VLAN, no rate, spoofchk
+    // on, trust off, link state auto; IB VFs have a distinct non-zero node/port GUID.
+    void add_pf(const std::string& pf, unsigned num_vfs, bool infiniband = false);
+    netns::VfInfo& vf(const std::string& pf, unsigned index);
+
+    std::vector<netns::VfInfo> list(const std::string& pf) override;
+    void apply(const std::string& pf, const netns::VfChange& change) override;
+
+    // The next apply() of `field` fails with `err` (after `skip` successful ones of that field).
+    void fail_field(netns::VfChange::Field field, int err, int skip = 0);
+    // apply() number `n` (1-based, counted from now over all fields) fails with `err`.
+    void fail_call(int n, int err);
+    // The admin MAC shows up only after `reads` further list() calls (asynchronous drivers);
+    // -1 = never.
+    void mac_lag(int reads) { mac_lag_ = reads; }
+
+    std::vector<std::pair<std::string, netns::VfChange>> log;   // accepted changes, in order
+    int list_calls = 0;
+
+private:
+    Pf& pf_or_throw(const std::string& pf);
+    std::map<std::string, Pf> pfs_;
+    struct FieldFailure { netns::VfChange::Field field; int err; int skip; };
+    std::vector<FieldFailure> field_failures_;
+    std::optional<std::pair<int, int>> call_failure_;   // (remaining calls, errno)
+    int mac_lag_ = 0;
+    std::map<std::pair<std::string, unsigned>, std::pair<std::string, int>> pending_mac_;   // shown after n reads
+};
+
+}  // namespace rdmanet::test

@@ -1,0 +1,164 @@
+// Kubernetes datastore: kubeconfig variants (parse_kubeconfig is pure; files come from a map).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include <unistd.h>
+
+#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/kube/kubeconfig.hpp"
+
+using namespace rdmanet::ipam;
+using namespace rdmanet::ipam::kube;
+
+namespace {
+
+struct MapFiles : FileReader {
+    std::map<std::string, std::string> files;
+    std::string read(const std::string& path, const std::string& what) const override {
+        auto it = files.find(path);
+        if (it == files.end()) config_error(what + ": " + path + " does not exist or is not a regular file");
+        return it->second;
+    }
+};
+
+std::string config(const std::string& cluster, const std::string& user, const std::string& context_extra = "") {
+    return "apiVersion: v1\nkind: Config\ncurrent-context: ctx\n"
+           "clusters:\n- name: other\n  cluster:\n    server: https://wrong:1\n- name: c1\n  cluster:\n" + cluster +
+           "users:\n- name: u1\n  user:\n" + user +
+           "contexts:\n- name: unused\n  context:\n    cluster: other\n    user: u1\n"
+           "- name: ctx\n  context:\n    cluster: c1\n    user: u1\n" + context_extra;
+}
+
+std::string error_of(const std::string& yaml, const FileReader& files = MapFiles{}) {
+    try {
+        parse_kubeconfig(yaml, "/etc/cni/kc", files);
+    } catch (const IpamError& e) {
+        CHECK(e.code == codes::invalid_config);
+        return e.msg;
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("kubeconfig: token, embedded CA, current context and its namespace", "[kube][kubeconfig]") {
+    // "aGVsbG8=" = "hello"
+    auto c = parse_kubeconfig(config("    server: https://10.0.0.1:6443/\n    certificate-authority-data: aGVsbG8=\n",
+                                     "    token: abc.def\n", "    namespace: rdma\n"),
+                              "/etc/cni/kc");
+    CHECK(c.server == "https://10.0.0.1:6443");
+    CHECK(c.ca_pem == "hello");
+    CHECK(c.token == "abc.def");
+    CHECK(c.namespace_ == "rdma");
+    CHECK_FALSE(c.insecure_skip_tls_verify);
+    CHECK(c.source == "kubeconfig /etc/cni/kc");
+}
+
+TEST_CASE("kubeconfig: namespace defaults to kube-system as whereabouts does", "[kube][kubeconfig]") {
+    auto c = parse_kubeconfig(config("    server: https://h:1\n", "    token: t\n"), "/k");
+    CHECK(c.namespace_ == "kube-system");
+    CHECK(c.ca_pem.empty());
+}
+
+TEST_CASE("kubeconfig: files relative to the kubeconfig's directory (tokenFile, CA, client cert/key)", "[kube][kubeconfig]") {
+    MapFiles files;
+    files.files["/etc/cni/token"] = "  from-file\n";
+    files.files["/etc/cni/ca.pem"] = "CA";
+    files.files["/abs/crt.pem"] = "CRT";
+    files.files["/etc/cni/sub/key.pem"] = "KEY";
+    auto c = parse_kubeconfig(config("    server: https://h:1\n    certificate-authority: ca.pem\n",
+                                     "    tokenFile: token\n    client-certificate: /abs/crt.pem\n"
+                                     "    client-key: sub/key.pem\n"),
+                              "/etc/cni/kc", files);
+    CHECK(c.token == "from-file");
+    CHECK(c.ca_pem == "CA");
+    CHECK(c.client_cert_pem == "CRT");
+    CHECK(c.client_key_pem == "KEY");
+}
+
+TEST_CASE("kubeconfig: client certificate and key as -data; token wins over tokenFile", "[kube][kubeconfig]") {
+    auto c = parse_kubeconfig(config("    server: https://h:1\n",
+                                     "    token: inline\n    tokenFile: /nonexistent\n"
+                                     "    client-certificate-data: Q1JU\n    client-key-data: S0VZ\n"),
+                              "/k");
+    CHECK(c.token == "inline");
+    CHECK(c.client_cert_pem == "CRT");
+    CHECK(c.client_key_pem == "KEY");
+}
+
+TEST_CASE("kubeconfig: insecure-skip-tls-verify only when set to true", "[kube][kubeconfig]") {
+    CHECK(parse_kubeconfig(config("    server: https://h:1\n    insecure-skip-tls-verify: true\n", "    token: t\n"), "/k")
+              .insecure_skip_tls_verify);
+    CHECK_FALSE(parse_kubeconfig(config("    server: https://h:1\n    insecure-skip-tls-verify: false\n", "    token: t\n"), "/k")
+                    .insecure_skip_tls_verify);
+}
+
+TEST_CASE("kubeconfig: errors name the file and what to fix", "[kube][kubeconfig]") {
+    CHECK_THAT(error_of("clusters: [\n"), Catch::Contains("/etc/cni/kc") && Catch::Contains("not valid YAML"));
+    CHECK_THAT(error_of("- a\n- b\n"), Catch::Contains("not a kubeconfig"));
+    CHECK_THAT(error_of("apiVersion: v1\n"), Catch::Contains("no current-context"));
+    CHECK_THAT(error_of("current-context: nope\ncontexts: []\n"), Catch::Contains("no context named \"nope\""));
+    CHECK_THAT(error_of(config("    insecure-skip-tls-verify: true\n", "    token: t\n")),
+               Catch::Contains("cluster \"c1\" has no server"));
+    CHECK_THAT(error_of(config("    server: ftp://h\n", "    token: t\n")), Catch::Contains("https://"));
+    CHECK_THAT(error_of(config("    server: https://h:1\n    certificate-authority-data: \"%%%\"\n", "    token: t\n")),
+               Catch::Contains("certificate-authority-data is not valid base64"));
+    CHECK_THAT(error_of(config("    server: https://h:1\n    certificate-authority: missing.pem\n", "    token: t\n")),
+               Catch::Contains("/etc/cni/missing.pem"));
+    CHECK_THAT(error_of(config("    server: https://h:1\n", "    exec:\n      command: aws\n")),
+               Catch::Contains("\"exec\"") && Catch::Contains("does not support"));
+    CHECK_THAT(error_of(config("    server: https://h:1\n", "    client-certificate-data: Q1JU\n")),
+               Catch::Contains("without its key"));
+}
+
+TEST_CASE("kubeconfig: load_kubeconfig refuses a missing path", "[kube][kubeconfig]") {
+    try {
+        load_kubeconfig("/nonexistent/rdmanet/kubeconfig");
+        FAIL("no error");
+    } catch (const IpamError& e) {
+        CHECK(e.code == codes::invalid_config);
+        CHECK_THAT(e.msg, Catch::Contains("/nonexistent/rdmanet/kubeconfig") && Catch::Contains("does not exist"));
+    }
+    CHECK_THROWS_AS(load_kubeconfig(""), IpamError);
+}
+
+TEST_CASE("kubeconfig: in-cluster service account (rdmanetctl in a pod)", "[kube][kubeconfig]") {
+    char tmpl[] = "/tmp/rdmanet-sa-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl));
+    const std::string dir = tmpl;
+    const char* old_host = std::getenv("KUBERNETES_SERVICE_HOST");
+    const char* old_port = std::getenv("KUBERNETES_SERVICE_PORT");
+    const std::string saved_host = old_host ? old_host : "", saved_port = old_port ? old_port : "";
+
+    ::unsetenv("KUBERNETES_SERVICE_HOST");
+    CHECK_FALSE(in_cluster_config(dir).has_value());   // not in a pod
+
+    ::setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    ::setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
+    CHECK_FALSE(in_cluster_config(dir).has_value());   // no token file
+    {
+        FILE* f = std::fopen((dir + "/token").c_str(), "w");
+        std::fputs("sa-token\n", f);
+        std::fclose(f);
+        f = std::fopen((dir + "/namespace").c_str(), "w");
+        std::fputs("rdma-system", f);
+        std::fclose(f);
+        f = std::fopen((dir + "/ca.crt").c_str(), "w");
+        std::fputs("CA", f);
+        std::fclose(f);
+    }
+    auto c = in_cluster_config(dir);
+    REQUIRE(c.has_value());
+    CHECK(c->server == "https://[fd00::1]:6443");
+    CHECK(c->token == "sa-token");
+    CHECK(c->ca_pem == "CA");
+    CHECK(c->namespace_ == "rdma-system");
+
+    if (old_host) ::setenv("KUBERNETES_SERVICE_HOST", saved_host.c_str(), 1); else ::unsetenv("KUBERNETES_SERVICE_HOST");
+    if (old_port) ::setenv("KUBERNETES_SERVICE_PORT", saved_port.c_str(), 1); else ::unsetenv("KUBERNETES_SERVICE_PORT");
+    for (const char* f : {"/token", "/namespace", "/ca.crt"}) std::remove((dir + f).c_str());
+    ::rmdir(dir.c_str());
+}
