@@ -166,6 +166,9 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
     const Owner& owner = request.owner;
     journal_add(request.network, {owner.container_id, owner.ifname});
     MemoryRuns foreign;   // offsets whose reservation another pod holds (an overlapping pool has them)
+    // Only a lost write race spreads the next pick; skipping a foreign reservation must still give
+    // the lowest free address (whereabouts' order), or the result would depend on timing.
+    bool lost_race = false;
     for (int attempt = 0;; ++attempt) {
         PoolObject pool = read_or_create_pool(key);
         MemoryRuns held;
@@ -179,7 +182,7 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
                             request.requested, taken);
         // After a lost race, concurrent callers that re-read the same pool would all pick the
         // same lowest free address again: spread them over the next few free ones instead.
-        if (attempt > 0 && !d.reuse && !request.requested) d = spread(request.range, d, held, foreign, attempt);
+        if (lost_race && !d.reuse && !request.requested) d = spread(request.range, d, held, foreign, attempt);
         const bool drop = existing && (d.drop_existing || existing_lost) && !(d.reuse && d.offset == existing->first);
 
         std::vector<PoolChange> changes;
@@ -187,6 +190,7 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
         const bool write = !d.reuse || existing->second.container_id != owner.container_id;
         if (write) changes.push_back({d.offset, owner, d.reuse ? std::optional(existing->second) : std::nullopt});
         if (!changes.empty() && !patch_pool(pool, changes)) {
+            lost_race = true;
             api_.backoff(attempt, "IPPool " + key.name() + " changed by concurrent writers");
             continue;
         }
@@ -198,6 +202,7 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
                 // An overlapping pool of the same network_name handed this address out: skip it.
                 unwind(key, d.offset, owner);
                 foreign.insert(d.offset);
+                lost_race = false;
                 if (request.requested) {
                     throw IpamError(codes::address_in_use, "static IP " + ip.str() + " is reserved by another pod "
                                                            "(OverlappingRangeIPReservation " +
