@@ -5,6 +5,7 @@
 
 #include "rdmanet/cni/backend.hpp"
 #include "rdmanet/cni/error.hpp"
+#include "rdmanet/cni/policy.hpp"
 #include "rdmanet/cni/rdma_isolation.hpp"
 #include "rdmanet/netns/error.hpp"
 #include "rdmanet/netns/ipoib.hpp"
@@ -55,6 +56,8 @@ PodLink ipoib_add(const AddRequest& req) {
     const IpoibConf& conf = req.conf.ipoib;
     netns::Rtnl& host = req.kernel.host;
     const auto master = find_master(host, conf.master);
+    // Node policy (README "Security model"): loopback never, the uplink only when allowed.
+    check_master(node_policy(), host, req.kernel.sysfs, master, mode_name(req.conf.mode));
     const auto parent = read_parent(req.kernel.sysfs, master.name);
     if (conf.mtu > master.mtu)
         throw Error(ErrorCode::invalid_config,
