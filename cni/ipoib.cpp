@@ -105,21 +105,9 @@ PodLink ipoib_add(const AddRequest& req) {
 }
 
 void ipoib_del(const DelRequest& req) {
-    if (!req.pod) return;   // netns gone: the kernel deleted the child with it
-    auto link = req.pod->link_by_name(req.env.ifname);
-    if (!link) return;
+    // The stand-in kind recorded at ADD (tests), else the kernel's "ipoib".
     const std::string kind = req.state && !req.state->child_kind.empty() ? req.state->child_kind : "ipoib";
-    if (link->kind != kind) {
-        spdlog::warn("{} in the pod is a {} link, not our IPoIB child: left alone", req.env.ifname,
-                     link->kind.empty() ? "physical" : link->kind);
-        return;
-    }
-    try {
-        req.pod->delete_link(link->index);
-    } catch (const netns::KernelError& e) {
-        if (e.errno_value() != ENODEV) throw;
-    }
-    spdlog::info("deleted IPoIB child {}", req.env.ifname);
+    delete_pod_child(req, kind, "IPoIB child");
 }
 
 void ipoib_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {

@@ -75,13 +75,13 @@ PodLink macvlan_add(const AddRequest& req) {
     return PodLink{link->index, link->name, link->mac, link->mtu, ""};
 }
 
-void macvlan_del(const DelRequest& req) {
-    if (!req.pod) return;   // netns gone: the kernel destroyed the macvlan with it
+void delete_pod_child(const DelRequest& req, std::string_view kind, std::string_view what) {
+    if (!req.pod) return;   // netns gone: the kernel destroyed the child with it
     auto link = req.pod->link_by_name(req.env.ifname);
     if (!link) return;
-    if (link->kind != "macvlan") {
-        spdlog::warn("{} in the pod is a {} link, not our macvlan: left alone", req.env.ifname,
-                     link->kind.empty() ? "physical" : link->kind);
+    if (link->kind != kind) {
+        spdlog::warn("{} in the pod is a {} link, not our {}: left alone", req.env.ifname,
+                     link->kind.empty() ? "physical" : link->kind, what);
         return;
     }
     try {
@@ -89,8 +89,10 @@ void macvlan_del(const DelRequest& req) {
     } catch (const netns::KernelError& e) {
         if (e.errno_value() != ENODEV) throw;
     }
-    spdlog::info("deleted macvlan {}", req.env.ifname);
+    spdlog::info("deleted {} {}", what, req.env.ifname);
 }
+
+void macvlan_del(const DelRequest& req) { delete_pod_child(req, "macvlan", "macvlan"); }
 
 void macvlan_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {
     const auto master = find_master(kernel.host, conf.macvlan.master);

@@ -3,6 +3,7 @@
 // symmetric add/del/check functions; everything shared (IPAM, addresses, state, results) is done by
 // the plugin around them.
 #include <string>
+#include <string_view>
 
 #include "rdmanet/cni/attachment_state.hpp"
 #include "rdmanet/cni/config.hpp"
@@ -102,5 +103,10 @@ void sriov_check(const NetConf& conf, const Environment& env, Kernel& kernel, co
 // A random name ("rdm" + 8 hex digits) for links in transit; never a valid CNI_IFNAME clash
 // in practice and ignored by NetworkManager-style tools that skip unknown prefixes.
 std::string temporary_link_name();
+
+// DEL of a virtual child the plugin created in the pod (macvlan, IPoIB): deletes the pod's
+// CNI_IFNAME when it is a link of `kind`, leaves anything else alone (logged), and is a no-op when
+// the netns or the link is already gone. `what` names the child in the log ("macvlan").
+void delete_pod_child(const DelRequest& req, std::string_view kind, std::string_view what);
 
 }  // namespace rdmanet::cni
