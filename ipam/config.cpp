@@ -405,8 +405,10 @@ void check_one(const PathLimits& limits, const json& obj, std::string_view key, 
 
 namespace {
 IpamConfig with_confinement(IpamConfig config, const PathLimits& limits) {
-    if (limits.enforced && !config.store.kubeconfig.empty())
-        config.store.kubeconfig_dir = containing_dir(config.store.kubeconfig, limits.kubeconfig_dirs);
+    if (limits.enforced) {
+        config.store.kubeconfig_dirs = limits.kubeconfig_dirs;
+        config.store.on_refusal = limits.on_refusal;
+    }
     return config;
 }
 }  // namespace

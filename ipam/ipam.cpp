@@ -38,7 +38,7 @@ std::unique_ptr<Store> open_store(const StoreConfig& config, std::chrono::millis
         return std::make_unique<SqliteStore>(config.data_dir);
     case Datastore::kubernetes:
         // The deadline starts now: loading the kubeconfig is part of the verb's budget too.
-        return std::make_unique<kube::KubeStore>(kube::load_kubeconfig(config.kubeconfig), kube::Deadline::in(budget),
+        return std::make_unique<kube::KubeStore>(kube::load_kubeconfig(config.kubeconfig, config.kubeconfig_dirs, config.on_refusal), kube::Deadline::in(budget),
                                                  config.data_dir + "/kubernetes");
     }
     throw IpamError(codes::invalid_config, "ipam.datastore: unknown datastore");

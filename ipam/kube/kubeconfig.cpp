@@ -1,6 +1,7 @@
 // kubeconfig and in-cluster configuration: see kubeconfig.hpp.
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "rdmanet/ipam/confined_file.hpp"
 #include "rdmanet/ipam/error.hpp"
 
 namespace rdmanet::ipam::kube {
@@ -184,9 +186,49 @@ KubeConfig parse_kubeconfig(std::string_view yaml_text, const std::string& sourc
     return Parser(source_path, files).parse(yaml_text);
 }
 
-KubeConfig load_kubeconfig(const std::string& path) {
+namespace {
+
+// The node policy's reading of a kubeconfig and the files it names: only below the allowed
+// directories, never through a symlink (confined_file.hpp).
+class ConfinedReader : public FileReader {
+public:
+    ConfinedReader(const std::vector<std::string>& dirs, const std::function<void(const std::string&)>& on_refusal)
+        : dirs_(dirs), on_refusal_(on_refusal) {}
+
+    std::string read(const std::string& path, const std::string& what) const override {
+        const std::string dir = containing_dir(path, dirs_);
+        if (dir.empty()) {
+            refuse(what + " " + path + " is outside what the node policy allows (" + join_dirs(dirs_) +
+                   "): ask the node admin to allow it, or keep the file next to the kubeconfig there");
+        }
+        try {
+            return read_confined(dir, path);
+        } catch (const ConfinedFileError& e) {
+            if (e.errno_value == ELOOP) refuse(what + ": " + e.what());
+            config_error(what + ": " + e.what());
+        }
+    }
+
+private:
+    [[noreturn]] void refuse(const std::string& message) const {
+        if (on_refusal_) on_refusal_(message);
+        config_error(message);
+    }
+
+    const std::vector<std::string>& dirs_;
+    const std::function<void(const std::string&)>& on_refusal_;
+};
+
+}  // namespace
+
+KubeConfig load_kubeconfig(const std::string& path, const std::vector<std::string>& allowed_dirs,
+                           const std::function<void(const std::string& message)>& on_refusal) {
     if (path.empty()) {
         config_error("ipam.kubernetes.kubeconfig is required with \"datastore\": \"kubernetes\"");
+    }
+    if (!allowed_dirs.empty()) {
+        const ConfinedReader reader(allowed_dirs, on_refusal);
+        return parse_kubeconfig(reader.read(path, "ipam.kubernetes.kubeconfig"), path, reader);
     }
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {

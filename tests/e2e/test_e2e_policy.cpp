@@ -242,7 +242,7 @@ TEST_CASE("policy: logFile outside the log dir is refused and nothing is created
     auto conf = plugin_conf("pol-log", {{"mode", "macvlan"}, {"master", uplink.name_a()}});
     const std::string outside = "/etc/" + unique_name("rdmlog") + ".log";
 
-    for (const std::string file : {outside, ws.path("logs/../../" + fs::path(outside).filename().string())}) {
+    for (const std::string& file : {outside, ws.path("logs/../../" + fs::path(outside).filename().string())}) {
         INFO(file);
         conf["logFile"] = file;
         const auto add = call(ws, rdmanet_path(), "ADD", pod.path(), id, conf);
@@ -400,6 +400,28 @@ TEST_CASE("policy: configuration_path and kubeconfig outside the allowed dirs ar
         REQUIRE(add.ok());
         CHECK(add.json["ips"][0].value("address", "").starts_with("10.251.10."));
         CHECK(call(ws, ipam_plugin, "DEL", "/var/run/netns/unused", id, conf).ok());
+    }
+    SECTION("a kubeconfig inside the allowed dir cannot name a token file outside it") {
+        const std::string token = outside_dir + "/kubelet-token";
+        std::ofstream(token) << "s3cr3t-kubelet-token\n";
+        ws.write("ipam.kubeconfig", "apiVersion: v1\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
+                                    "    server: https://127.0.0.1:1\nusers:\n- name: u\n  user:\n    tokenFile: " +
+                                        token + "\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n");
+        OpenWatch watch(token);
+        const json conf = plugin_stdin("pol-cfg", "1.0.0",
+                                       {{"type", "macvlan"},
+                                        {"ipam", {{"type", "rdmanet-ipam"}, {"range", "10.251.9.0/24"},
+                                                  {"datastore", "kubernetes"},
+                                                  {"data_dir", ws.path("db")},
+                                                  {"kubernetes", {{"kubeconfig", ws.path("ipam.kubeconfig")}}}}}});
+        const auto add = call(ws, ipam_plugin, "ADD", "/var/run/netns/unused", container_id(), conf);
+        INFO(add.describe());
+        CHECK(add.code() == 7);
+        CHECK(add.msg().find("tokenFile") != std::string::npos);
+        CHECK(add.msg().find(token) != std::string::npos);
+        CHECK(add.msg().find("s3cr3t") == std::string::npos);
+        CHECK_FALSE(watch.opened());
+        CHECK(read_text(ws.audit_log()).find(token) != std::string::npos);
     }
     SECTION("a flat file reached through a symlink inside the allowed dir is refused") {
         fs::create_symlink(flat, ws.path("link.conf"));

@@ -3,7 +3,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <vector>
 
 #include <unistd.h>
 
@@ -161,4 +164,81 @@ TEST_CASE("kubeconfig: in-cluster service account (rdmanetctl in a pod)", "[kube
     if (old_port) ::setenv("KUBERNETES_SERVICE_PORT", saved_port.c_str(), 1); else ::unsetenv("KUBERNETES_SERVICE_PORT");
     for (const char* f : {"/token", "/namespace", "/ca.crt"}) std::remove((dir + f).c_str());
     ::rmdir(dir.c_str());
+}
+
+// The node policy's confinement (issue 8): a kubeconfig in an allowed directory must not become a
+// way to read the kubelet's credentials or any other file, directly or through a symlink.
+TEST_CASE("kubeconfig: confined to the allowed dirs, the files it names included", "[kube][kubeconfig][policy]") {
+    char tmpl[] = "/tmp/rdmanet-kc-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl));
+    const std::string base = tmpl;
+    const std::string allowed = base + "/net.d", outside = base + "/kubelet";
+    std::filesystem::create_directories(allowed + "/sub");
+    std::filesystem::create_directories(outside);
+    struct Cleanup {
+        std::string dir;
+        ~Cleanup() {
+            std::error_code ec;
+            std::filesystem::remove_all(dir, ec);
+        }
+    } cleanup{base};
+    auto write = [](const std::string& path, const std::string& text) { std::ofstream(path) << text; };
+    write(allowed + "/sub/token", "inside-token\n");
+    write(outside + "/token", "kubelet-token\n");
+    write(outside + "/kubeconfig", config("    server: https://h:1\n", "    token: t\n"));
+
+    std::vector<std::string> refusals;
+    const auto audit = [&](const std::string& m) { refusals.push_back(m); };
+    const std::vector<std::string> dirs{allowed};
+    auto refusal = [&](const std::string& kubeconfig_path) -> std::string {
+        try {
+            load_kubeconfig(kubeconfig_path, dirs, audit);
+        } catch (const IpamError& e) {
+            CHECK(e.code == codes::invalid_config);
+            return e.msg;
+        }
+        return "";
+    };
+
+    SECTION("a token file next to it (relative) is read") {
+        write(allowed + "/kc", config("    server: https://h:1\n", "    tokenFile: sub/token\n"));
+        CHECK(load_kubeconfig(allowed + "/kc", dirs, audit).token == "inside-token");
+        CHECK(refusals.empty());
+    }
+    SECTION("a token file outside the allowed dirs is refused, naming key, file and allowed dir") {
+        write(allowed + "/kc", config("    server: https://h:1\n", "    tokenFile: " + outside + "/token\n"));
+        const auto msg = refusal(allowed + "/kc");
+        CHECK_THAT(msg, Catch::Contains("tokenFile") && Catch::Contains(outside + "/token") &&
+                            Catch::Contains(allowed) && Catch::Contains("node policy"));
+        CHECK(msg.find("kubelet-token") == std::string::npos);
+        REQUIRE(refusals.size() == 1);
+        CHECK(refusals[0] == msg);
+    }
+    SECTION("a relative path climbing out with .. is refused") {
+        write(allowed + "/kc", config("    server: https://h:1\n", "    tokenFile: ../kubelet/token\n"));
+        CHECK_THAT(refusal(allowed + "/kc"), Catch::Contains("outside what the node policy allows"));
+    }
+    SECTION("a client key or CA file outside is refused too") {
+        write(allowed + "/kc", config("    server: https://h:1\n    certificate-authority: " + outside + "/token\n",
+                                      "    token: t\n"));
+        CHECK_THAT(refusal(allowed + "/kc"), Catch::Contains("certificate-authority"));
+        write(allowed + "/kc", config("    server: https://h:1\n", "    client-certificate: sub/token\n"
+                                                                      "    client-key: " + outside + "/token\n"));
+        CHECK_THAT(refusal(allowed + "/kc"), Catch::Contains("client-key"));
+    }
+    SECTION("a symlink inside the allowed dir to a file outside is refused, not followed") {
+        std::filesystem::create_symlink(outside + "/token", allowed + "/sub/link");
+        write(allowed + "/kc", config("    server: https://h:1\n", "    tokenFile: sub/link\n"));
+        CHECK_THAT(refusal(allowed + "/kc"), Catch::Contains("symlink"));
+        REQUIRE(refusals.size() == 1);
+        std::filesystem::create_symlink(outside + "/kubeconfig", allowed + "/kc-link");
+        CHECK_THAT(refusal(allowed + "/kc-link"), Catch::Contains("symlink"));
+    }
+    SECTION("the kubeconfig itself outside is refused") {
+        CHECK_THAT(refusal(outside + "/kubeconfig"), Catch::Contains("ipam.kubernetes.kubeconfig"));
+    }
+    SECTION("without allowed dirs (rdmanetctl --kubeconfig) nothing is confined") {
+        write(allowed + "/kc", config("    server: https://h:1\n", "    tokenFile: " + outside + "/token\n"));
+        CHECK(load_kubeconfig(allowed + "/kc").token == "kubelet-token");
+    }
 }

@@ -70,10 +70,12 @@ struct StoreConfig {
     Datastore datastore = Datastore::local;
     std::string data_dir = std::string(kDefaultDataDir);
     std::string kubeconfig;
-    // Set by load_ipam_config under an enforced node policy: the allowed directory the kubeconfig
-    // lies in. Readers should then open it (and the files it references) with
-    // read_confined(kubeconfig_dir, path) (confined_file.hpp): no symlink below that directory.
-    std::string kubeconfig_dir;
+    // Set by load_ipam_config under an enforced node policy (the policy's kubeconfigDirs): the
+    // kubeconfig and every file it names (CA, token, client certificate/key) are then read with
+    // read_confined below one of these directories (confined_file.hpp), so a NAD cannot point the
+    // plugin at the kubelet's credentials through a kubeconfig it controls. Empty = unconfined.
+    std::vector<std::string> kubeconfig_dirs;
+    std::function<void(const std::string& message)> on_refusal;   // the audit log, as in PathLimits
 };
 
 struct IpamConfig {

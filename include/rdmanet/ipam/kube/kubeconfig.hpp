@@ -11,9 +11,11 @@
 // the kubeconfig are read when it is loaded, so every failure names the file at load time.
 // Not supported (an error naming the key, not a silent anonymous request): exec/auth-provider
 // plugins, username/password.
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rdmanet::ipam::kube {
 
@@ -40,7 +42,12 @@ struct FileReader {
 // Throws IpamError(invalid_config) naming the source and the key at fault.
 KubeConfig parse_kubeconfig(std::string_view yaml_text, const std::string& source_path,
                             const FileReader& files = FileReader{});
-KubeConfig load_kubeconfig(const std::string& path);
+// With `allowed_dirs` (the node policy's kubeconfigDirs) the kubeconfig and every file it names are
+// read with read_confined below one of them: a file elsewhere, or reached through a symlink, is
+// refused (IpamError 7 naming the key and the allowed place, `on_refusal` told first) before it is
+// opened. Empty = no confinement (rdmanetctl's --kubeconfig, library callers).
+KubeConfig load_kubeconfig(const std::string& path, const std::vector<std::string>& allowed_dirs = {},
+                           const std::function<void(const std::string& message)>& on_refusal = {});
 
 // The in-cluster service account: KUBERNETES_SERVICE_HOST/_PORT and the token, CA and namespace
 // files under `dir`. nullopt when not running in a pod (no host variable or no token file).
