@@ -14,6 +14,7 @@
 
 #include "e2e/e2e_helpers.hpp"
 #include "rdmanet/netns/fd.hpp"
+#include "support/fake_sysfs.hpp"
 
 using namespace rdmanet::test;
 using namespace rdmanet::test::e2e;
@@ -111,7 +112,7 @@ TEST_CASE("policy: hostdev on the node's uplink or loopback is refused, device u
     SimulatedNode sim;
     const auto plugin = plugin_in(ws, sim);
 
-    for (const std::string dev : {sim.uplink_dev(), std::string("lo")}) {
+    for (const std::string& dev : {sim.uplink_dev(), std::string("lo")}) {
         INFO(dev);
         const auto add = call(ws, plugin, "ADD", sim.pod.path(), container_id(),
                               plugin_conf("pol-uplink", {{"mode", "hostdev"}, {"device", dev}}));
@@ -232,6 +233,82 @@ TEST_CASE("policy: the device allow-list and the mode list decide, before the de
         CHECK(r.msg().find("attached to another pod (container other-pod") != std::string::npos);
         CHECK(sim.in_node(sim.spare.name_a()));
     }
+}
+
+// mode sriov resolves deviceID through sysfs (a fake PCI tree here: this machine has no SR-IOV),
+// then meets the same protections as hostdev before any VF setting is read or written. The VF
+// netdevs are the simulated node's own links, so the refusals are judged on a real kernel.
+TEST_CASE("policy: sriov with a VF netdev the node needs, or outside the allow-list, is refused untouched",
+          "[e2e][policy][sriov]") {
+    Workspace ws;
+    SimulatedNode sim;
+    rdmanet::test::FakeSysfs tree;
+    tree.add_pf("0000:af:00.0", "pfdev");
+    tree.add_vf("0000:af:00.0", 0, "0000:af:00.1", sim.uplink_dev());
+    tree.add_vf("0000:af:00.0", 1, "0000:af:00.2", "lo");
+    tree.add_vf("0000:af:00.0", 2, "0000:af:00.3", sim.other.name_a());
+    const auto plugin = plugin_in(ws, sim);
+    const std::map<std::string, std::string> sysfs_env = {{"RDMANET_SYSFS_ROOT", tree.root()}};
+    auto sriov = [&](const std::string& pci) { return plugin_conf("pol-sriov", {{"mode", "sriov"}, {"deviceID", pci}}); };
+
+    struct Case {
+        std::string pci, dev, reason;
+    };
+    for (const Case& c : {Case{"0000:af:00.1", sim.uplink_dev(), "192.0.2.2"}, Case{"0000:af:00.2", "lo", "loopback"}}) {
+        INFO(c.dev);
+        const auto add = call(ws, plugin, "ADD", sim.pod.path(), container_id(), sriov(c.pci), sysfs_env);
+        INFO(add.describe());
+        CHECK(add.code() == 102);
+        CHECK(add.msg().find("refusing to move \"" + c.dev + "\"") != std::string::npos);
+        CHECK(add.msg().find(c.reason) != std::string::npos);
+        CHECK(sim.in_node(c.dev));
+        CHECK(only_loopback(sim.pod));
+        // The VF's in-use record taken before the check is released with the refusal.
+        CHECK_FALSE(fs::exists(ws.state_dir() + "/sriov/pci/" + c.pci));
+    }
+    CHECK(sim.has_default_route());
+    CHECK(ipv4_addresses(sim.node, sim.uplink_dev()) == std::vector<std::string>{"192.0.2.2/24"});
+
+    amend_policy(ws, {{"devices", {{"pciAddresses", {"0000:af:00.7"}}}}});
+    const auto denied = call(ws, plugin, "ADD", sim.pod.path(), container_id(), sriov("0000:af:00.3"), sysfs_env);
+    INFO(denied.describe());
+    CHECK(denied.code() == 7);
+    CHECK(denied.msg().find("PCI address 0000:af:00.3 matches none of the allowed PCI addresses") != std::string::npos);
+    CHECK(sim.in_node(sim.other.name_a()));
+    CHECK(only_loopback(sim.pod));
+    const auto audit = read_text(ws.audit_log());
+    CHECK(audit.find("refusing to move \"lo\"") != std::string::npos);
+    CHECK(audit.find("0000:af:00.3") != std::string::npos);
+}
+
+// mode ipoib: the policy's master check runs before the parent is even read as IPoIB, so it is
+// exercised here without IPoIB hardware: loopback never, the uplink only while allowUplink holds.
+TEST_CASE("policy: ipoib on loopback, or on the uplink with allowUplink false, is refused", "[e2e][policy][ipoib]") {
+    Workspace ws;
+    SimulatedNode sim;
+    const auto plugin = plugin_in(ws, sim);
+    auto ipoib = [](const std::string& master) { return plugin_conf("pol-ib", {{"mode", "ipoib"}, {"master", master}}); };
+
+    const auto on_lo = call(ws, plugin, "ADD", sim.pod.path(), container_id(), ipoib("lo"));
+    INFO(on_lo.describe());
+    CHECK(on_lo.code() == 7);
+    CHECK(on_lo.msg().find("master \"lo\" is the loopback device") != std::string::npos);
+
+    // Allowed by default: it gets past the policy and fails on the parent not being IPoIB.
+    const auto on_uplink = call(ws, plugin, "ADD", sim.pod.path(), container_id(), ipoib(sim.uplink_dev()));
+    INFO(on_uplink.describe());
+    CHECK_FALSE(on_uplink.ok());
+    CHECK(on_uplink.msg().find("allowUplink") == std::string::npos);
+    CHECK(on_uplink.msg().find("is not an InfiniBand (IPoIB) interface") != std::string::npos);
+
+    amend_policy(ws, {{"masters", {{"allowUplink", false}}}});
+    const auto refused = call(ws, plugin, "ADD", sim.pod.path(), container_id(), ipoib(sim.uplink_dev()));
+    INFO(refused.describe());
+    CHECK(refused.code() == 7);
+    CHECK(refused.msg().find("allowUplink") != std::string::npos);
+    CHECK(only_loopback(sim.pod));
+    CHECK(sim.has_default_route());
+    CHECK(read_text(ws.audit_log()).find("master \"lo\"") != std::string::npos);
 }
 
 TEST_CASE("policy: logFile outside the log dir is refused and nothing is created", "[e2e][policy]") {
