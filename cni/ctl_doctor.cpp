@@ -19,6 +19,9 @@
 
 #include "rdmanet/cni/ctl_admin.hpp"
 #include "rdmanet/cni/policy.hpp"
+#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/kube/base64.hpp"
+#include "rdmanet/ipam/kube/kubeconfig.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -294,104 +297,52 @@ void check_configs(Doctor& d) {
 }
 
 // ---- IPAM kubeconfig ------------------------------------------------------------------------
+// Judged by the IPAM's own reader (ipam/kube/kubeconfig.hpp), so doctor and the plugin cannot
+// disagree about whether it is usable; doctor then adds what the reader accepts but an admin
+// should hear about.
 
-std::optional<std::string> base64_decode(std::string in, bool url) {
-    std::string out;
-    unsigned buffer = 0;
-    int bits = 0;
-    for (char c : in) {
-        int v;
-        if (c >= 'A' && c <= 'Z') v = c - 'A';
-        else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-        else if (c >= '0' && c <= '9') v = c - '0' + 52;
-        else if (c == (url ? '-' : '+')) v = 62;
-        else if (c == (url ? '_' : '/')) v = 63;
-        else if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
-        else return std::nullopt;
-        buffer = buffer << 6 | static_cast<unsigned>(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out += static_cast<char>(buffer >> bits & 0xff);
-        }
+// The files a kubeconfig names, read below --root like every other node path.
+class RootedFiles : public ipam::kube::FileReader {
+public:
+    explicit RootedFiles(const Doctor& d) : d_(d) {}
+    std::string read(const std::string& path, const std::string& what) const override {
+        auto text = read_text(d_.under(path));
+        if (!text) ipam::config_error(what + " " + path + " is not readable");
+        return *text;
     }
-    return out;
+
+private:
+    const Doctor& d_;
+};
+
+// Seconds until a service-account JWT expires (negative: expired); nullopt when not a JWT.
+std::optional<std::int64_t> jwt_seconds_left(const std::string& token) {
+    const auto dot1 = token.find('.');
+    const auto dot2 = dot1 == std::string::npos ? dot1 : token.find('.', dot1 + 1);
+    if (dot2 == std::string::npos) return std::nullopt;
+    auto payload = ipam::kube::base64_decode(token.substr(dot1 + 1, dot2 - dot1 - 1), ipam::kube::Base64Alphabet::url);
+    auto claims = payload ? json::parse(*payload, nullptr, false) : json();
+    if (!claims.is_object() || !claims.contains("exp") || !claims["exp"].is_number()) return std::nullopt;
+    const auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return claims["exp"].get<std::int64_t>() - now;
 }
 
-// obj[key] by reference (null when absent): never a temporary, pointers into it stay valid.
-const json& member(const json& obj, const char* key) {
-    static const json kNull;
-    if (!obj.is_object()) return kNull;
-    auto it = obj.find(key);
-    return it == obj.end() ? kNull : *it;
-}
-
-const json* named(const json& list, const std::string& name, const char* field) {
-    if (!list.is_array()) return nullptr;
-    for (const auto& item : list)
-        if (item.is_object() && item.value("name", json()).is_string() && item.value("name", "") == name &&
-            item.contains(field) && item[field].is_object())
-            return &item[field];
-    return nullptr;
-}
-
-// Problems of a kubeconfig (empty = valid). Fills `server`.
-std::vector<std::string> kubeconfig_problems(const Doctor& d, const json& kc, const fs::path& base) {
+// What the IPAM would accept but the admin should fix (empty = nothing).
+std::vector<std::string> kubeconfig_warnings(const ipam::kube::KubeConfig& c) {
     std::vector<std::string> problems;
-    if (!kc.is_object()) return {"not a YAML map"};
-    const std::string current = kc.value("current-context", json("")).is_string() ? kc.value("current-context", "") : "";
-    if (current.empty()) return {"no current-context"};
-    const json* context = named(member(kc, "contexts"), current, "context");
-    if (!context) return {"current-context \"" + current + "\" is not in contexts"};
-    const json* cluster = named(member(kc, "clusters"), context->value("cluster", ""), "cluster");
-    const json* user = named(member(kc, "users"), context->value("user", ""), "user");
-    if (!cluster) problems.push_back("the context's cluster is not in clusters");
-    if (!user) problems.push_back("the context's user is not in users");
-    if (cluster) {
-        const std::string server = cluster->value("server", "");
-        if (server.rfind("https://", 0) != 0)
-            problems.push_back("cluster server \"" + server + "\" is not an https:// URL");
-        if (cluster->value("insecure-skip-tls-verify", false))
-            problems.push_back("insecure-skip-tls-verify is set: the API server is not authenticated");
-        if (cluster->contains("certificate-authority-data")) {
-            auto pem = base64_decode(cluster->value("certificate-authority-data", ""), false);
-            if (!pem || pem->find("-----BEGIN CERTIFICATE-----") == std::string::npos)
-                problems.push_back("certificate-authority-data is not a base64 PEM certificate");
-        } else if (cluster->contains("certificate-authority")) {
-            fs::path ca = cluster->value("certificate-authority", "");
-            if (ca.is_relative()) ca = base / ca;
-            if (!read_text(d.under(ca.string()))) problems.push_back("CA file " + ca.string() + " is not readable");
-        }
-    }
-    if (user) {
-        std::string token = user->value("token", "");
-        if (token.empty() && user->contains("tokenFile")) {
-            fs::path tf = user->value("tokenFile", "");
-            if (tf.is_relative()) tf = base / tf;
-            auto t = read_text(d.under(tf.string()));
-            if (!t) problems.push_back("tokenFile " + tf.string() + " is not readable");
-            token = first_line(t.value_or(""));
-        }
-        if (token.empty() && !user->contains("client-certificate-data") && !user->contains("client-certificate"))
-            problems.push_back("the user has no token and no client certificate");
-        // A service-account JWT: report expiry (the installer's --watch rewrites it on rotation).
-        const auto dot1 = token.find('.');
-        const auto dot2 = dot1 == std::string::npos ? dot1 : token.find('.', dot1 + 1);
-        if (dot2 != std::string::npos) {
-            auto payload = base64_decode(token.substr(dot1 + 1, dot2 - dot1 - 1), true);
-            auto claims = payload ? json::parse(*payload, nullptr, false) : json();
-            if (claims.is_object() && claims.contains("exp") && claims["exp"].is_number()) {
-                const auto exp = claims["exp"].get<std::int64_t>();
-                const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count();
-                if (exp <= now)
-                    problems.push_back("the token expired " + std::to_string((now - exp) / 60) +
-                                       " minutes ago: the installer container (rdmanetctl install --watch) is "
-                                       "not running or cannot read the service account");
-            }
-        }
-    }
+    if (c.server.rfind("https://", 0) != 0) problems.push_back("cluster server \"" + c.server + "\" is not an https:// URL");
+    if (c.insecure_skip_tls_verify)
+        problems.push_back("insecure-skip-tls-verify is set: the API server is not authenticated");
+    if (!c.ca_pem.empty() && c.ca_pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+        problems.push_back("the certificate authority is not a PEM certificate");
+    if (c.token.empty() && c.client_cert_pem.empty())
+        problems.push_back("the user has no token and no client certificate");
+    // A service-account token: report expiry (the installer's --watch rewrites it on rotation).
+    if (auto left = jwt_seconds_left(c.token); left && *left <= 0)
+        problems.push_back("the token expired " + std::to_string(-*left / 60) +
+                           " minutes ago: the installer container (rdmanetctl install --watch) is "
+                           "not running or cannot read the service account");
     return problems;
 }
 
@@ -409,14 +360,14 @@ void check_kubeconfig(Doctor& d) {
     struct stat st{};
     if (::stat(file.c_str(), &st) == 0 && (st.st_mode & 0077))
         d.add("ipam.kubeconfig", Status::fail, path, "readable by group or others, and it holds a token: chmod 0600");
-    json kc;
+    ipam::kube::KubeConfig config;
     try {
-        kc = yaml_to_json(*text);
-    } catch (const std::exception& e) {
-        d.add("ipam.kubeconfig", Status::fail, path, e.what());
+        config = ipam::kube::parse_kubeconfig(*text, path, RootedFiles(d));
+    } catch (const ipam::IpamError& e) {
+        d.add("ipam.kubeconfig", Status::fail, path, e.msg);
         return;
     }
-    const auto problems = kubeconfig_problems(d, kc, fs::path(path).parent_path());
+    const auto problems = kubeconfig_warnings(config);
     if (!problems.empty()) {
         std::string all;
         for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
@@ -427,7 +378,8 @@ void check_kubeconfig(Doctor& d) {
         d.add("ipam.kubeconfig", Status::ok, path, "valid (API reachability not checked: --check-api)");
         return;
     }
-    const auto problem = d.o.probe_api ? d.o.probe_api(kc, d.o.api_timeout) : probe_api_server(kc, d.o.api_timeout);
+    const auto problem =
+        d.o.probe_api ? d.o.probe_api(config, d.o.api_timeout) : probe_api_server(config, d.o.api_timeout);
     if (problem.empty())
         d.add("ipam.kubeconfig", Status::ok, path, "valid; the API server answered");
     else

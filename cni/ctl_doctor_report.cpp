@@ -1,14 +1,14 @@
 // rdmanetctl doctor: the report (table or JSON, exit status) and the optional API probe.
-#include <curl/curl.h>
-
 #include <fstream>
 #include <iomanip>
 #include <iterator>
-#include <memory>
 #include <ostream>
 
 #include "rdmanet/cni/ctl_admin.hpp"
 #include "rdmanet/cni/policy.hpp"
+#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/kube/api.hpp"
+#include "rdmanet/ipam/kube/wire.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -25,99 +25,24 @@ const char* status_name(Status s) {
     return "?";
 }
 
-std::optional<std::string> base64_std_decode(const std::string& in) {
-    std::string out;
-    unsigned buffer = 0;
-    int bits = 0;
-    for (char c : in) {
-        int v;
-        if (c >= 'A' && c <= 'Z') v = c - 'A';
-        else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-        else if (c >= '0' && c <= '9') v = c - '0' + 52;
-        else if (c == '+') v = 62;
-        else if (c == '/') v = 63;
-        else if (c == '=' || c == '\n' || c == '\r') continue;
-        else return std::nullopt;
-        buffer = buffer << 6 | static_cast<unsigned>(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out += static_cast<char>(buffer >> bits & 0xff);
-        }
-    }
-    return out;
-}
-
-// obj[key] by reference (null when absent): never a temporary, pointers into it stay valid.
-const json& member(const json& obj, const char* key) {
-    static const json kNull;
-    if (!obj.is_object()) return kNull;
-    auto it = obj.find(key);
-    return it == obj.end() ? kNull : *it;
-}
-
-const json* named(const json& list, const std::string& name, const char* field) {
-    if (!list.is_array()) return nullptr;
-    for (const auto& item : list)
-        if (item.is_object() && item.value("name", json("")) == name && item.contains(field)) return &item[field];
-    return nullptr;
-}
-
-std::string read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 }  // namespace
 
-std::string probe_api_server(const json& kc, std::chrono::milliseconds timeout) {
-    const std::string current = kc.value("current-context", "");
-    const json* context = named(member(kc, "contexts"), current, "context");
-    if (!context) return "no current context";
-    const json* cluster = named(member(kc, "clusters"), context->value("cluster", ""), "cluster");
-    const json* user = named(member(kc, "users"), context->value("user", ""), "user");
-    if (!cluster || !user) return "context names an unknown cluster or user";
-    std::string ns = context->value("namespace", "");
-    if (ns.empty()) ns = "kube-system";
-    std::string token = user->value("token", "");
-    if (token.empty() && user->contains("tokenFile")) token = read_all(user->value("tokenFile", ""));
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-
-    std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
-    if (!curl) return "curl_easy_init failed";
-    const std::string url = cluster->value("server", "") + "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + ns +
-                            "/ippools?limit=1";
-    curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-    curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "https");
-    std::string ca;
-    if (cluster->contains("certificate-authority-data"))
-        ca = base64_std_decode(cluster->value("certificate-authority-data", "")).value_or("");
-    else if (cluster->contains("certificate-authority"))
-        ca = read_all(cluster->value("certificate-authority", ""));
-    curl_blob ca_blob{ca.data(), ca.size(), CURL_BLOB_NOCOPY};
-    if (!ca.empty()) curl_easy_setopt(curl.get(), CURLOPT_CAINFO_BLOB, &ca_blob);
-    std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(nullptr, curl_slist_free_all);
-    const std::string auth = "Authorization: Bearer " + token;
-    if (!token.empty()) headers.reset(curl_slist_append(nullptr, auth.c_str()));
-    if (headers) curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
-    std::string body;
-    curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION,
-                     +[](char* p, size_t size, size_t n, void* out) {
-                         auto* s = static_cast<std::string*>(out);
-                         if (s->size() < 4096) s->append(p, size * n);
-                         return size * n;
-                     });
-    curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &body);
-    const CURLcode rc = curl_easy_perform(curl.get());
-    if (rc != CURLE_OK) return url.substr(0, url.find("/apis")) + ": " + curl_easy_strerror(rc);
+std::string probe_api_server(const ipam::kube::KubeConfig& config, std::chrono::milliseconds timeout) {
+    using namespace ipam::kube;
+    // The IPAM's own client (TLS verification, retries on 5xx/429/connection failures within the
+    // timeout), so a passing probe means the plugin's requests would pass too.
+    const std::string path = collection_path(config.namespace_, kPools) + "?limit=1";
     long status = 0;
-    curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
+    try {
+        KubeApi api(config, Deadline::in(timeout));
+        status = api.call("GET", path).status;
+    } catch (const ipam::IpamError& e) {
+        return e.msg;
+    }
     switch (status) {
         case 200: return "";
         case 401: return "HTTP 401: the token is not accepted (expired or from a deleted service account)";
-        case 403: return "HTTP 403: RBAC does not let this service account list ippools in " + ns +
+        case 403: return "HTTP 403: RBAC does not let this service account list ippools in " + config.namespace_ +
                          " (check the rdmanet ClusterRole/ClusterRoleBinding)";
         case 404: return "HTTP 404: the whereabouts.cni.cncf.io CRDs are not installed (kubectl apply -k deploy/)";
         default: return "HTTP " + std::to_string(status);

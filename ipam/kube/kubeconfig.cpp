@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "rdmanet/ipam/confined_file.hpp"
+#include "rdmanet/ipam/kube/base64.hpp"
 #include "rdmanet/ipam/error.hpp"
 
 namespace rdmanet::ipam::kube {
@@ -21,38 +22,6 @@ std::string trim(std::string s) {
     std::size_t i = 0;
     while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
     return s.substr(i);
-}
-
-// Standard base64 (kubeconfig *-data fields); whitespace ignored; nullopt on anything else.
-std::optional<std::string> base64_decode(std::string_view in) {
-    auto value = [](char c) -> int {
-        if (c >= 'A' && c <= 'Z') return c - 'A';
-        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-        if (c >= '0' && c <= '9') return c - '0' + 52;
-        if (c == '+') return 62;
-        if (c == '/') return 63;
-        return -1;
-    };
-    std::string out;
-    unsigned buffer = 0;
-    int bits = 0, pad = 0;
-    for (char c : in) {
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-        if (c == '=') {
-            ++pad;
-            continue;
-        }
-        if (pad) return std::nullopt;   // data after padding
-        const int v = value(c);
-        if (v < 0) return std::nullopt;
-        buffer = (buffer << 6) | static_cast<unsigned>(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out.push_back(static_cast<char>((buffer >> bits) & 0xff));
-        }
-    }
-    return out;
 }
 
 class Parser {

@@ -277,15 +277,17 @@ TEST_CASE("doctor: IPAM kubeconfig problems", "[ctl][doctor]") {
     SECTION("API unreachable with --check-api") {
         node.options.check_api = true;
         std::chrono::milliseconds seen{0};
-        node.options.probe_api = [&](const json& kc, std::chrono::milliseconds timeout) {
+        node.options.probe_api = [&](const rdmanet::ipam::kube::KubeConfig& kc, std::chrono::milliseconds timeout) {
             seen = timeout;
-            CHECK(kc["current-context"] == "x");
+            CHECK(kc.server.starts_with("https://"));
             return std::string("https://10.96.0.1:443: Connection timed out");
         };
         node.options.api_timeout = std::chrono::milliseconds(1500);
         CHECK_THAT(only_failure(node, "ipam.kubeconfig").message, Catch::Contains("not reachable"));
         CHECK(seen == std::chrono::milliseconds(1500));
-        node.options.probe_api = [](const json&, std::chrono::milliseconds) { return std::string(); };
+        node.options.probe_api = [](const rdmanet::ipam::kube::KubeConfig&, std::chrono::milliseconds) {
+            return std::string();
+        };
         CHECK(with_status(node.run(), Status::fail).empty());
     }
     SECTION("the real probe against a closed port reports the connection error") {

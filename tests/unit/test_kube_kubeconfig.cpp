@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/kube/base64.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 
 using namespace rdmanet::ipam;
@@ -241,4 +242,16 @@ TEST_CASE("kubeconfig: confined to the allowed dirs, the files it names included
         write(allowed + "/kc", config("    server: https://h:1\n", "    tokenFile: " + outside + "/token\n"));
         CHECK(load_kubeconfig(allowed + "/kc").token == "kubelet-token");
     }
+}
+
+TEST_CASE("base64: standard and URL alphabets, whitespace, optional padding", "[kube][kubeconfig]") {
+    CHECK(base64_decode("aGVsbG8=") == "hello");
+    CHECK(base64_decode("aGVs\n bG8") == "hello");                         // wrapped, unpadded
+    CHECK(base64_decode("-_8=", Base64Alphabet::url) == std::string("\xfb\xff", 2));
+    CHECK(base64_decode("+/8=") == std::string("\xfb\xff", 2));
+    CHECK_FALSE(base64_decode("-_8=").has_value());                        // URL characters in standard
+    CHECK_FALSE(base64_decode("+/8=", Base64Alphabet::url).has_value());
+    CHECK_FALSE(base64_decode("aGVs=bG8").has_value());                    // data after padding
+    CHECK_FALSE(base64_decode("aGVs*G8").has_value());
+    CHECK(base64_decode("") == "");
 }

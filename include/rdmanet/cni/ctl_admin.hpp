@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmanet/ipam/kube/kubeconfig.hpp"
+
 namespace rdmanet::cni::ctl {
 
 // ---- render ---------------------------------------------------------------------------------
@@ -117,7 +119,7 @@ struct DoctorOptions {
     std::chrono::milliseconds api_timeout{3000};
     bool json = false;
     // Test hook for check_api: returns "" when reachable, else the problem.
-    std::function<std::string(const nlohmann::json& kubeconfig, std::chrono::milliseconds)> probe_api;
+    std::function<std::string(const ipam::kube::KubeConfig& kubeconfig, std::chrono::milliseconds)> probe_api;
 };
 
 enum class Status { ok, warn, fail };
@@ -132,7 +134,7 @@ struct Finding {
 std::vector<Finding> doctor_checks(const DoctorOptions& options);
 // GET the IPPool list of the kubeconfig's namespace (limit 1) with its credentials: proves the
 // server is reachable, the CA matches, the token is accepted and RBAC allows it. "" = fine.
-std::string probe_api_server(const nlohmann::json& kubeconfig, std::chrono::milliseconds timeout);
+std::string probe_api_server(const ipam::kube::KubeConfig& kubeconfig, std::chrono::milliseconds timeout);
 nlohmann::json findings_json(const std::vector<Finding>& findings);
 int doctor(const DoctorOptions& options, std::ostream& out, std::ostream& err);
 
