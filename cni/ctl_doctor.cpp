@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "rdmanet/cni/ctl_admin.hpp"
+#include "rdmanet/cni/ctl_rdma.hpp"
 #include "rdmanet/cni/policy.hpp"
 #include "rdmanet/ipam/error.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
@@ -42,13 +43,17 @@ struct Doctor {
         fs::path p(path);
         return fs::path(o.root) / p.relative_path();
     }
+    // A path below --root as the node sees it (the prefix removed).
+    std::string node_path(std::string path) const {
+        const std::string root = fs::path(o.root).lexically_normal().string();
+        if (root != "/" && path.rfind(root, 0) == 0 && path.size() > root.size() &&
+            (root.back() == '/' || path[root.size()] == '/'))
+            path = path.substr(root.back() == '/' ? root.size() - 1 : root.size());
+        return path;
+    }
     void add(std::string check, Status status, std::string subject, std::string message) {
         // Subjects are node paths: the --root prefix is not part of them.
-        const std::string root = fs::path(o.root).lexically_normal().string();
-        if (root != "/" && subject.rfind(root, 0) == 0 && subject.size() > root.size() &&
-            (root.back() == '/' || subject[root.size()] == '/'))
-            subject = subject.substr(root.back() == '/' ? root.size() - 1 : root.size());
-        findings.push_back({std::move(check), status, std::move(subject), std::move(message)});
+        findings.push_back({std::move(check), status, node_path(std::move(subject)), std::move(message)});
     }
 };
 
@@ -120,38 +125,19 @@ bool check_rdma_ports(Doctor& d) {
 
 // ---- RDMA netns mode and its persistence ----------------------------------------------------
 
-struct PersistedMode {
-    std::string value;    // "0" | "1" (netns_mode) ; "" = nothing persisted
-    std::string source;   // file (or kernel command line) that sets it
-};
-
-PersistedMode persisted_netns_mode(const Doctor& d) {
-    static const std::regex kOption(R"(^\s*options\s+ib_core\s+.*\bnetns_mode=(\S+))");
-    PersistedMode result;
-    // modprobe reads every *.conf of these directories in lexical order of the file name, a file
-    // in an earlier directory hiding one of the same name in a later one; the last setting wins.
-    std::map<std::string, fs::path> files;
-    for (const char* dir : {"/lib/modprobe.d", "/usr/lib/modprobe.d", "/run/modprobe.d", "/etc/modprobe.d"})
-        for (const auto& f : sorted_entries(d.under(dir)))
-            if (f.extension() == ".conf") files[f.filename().string()] = f;
-    for (const auto& [name, path] : files) {
-        std::istringstream in(read_text(path).value_or(""));
-        std::smatch m;
-        for (std::string line; std::getline(in, line);)
-            if (std::regex_search(line, m, kOption)) result = {m[1].str(), path.string()};
-    }
-    // ib_core.netns_mode= on the kernel command line applies when ib_core is built in or loaded.
-    static const std::regex kCmdline(R"(\bib_core\.netns_mode=(\S+))");
-    std::smatch m;
-    const auto cmdline = read_text(d.under("/proc/cmdline")).value_or("");
-    if (std::regex_search(cmdline, m, kCmdline)) result = {m[1].str(), "/proc/cmdline"};
-    return result;
+// The boot setting as modprobe and the kernel would read it on this node (below --root).
+BootNetnsMode persisted_netns_mode(const Doctor& d) {
+    std::vector<std::string> dirs;
+    for (const auto& dir : kSystemModprobeDirs) dirs.push_back(d.under(dir).string());
+    dirs.push_back(d.under("/etc/modprobe.d").string());
+    BootNetnsMode boot = boot_netns_mode(dirs, d.under("/proc/cmdline").string());
+    boot.source = d.node_path(boot.source);
+    return boot;
 }
 
 std::string mode_of(const std::string& value) {
-    if (value == "0" || value == "N" || value == "n" || value == "false") return "exclusive";
-    if (value == "1" || value == "Y" || value == "y" || value == "true") return "shared";
-    return "";
+    const auto mode = netns_mode_param(value);
+    return mode ? std::string(netns::rdma_netns_mode_name(*mode)) : "";
 }
 
 void check_netns_mode(Doctor& d, bool have_rdma) {

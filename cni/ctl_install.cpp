@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "rdmanet/cni/ctl_admin.hpp"
+#include "rdmanet/cni/ctl_rdma.hpp"
 #include "rdmanet/cni/policy.hpp"
 #include "rdmanet/netns/fd.hpp"
 
@@ -156,7 +157,7 @@ bool install_modprobe(const InstallOptions& options) {
         "# (or the next load of ib_core).\n"
         "options ib_core netns_mode=" + value + "\n";
     fs::create_directories(options.modprobe_dir);
-    return write_if_changed((fs::path(options.modprobe_dir) / "rdmanet-ib_core.conf").string(), content, 0644);
+    return write_if_changed((fs::path(options.modprobe_dir) / kModprobeConfName).string(), content, 0644);
 }
 
 // The node policy is the admin's: written with its defaults only when absent, never replaced.
@@ -248,7 +249,7 @@ InstallReport install_once(const InstallOptions& options, std::ostream& out) {
     }
     if (install_modprobe(options)) {
         report.modprobe_written = true;
-        out << "wrote " << (fs::path(options.modprobe_dir) / "rdmanet-ib_core.conf").string()
+        out << "wrote " << (fs::path(options.modprobe_dir) / kModprobeConfName).string()
             << " (RDMA netns mode " << options.rdma_netns_mode << " from the next boot)\n";
     }
     out.flush();

@@ -1,8 +1,11 @@
 // rdmanetctl rdma mode: show / set the RDMA netns mode, explain EBUSY, persist the module option.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <ostream>
 #include <sstream>
 
@@ -14,8 +17,6 @@ namespace rdmanet::cni::ctl {
 using netns::RdmaNetnsMode;
 
 namespace {
-
-constexpr const char* kConfName = "ib_core.conf";
 
 std::string meaning(RdmaNetnsMode mode) {
     return mode == RdmaNetnsMode::shared
@@ -56,6 +57,15 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
         if (!out) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
     }
     std::filesystem::rename(tmp, path);
+}
+
+std::vector<std::filesystem::path> sorted_entries(const std::filesystem::path& dir) {
+    std::vector<std::filesystem::path> out;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        out.push_back(it->path());
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 std::string mode_value(RdmaNetnsMode mode) { return std::to_string(static_cast<int>(mode)); }
@@ -115,8 +125,35 @@ std::optional<RdmaNetnsMode> ib_core_conf_mode(const std::string& content) {
     return mode;
 }
 
+std::optional<RdmaNetnsMode> netns_mode_param(std::string_view value) {
+    if (value == "0" || value == "N" || value == "n" || value == "false") return RdmaNetnsMode::exclusive;
+    if (value == "1" || value == "Y" || value == "y" || value == "true") return RdmaNetnsMode::shared;
+    return std::nullopt;
+}
+
+BootNetnsMode boot_netns_mode(const std::vector<std::string>& dirs, const std::string& cmdline_file) {
+    static const std::regex kOption(R"(^\s*options\s+ib_core\s+.*\bnetns_mode=(\S+))");
+    BootNetnsMode result;
+    std::map<std::string, std::filesystem::path> files;   // by name: modprobe's order
+    for (const auto& dir : dirs)
+        for (const auto& f : sorted_entries(dir))
+            if (f.extension() == ".conf") files[f.filename().string()] = f;
+    for (const auto& [name, path] : files) {
+        std::istringstream in(read_file(path));
+        std::smatch m;
+        for (std::string line; std::getline(in, line);)
+            if (std::regex_search(line, m, kOption)) result = {m[1].str(), path.string()};
+    }
+    // ib_core.netns_mode= on the kernel command line applies when ib_core is built in or loaded.
+    static const std::regex kCmdline(R"(\bib_core\.netns_mode=(\S+))");
+    std::smatch m;
+    const std::string cmdline = read_file(cmdline_file);
+    if (std::regex_search(cmdline, m, kCmdline)) result = {m[1].str(), cmdline_file};
+    return result;
+}
+
 int rdma_mode(const RdmaModeOptions& options, const RdmaOpener& open, std::ostream& out, std::ostream& err) {
-    const std::filesystem::path conf = std::filesystem::path(options.modprobe_dir) / kConfName;
+    const std::filesystem::path conf = std::filesystem::path(options.modprobe_dir) / kModprobeConfName;
     std::optional<RdmaNetnsMode> wanted;
     if (!options.set.empty()) {
         wanted = netns::parse_rdma_netns_mode(options.set);
@@ -147,16 +184,27 @@ int rdma_mode(const RdmaModeOptions& options, const RdmaOpener& open, std::ostre
         current = nl->netns_mode();
     } catch (const netns::KernelError& e) {
         err << explain(e, "reading the RDMA netns mode") << "\n";
+        if (wanted && options.persist) {
+            // Persisting is exactly what a node without ib_core loaded needs: it applies at load.
+            err << "the boot setting is written; it applies when ib_core is next loaded\n";
+            return 0;
+        }
         return 1;
     }
 
     if (!wanted) {
         out << "RDMA netns mode: " << netns::rdma_netns_mode_name(current) << "\n" << meaning(current);
-        if (auto boot = ib_core_conf_mode(read_file(conf))) {
-            out << "boot setting (" << conf.string() << "): " << netns::rdma_netns_mode_name(*boot)
-                << (*boot != current ? "  -- differs from the running mode until ib_core is reloaded" : "") << "\n";
+        auto dirs = options.system_modprobe_dirs;
+        dirs.push_back(options.modprobe_dir);
+        const BootNetnsMode boot = boot_netns_mode(dirs, options.cmdline_file);
+        if (const auto mode = netns_mode_param(boot.value)) {
+            out << "boot setting (" << boot.source << "): " << netns::rdma_netns_mode_name(*mode)
+                << (*mode != current ? "  -- differs from the running mode until ib_core is reloaded" : "") << "\n";
+        } else if (!boot.value.empty()) {
+            out << "boot setting (" << boot.source << "): netns_mode=" << boot.value
+                << " is not a value ib_core accepts (0 = exclusive, 1 = shared)\n";
         } else {
-            out << "boot setting: none in " << conf.string() << " (the kernel default is shared)\n";
+            out << "boot setting: none in modprobe.d or the kernel command line (the kernel default is shared)\n";
         }
         return 0;
     }

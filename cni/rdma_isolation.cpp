@@ -17,7 +17,7 @@ using netns::RdmaNetnsMode;
 
 constexpr const char* kExclusiveHint =
     "set the node's RDMA netns mode to exclusive at boot: `options ib_core netns_mode=0` in "
-    "/etc/modprobe.d/ib_core.conf (rdmanetctl rdma mode exclusive --persist writes it), then reload "
+    "/etc/modprobe.d/rdmanet-ib_core.conf (rdmanetctl rdma mode exclusive --persist writes it), then reload "
     "the RDMA drivers or reboot; or set rdma.isolation to \"auto\" or \"off\"";
 
 std::string join(const std::vector<std::string>& names) {

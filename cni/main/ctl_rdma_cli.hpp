@@ -24,7 +24,7 @@ struct RdmaCli {
                     "ib_core module option so it holds after a reboot");
         m->add_option("MODE", mode.set, "exclusive or shared; omitted = show")
             ->check(CLI::IsMember({"exclusive", "shared"}));
-        m->add_flag("--persist", mode.persist, "write `options ib_core netns_mode=N` to <modprobe-dir>/ib_core.conf");
+        m->add_flag("--persist", mode.persist, "write `options ib_core netns_mode=N` to <modprobe-dir>/rdmanet-ib_core.conf");
         m->add_option("--modprobe-dir", mode.modprobe_dir, "directory of modprobe configuration (default /etc/modprobe.d)");
         m->callback([this, &status] {
             status = rdma_mode(mode, [] { return netns::open_rdma_netlink(); }, std::cout, std::cerr);

@@ -25,10 +25,12 @@ struct Ctl {
 
     int mode(RdmaModeOptions o) {
         o.modprobe_dir = dir.root() + "/modprobe.d";
+        o.system_modprobe_dirs = {dir.root() + "/lib-modprobe.d"};
+        o.cmdline_file = dir.root() + "/cmdline";
         return rdma_mode(o, [this] { return kernel.open_view(kernel.init_id()); }, out, err);
     }
     std::string conf() const {
-        std::ifstream in(dir.root() + "/modprobe.d/ib_core.conf");
+        std::ifstream in(dir.root() + "/modprobe.d/rdmanet-ib_core.conf");
         std::ostringstream s;
         s << in.rdbuf();
         return s.str();
@@ -63,12 +65,36 @@ TEST_CASE("rdma mode shows the mode, its meaning and the boot setting", "[rdma][
     CHECK_THAT(c.out.str(), Catch::StartsWith("RDMA netns mode: exclusive\n"));
 }
 
+TEST_CASE("rdma mode reads the boot setting as modprobe does: every dir, name order, cmdline last",
+          "[rdma][ctl][unit]") {
+    Ctl c;
+    auto write = [&](const std::string& rel, const std::string& text) {
+        fs::create_directories(fs::path(c.dir.root() + "/" + rel).parent_path());
+        std::ofstream(c.dir.root() + "/" + rel) << text;
+    };
+    // An admin's own file in a system dir: exclusive.
+    write("lib-modprobe.d/ib_core.conf", "options ib_core netns_mode=0\n");
+    CHECK(c.mode({}) == 0);
+    CHECK_THAT(c.out.str(), Catch::Contains("boot setting (" + c.dir.root() + "/lib-modprobe.d/ib_core.conf): exclusive"));
+    // Ours sorts after ib_core.conf and wins (what install --rdma-netns-mode writes).
+    write("modprobe.d/rdmanet-ib_core.conf", "options ib_core netns_mode=1\n");
+    c.out.str("");
+    CHECK(c.mode({}) == 0);
+    CHECK_THAT(c.out.str(), Catch::Contains("rdmanet-ib_core.conf): shared"));
+    // The kernel command line beats every file.
+    write("cmdline", "BOOT_IMAGE=/vmlinuz ro ib_core.netns_mode=0 quiet\n");
+    c.out.str("");
+    CHECK(c.mode({}) == 0);
+    CHECK_THAT(c.out.str(), Catch::Contains("cmdline): exclusive"));
+    CHECK(boot_netns_mode({c.dir.root() + "/nowhere"}, c.dir.root() + "/nocmdline").value.empty());
+}
+
 TEST_CASE("rdma mode sets the mode when no other namespace exists", "[rdma][ctl][unit]") {
     Ctl c;
     CHECK(c.mode({"exclusive", false, ""}) == 0);
     CHECK(c.kernel.mode() == RdmaNetnsMode::exclusive);
     CHECK_THAT(c.out.str(), Catch::Contains("exclusive (was shared)"));
-    CHECK_FALSE(fs::exists(c.dir.root() + "/modprobe.d/ib_core.conf"));
+    CHECK_FALSE(fs::exists(c.dir.root() + "/modprobe.d/rdmanet-ib_core.conf"));
 }
 
 TEST_CASE("rdma mode explains EBUSY in admin words and how to proceed", "[rdma][ctl][unit]") {
@@ -99,6 +125,18 @@ TEST_CASE("rdma mode: no RDMA netlink and bad arguments", "[rdma][ctl][unit]") {
     CHECK(rdma_mode({}, none, out, err) == 1);
     CHECK_THAT(err.str(), Catch::Contains("ib_core is not loaded"));
     CHECK(rdma_mode({"", true, "/nonexistent"}, none, out, err) == 2);
+
+    // Persisting is what a node without ib_core loaded needs: written, exit 0.
+    test::FakeRdmaSysfs scratch;
+    err.str("");
+    CHECK(rdma_mode({"exclusive", true, scratch.root() + "/modprobe.d"}, none, out, err) == 0);
+    CHECK(ib_core_conf_mode([&] {
+              std::ifstream in(scratch.root() + "/modprobe.d/rdmanet-ib_core.conf");
+              std::ostringstream s;
+              s << in.rdbuf();
+              return s.str();
+          }()) == RdmaNetnsMode::exclusive);
+    CHECK_THAT(err.str(), Catch::Contains("applies when ib_core is next loaded"));
     CHECK(rdma_mode({"private", false, "/nonexistent"}, none, out, err) == 2);
 }
 
