@@ -74,6 +74,10 @@ ReconcileReport reconcile(KubeStore& store, bool dry_run) {
                 for (auto o : orphans) {
                     const Owner& w = pool.dump.allocations.at(o);
                     report.released.push_back(key.name() + " " + ip_of(key, o).str() + " " + w.podref + " " + w.ifname);
+                    // Counted as released, not kept, as the real run would; its reservation goes
+                    // with it (drop_reservation), so it is not listed as a separate deletion.
+                    accounted.insert(reservation_object_name(key.network_name, ip_of(key, o)));
+                    pool.dump.allocations.erase(o);
                 }
                 break;
             }
@@ -84,6 +88,8 @@ ReconcileReport reconcile(KubeStore& store, bool dry_run) {
                 for (auto o : orphans) {
                     const Owner& w = pool.dump.allocations.at(o);
                     report.released.push_back(key.name() + " " + ip_of(key, o).str() + " " + w.podref + " " + w.ifname);
+                    // Its reservation went with it (drop_reservation above): not a stray one.
+                    accounted.insert(reservation_object_name(key.network_name, ip_of(key, o)));
                     pool.dump.allocations.erase(o);
                 }
                 break;

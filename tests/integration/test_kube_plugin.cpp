@@ -232,6 +232,10 @@ TEST_CASE("kube datastore: rdmanetctl reconcile releases allocations of pods tha
     CHECK_THAT(r.out, Catch::Contains("released 10.47.0.0-24 10.47.0.2 ns/doomed net1"));
     CHECK_THAT(r.out, Catch::Contains("released 10.47.0.0-24 10.47.0.3 ns/never-existed net1"));
     CHECK_THAT(r.out, Catch::Contains("deleted reservation 10.47.0.200"));
+    // The dry run's summary predicts the real run's, line for line.
+    auto summary = [](const std::string& out) { return out.substr(out.rfind("reconcile ")); };
+    CHECK(summary(dry.out) == summary(r.out));
+    CHECK_THAT(summary(r.out), Catch::Contains("1 allocations kept, 2 released, 1 reservations deleted"));
     json allocs = allocations(server, "10.47.0.0-24");
     CHECK(allocs.size() == 1);
     CHECK(allocs["1"]["podref"] == "ns/live");
