@@ -48,8 +48,10 @@ nlohmann::json parse_json_bounded(std::string_view text, std::size_t max_depth) 
     check_depth(text, max_depth);
     try {
         return nlohmann::json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::parse_error& e) {
-        // e.what() carries the byte position and what the parser expected there.
+    } catch (const nlohmann::json::exception& e) {
+        // parse_error: e.what() carries the byte position and what the parser expected there.
+        // out_of_range (406): a number whose exponent overflows a double, e.g. 1e99999 (found by
+        // fuzz_prev_result); it is bad input too, not an internal error.
         throw Error(ErrorCode::decode_failure, std::string("invalid JSON: ") + e.what());
     }
 }

@@ -54,4 +54,8 @@ TEST_CASE("malformed JSON is a decode failure with the position", "[cni][json]")
     REQUIRE_CNI_ERROR(parse_json_bounded("{'a':1}"), ErrorCode::decode_failure, "invalid JSON");
     // Invalid UTF-8 inside a string is rejected here, before a dump() could throw later.
     REQUIRE_CNI_ERROR(parse_json_bounded("\"\xff\""), ErrorCode::decode_failure, "invalid JSON");
+    // A number overflowing a double is nlohmann's out_of_range, not parse_error: still bad input
+    // (fuzz_prev_result found it escaping as an internal error; tests/fuzz/regressions).
+    REQUIRE_CNI_ERROR(parse_json_bounded("666e66666660"), ErrorCode::decode_failure, "number overflow");
+    REQUIRE_CNI_ERROR(parse_json_bounded(R"({"mtu": 1e400})"), ErrorCode::decode_failure, "number overflow");
 }
