@@ -3,21 +3,14 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
-#include <curl/curl.h>
-
+#include "curl_library.hpp"
 #include "rdmanet/ipam/error.hpp"
 #include "rdmanet/ipam/kube/retry.hpp"
 
 namespace rdmanet::ipam::kube {
 
 namespace {
-
-void global_init() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 bool retryable_curl(CURLcode c) {
     switch (c) {
@@ -59,6 +52,7 @@ curl_blob blob(const std::string& s) {
 }  // namespace
 
 struct HttpClient::Impl {
+    const CurlLibrary& lib = curl_library();   // throws when libcurl is not on the node
     CURL* curl = nullptr;
     curl_slist* headers = nullptr;
     std::string base;
@@ -66,50 +60,50 @@ struct HttpClient::Impl {
     long connects = 0;
 
     ~Impl() {
-        if (headers) curl_slist_free_all(headers);
-        if (curl) curl_easy_cleanup(curl);
+        if (headers) lib.slist_free_all(headers);
+        if (curl) lib.easy_cleanup(curl);
     }
 };
 
 HttpClient::HttpClient(const KubeConfig& config) : impl_(std::make_unique<Impl>()) {
-    global_init();
+    const CurlLibrary& lib = impl_->lib;
     const bool tls = config.server.rfind("https://", 0) == 0;
     if (!tls && !config.token.empty()) {
         config_error(config.source + ": refusing to send a bearer token over plain http to " + config.server);
     }
-    impl_->curl = curl_easy_init();
+    impl_->curl = lib.easy_init();
     if (!impl_->curl) throw IpamError(codes::io_failure, "cannot initialise libcurl");
     CURL* c = impl_->curl;
     impl_->base = config.server;
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, impl_->error);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    lib.easy_setopt(c, CURLOPT_ERRORBUFFER, impl_->error);
+    lib.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    lib.easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+    lib.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    lib.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    lib.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    lib.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     if (tls) {
         if (config.insecure_skip_tls_verify) {
-            curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-            curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+            lib.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+            lib.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
         } else if (!config.ca_pem.empty()) {
             curl_blob b = blob(config.ca_pem);
-            curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &b);
+            lib.easy_setopt(c, CURLOPT_CAINFO_BLOB, &b);
         }
         if (!config.client_cert_pem.empty()) {
             curl_blob cert = blob(config.client_cert_pem), key = blob(config.client_key_pem);
-            curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
-            curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-            curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
-            curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+            lib.easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
+            lib.easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+            lib.easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
+            lib.easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
         }
     }
-    impl_->headers = curl_slist_append(impl_->headers, "Accept: application/json");
-    impl_->headers = curl_slist_append(impl_->headers, "User-Agent: rdmanet-ipam");
-    impl_->headers = curl_slist_append(impl_->headers, "Expect:");   // no 100-continue round trip on big PUTs
+    impl_->headers = lib.slist_append(impl_->headers, "Accept: application/json");
+    impl_->headers = lib.slist_append(impl_->headers, "User-Agent: rdmanet-ipam");
+    impl_->headers = lib.slist_append(impl_->headers, "Expect:");   // no 100-continue round trip on big PUTs
     if (!config.token.empty()) {
         const std::string auth = "Authorization: Bearer " + config.token;
-        impl_->headers = curl_slist_append(impl_->headers, auth.c_str());
+        impl_->headers = lib.slist_append(impl_->headers, auth.c_str());
     }
 }
 
@@ -119,6 +113,7 @@ long HttpClient::connections() const { return impl_->connects; }
 
 HttpResponse HttpClient::send(std::string_view method, const std::string& path, const std::string& body,
                               std::string_view content_type, std::chrono::milliseconds timeout) {
+    const CurlLibrary& lib = impl_->lib;
     CURL* c = impl_->curl;
     HttpResponse r;
     const std::string url = impl_->base + path;
@@ -126,42 +121,42 @@ HttpResponse HttpClient::send(std::string_view method, const std::string& path, 
     curl_slist* extra = nullptr;
     std::string ct;
     const std::string m(method);
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);   // reset any body of the previous request
+    lib.easy_setopt(c, CURLOPT_URL, url.c_str());
+    lib.easy_setopt(c, CURLOPT_HTTPGET, 1L);   // reset any body of the previous request
     if (m == "GET") {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+        lib.easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
     } else if (m == "DELETE" && body.empty()) {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+        lib.easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
     } else {
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, m == "POST" ? nullptr : m.c_str());
+        lib.easy_setopt(c, CURLOPT_POST, 1L);
+        lib.easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+        lib.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+        lib.easy_setopt(c, CURLOPT_CUSTOMREQUEST, m == "POST" ? nullptr : m.c_str());
         ct = "Content-Type: " + std::string(content_type);
-        for (curl_slist* h = impl_->headers; h; h = h->next) extra = curl_slist_append(extra, h->data);
-        extra = curl_slist_append(extra, ct.c_str());
+        for (curl_slist* h = impl_->headers; h; h = h->next) extra = lib.slist_append(extra, h->data);
+        extra = lib.slist_append(extra, ct.c_str());
         headers = extra;
     }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    lib.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     const long total = std::max<long>(1, static_cast<long>(timeout.count()));
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min<long>(total, 10000));
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.retry_after);
+    lib.easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
+    lib.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min<long>(total, 10000));
+    lib.easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+    lib.easy_setopt(c, CURLOPT_HEADERDATA, &r.retry_after);
     impl_->error[0] = '\0';
-    const CURLcode rc = curl_easy_perform(c);
+    const CURLcode rc = lib.easy_perform(c);
     long connects = 0;
-    curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects);
+    lib.easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects);
     impl_->connects += connects;
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, impl_->headers);
-    if (extra) curl_slist_free_all(extra);
+    lib.easy_setopt(c, CURLOPT_HTTPHEADER, impl_->headers);
+    if (extra) lib.slist_free_all(extra);
     if (rc != CURLE_OK) {
-        const std::string detail = impl_->error[0] ? impl_->error : curl_easy_strerror(rc);
+        const std::string detail = impl_->error[0] ? impl_->error : lib.easy_strerror(rc);
         const bool tls = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
                          rc == CURLE_SSL_CERTPROBLEM;
         throw TransportError(rc, retryable_curl(rc), tls, detail);
     }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    lib.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
     return r;
 }
 
