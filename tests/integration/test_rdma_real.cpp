@@ -132,9 +132,11 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
         rollback.commit();
         CHECK(pod_rtnl->link_by_name("net1"));
         CHECK(state.rdma_device.empty());
-        // Shared: the pod sees rxe0 too.
+        // Shared: the pod sees exactly the devices the host sees. (rxe unregisters rxe0 when its
+        // netdev leaves the host namespace, which the lab observed on 6.1, so on soft-RoCE that
+        // list may now be empty; a hardware HCA's device stays and is listed in both.)
         auto in_pod = netns::in_netns(pod_ns, [] { return netns::open_rdma_netlink(); });
-        CHECK(in_pod->device_by_name(device));
+        CHECK(in_pod->devices() == host_nl->devices());
         const std::optional<AttachmentState> saved = state;
         DelRequest del{env, saved, host, host_ns, pod_rtnl.get(), sysfs};
         del.pod_ns = &pod_ns;

@@ -13,7 +13,7 @@ load_modules() {
     insmod "$path" $params || return 1
   done </lab/modules
 }
-check "kernel modules load (ib_core, ib_uverbs, rdma_rxe, crc32_generic, veth, macvlan, dummy, 8021q)" load_modules
+check "kernel modules load (ib_core, ib_uverbs, rdma_rxe, crc32_generic, veth, macvlan, dummy, 8021q, bridge)" load_modules
 
 for section in lab_rxe lab_rdma_tool lab_rdmanet lab_compat; do
   echo "== $section"
