@@ -51,15 +51,22 @@ Allocation make_allocation(const PoolKey& key, uint128 offset, Owner owner, std:
     return Allocation{key, offset, address_of(key, offset), std::move(owner), std::move(network), reused};
 }
 
-// The k-th free offset from d.offset on (k random in [0, min(2^attempt, 16))), or d itself when
+// Lost write races: where the next pick of a caller that lost goes. Every caller that read the
+// pool at about the same time wants the same lowest free offset and only one gets it; a loser
+// that tried the lowest free again would race the next round of first attempts for it. So a
+// loser skips a random number of free offsets in [1, span]: span 16 from the first loss (enough
+// for the concurrency one node's runtime produces), doubling with each further loss up to 256.
+int spread_span(int losses) { return 16 << std::min(std::max(losses - 1, 0), 4); }
+
+// The k-th free offset after d.offset (k random in [1, span]), or the last free one found when
 // fewer are free.
-Decision spread(const Range& range, Decision d, const MemoryRuns& held, const MemoryRuns& foreign, int attempt) {
+Decision spread(const Range& range, Decision d, std::span<Coverage* const> taken_before, int span) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
-    const int span = 1 << std::min(attempt, 4);
-    int skip = static_cast<int>(rng() % static_cast<std::uint64_t>(span));
+    int skip = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(span));
     MemoryRuns passed;
-    RunsCoverage held_cov(held), foreign_cov(foreign), passed_cov(passed);
-    Coverage* taken[] = {&held_cov, &foreign_cov, &passed_cov};
+    RunsCoverage passed_cov(passed);
+    std::vector<Coverage*> taken(taken_before.begin(), taken_before.end());
+    taken.push_back(&passed_cov);
     while (skip-- > 0) {
         passed.insert(d.offset);
         try {
@@ -79,7 +86,7 @@ KubeStore::KubeStore(KubeConfig config, Deadline deadline, std::string journal_d
 std::optional<PoolObject> KubeStore::read_pool(const PoolKey& key) {
     const std::string path = object_path(ns(), kPools, key.name());
     const HttpResponse r = api_.call("GET", path);
-    if (r.status == 200) return parse_pool(parse_body(r, "GET " + path), key.network_name);
+    if (r.status == 200) return parse_pool_body(r.body, key.network_name);
     if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return std::nullopt;
     api_.fail("GET " + path, r);
 }
@@ -96,21 +103,32 @@ PoolObject KubeStore::read_or_create_pool(const PoolKey& key) {
         // First use: create it empty. Losing the race to another creator (409) is fine: read theirs.
         const std::string path = collection_path(ns(), kPools);
         const HttpResponse r = api_.call("POST", path, new_pool(ns(), key).dump());
-        if (r.status == 201 || r.status == 200) return parse_pool(parse_body(r, "POST " + path), key.network_name);
+        if (r.status == 201 || r.status == 200) return parse_pool_body(r.body, key.network_name);
         if (r.status != 409) api_.fail("POST " + path + " (create IPPool " + key.name() + ")", r);
         if (attempt >= 3) api_.backoff(attempt, "IPPool " + key.name() + " keeps being created and deleted");
     }
 }
 
-bool KubeStore::patch_pool(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool) {
+KubeStore::PatchOutcome KubeStore::try_patch(const PoolObject& pool, const std::vector<PoolChange>& changes,
+                                             bool whole_pool) {
     const std::string path = object_path(ns(), kPools, pool.dump.pool.name());
+    const std::uint64_t sent_before = api_.requests();
+    const long connects_before = api_.connections();
     const HttpResponse r = api_.call("PATCH", path, pool_patch(pool, changes, whole_pool).dump(), kJsonPatch);
-    if (r.status == 200) return true;
-    // 422: the resourceVersion test failed (the pool changed since read); 409: same, said by a
-    // server that checks it as a precondition. 404: deleted meanwhile (re-read recreates it).
-    if (r.status == 422 || r.status == 409) return false;
-    if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return false;
+    if (r.status == 200) return PatchOutcome::applied;
+    // 422: a test failed (the entries changed since read); 409: a server that checks the same as
+    // a precondition. 404: deleted meanwhile (re-read recreates it). When the PATCH may have been
+    // sent more than once (our retry after a lost answer or a 5xx, or libcurl's own silent resend
+    // on a new connection when a kept-alive one closed without answering), the entry that failed
+    // the test may be our own first try.
+    const bool resent = api_.requests() - sent_before > 1 || api_.connections() != connects_before;
+    if (r.status == 422 || r.status == 409) return resent ? PatchOutcome::unsure : PatchOutcome::lost;
+    if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return PatchOutcome::gone;
     api_.fail("PATCH " + path, r);
+}
+
+bool KubeStore::patch_pool(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool) {
+    return try_patch(pool, changes, whole_pool) == PatchOutcome::applied;
 }
 
 bool KubeStore::reserve(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner) {
@@ -168,31 +186,63 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
     MemoryRuns foreign;   // offsets whose reservation another pod holds (an overlapping pool has them)
     // Only a lost write race spreads the next pick; skipping a foreign reservation must still give
     // the lowest free address (whereabouts' order), or the result would depend on timing.
-    bool lost_race = false;
+    int losses = 0;
+    std::optional<PoolObject> pool;   // the view decisions are made on; empty: read it (again)
+    MemoryRuns lost;                  // offsets of `pool` lost to other writers since it was read
+    int writes_on_view = 0;
     for (int attempt = 0;; ++attempt) {
-        PoolObject pool = read_or_create_pool(key);
+        if (!pool) {
+            pool = read_or_create_pool(key);
+            lost = MemoryRuns();
+            writes_on_view = 0;
+        }
         MemoryRuns held;
-        for (const auto& entry : pool.dump.allocations) held.insert(entry.first);
-        RunsCoverage held_cov(held), foreign_cov(foreign);
-        Coverage* taken[] = {&held_cov, &foreign_cov};
+        for (const auto& entry : pool->dump.allocations) held.insert(entry.first);
+        RunsCoverage held_cov(held), foreign_cov(foreign), lost_cov(lost);
+        Coverage* taken[] = {&held_cov, &foreign_cov, &lost_cov};
 
-        auto existing = pool.held_by(owner.podref, owner.ifname);
+        auto existing = pool->held_by(owner.podref, owner.ifname);
         const bool existing_lost = existing && foreign.contains(existing->first);
-        Decision d = decide(request.range, existing && !existing_lost ? std::optional(existing->first) : std::nullopt,
-                            request.requested, taken);
+        Decision d;
+        try {
+            d = decide(request.range, existing && !existing_lost ? std::optional(existing->first) : std::nullopt,
+                       request.requested, taken);
+        } catch (const IpamError& e) {
+            // Full only without the offsets lost on this view (a 409 does not prove they are
+            // taken): a fresh read decides.
+            if (e.code != codes::range_full || lost.run_count() == 0) throw;
+            pool.reset();
+            continue;
+        }
         // After a lost race, concurrent callers that re-read the same pool would all pick the
-        // same lowest free address again: spread them over the next few free ones instead.
-        if (lost_race && !d.reuse && !request.requested) d = spread(request.range, d, held, foreign, attempt);
+        // same lowest free address again: spread them over the next free ones instead.
+        if (losses > 0 && !d.reuse && !request.requested) d = spread(request.range, d, taken, spread_span(losses));
         const bool drop = existing && (d.drop_existing || existing_lost) && !(d.reuse && d.offset == existing->first);
 
         std::vector<PoolChange> changes;
         if (drop) changes.push_back({existing->first, std::nullopt, existing->second});
         const bool write = !d.reuse || existing->second.container_id != owner.container_id;
         if (write) changes.push_back({d.offset, owner, d.reuse ? std::optional(existing->second) : std::nullopt});
-        if (!changes.empty() && !patch_pool(pool, changes)) {
-            lost_race = true;
-            api_.backoff(attempt, "IPPool " + key.name() + " changed by concurrent writers");
-            continue;
+        if (!changes.empty()) {
+            const PatchOutcome outcome = try_patch(*pool, changes);
+            if (outcome != PatchOutcome::applied) {
+                ++losses;
+                ++writes_on_view;
+                // A failed test of a plain add (sent once) says that this one offset was taken by
+                // someone else since the read;
+                // the rest of the view is what a re-read would mostly show too (the pool changes
+                // around its lowest free offsets, which the spread skips), so the first retry
+                // decides on the same view without it, saving the GET. A second loss re-reads.
+                const bool keep_view = outcome == PatchOutcome::lost && changes.size() == 1 && !d.reuse &&
+                                       !request.requested && writes_on_view < 2;
+                if (keep_view) {
+                    lost.insert(d.offset);
+                } else {
+                    pool.reset();
+                }
+                api_.backoff(attempt, "IPPool " + key.name() + " changed by concurrent writers");
+                continue;
+            }
         }
         // The pool holds the address now. From here on, a failure takes it out again.
         const netns::IpAddress ip = address_of(key, d.offset);
@@ -202,7 +252,8 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
                 // An overlapping pool of the same network_name handed this address out: skip it.
                 unwind(key, d.offset, owner);
                 foreign.insert(d.offset);
-                lost_race = false;
+                losses = 0;
+                pool.reset();
                 if (request.requested) {
                     throw IpamError(codes::address_in_use, "static IP " + ip.str() + " is reserved by another pod "
                                                            "(OverlappingRangeIPReservation " +

@@ -18,15 +18,15 @@ using nlohmann::json;
 struct ServerOptions {
     bool crds = true;                       // false: the whereabouts group is not served (404)
     std::string token = "rdmanet-test-token";
-    std::vector<std::string> extra_args;    // e.g. {"--latency-ms", "2"}
+    std::vector<std::string> extra_args{};  // e.g. {"--latency-ms", "2"}
 };
 
 struct KubeconfigOptions {
-    std::string token;                      // "" = the server's token
+    std::string token{};                    // "" = the server's token
     bool embed_ca = true;                   // certificate-authority-data (else certificate-authority: file)
-    std::string ca_file;                    // overrides the CA (wrong-CA tests)
+    std::string ca_file{};                  // overrides the CA (wrong-CA tests)
     bool insecure = false;
-    std::string ns;                         // context namespace ("" = unset: kube-system)
+    std::string ns{};                       // context namespace ("" = unset: kube-system)
     bool token_file = false;                // tokenFile instead of token
 };
 

@@ -93,7 +93,11 @@ std::unique_ptr<httplib::Server> g_server;
 
 void send(httplib::Response& res, const Reply& r) {
     res.status = r.status;
-    res.set_content(r.body.dump(), "application/json");
+    if (r.text) {
+        res.set_content(*r.text, "application/json");
+    } else {
+        res.set_content(r.body.dump(), "application/json");
+    }
 }
 
 // Closes the TCP connection a request arrived on (httplib does not expose it): the socket whose
@@ -114,6 +118,27 @@ void drop_connection(const httplib::Request& req) {
             ::shutdown(fd, SHUT_RDWR);
             break;
         }
+    }
+    closedir(d);
+}
+
+// cpp-httplib listens with a backlog of 5 (compiled into Debian's library): 16 callers that each
+// open a new connection per CNI call overflow it, and a dropped SYN costs a 1 s retransmission -
+// a stall of the test double, not of the client. Go's net package (the kube-apiserver) listens
+// with net.core.somaxconn; listen() again on the listening socket raises the backlog in place.
+void widen_listen_backlog(int port) {
+    DIR* d = opendir("/proc/self/fd");
+    if (!d) return;
+    while (dirent* e = readdir(d)) {
+        const int fd = std::atoi(e->d_name);
+        if (fd <= 2) continue;
+        int listening = 0;
+        socklen_t optlen = sizeof listening;
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) != 0 || !listening) continue;
+        if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0 || ss.ss_family != AF_INET) continue;
+        if (ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port) == port) ::listen(fd, SOMAXCONN);
     }
     closedir(d);
 }
@@ -344,6 +369,10 @@ int main(int argc, char** argv) {
     svr.set_keep_alive_max_count(1000000);
     svr.set_keep_alive_timeout(30);
     svr.set_payload_max_length(64 << 20);
+    // httplib writes a response's headers and body separately: without TCP_NODELAY, Nagle holds the
+    // body back until the client's delayed ACK (40 ms) - per request, which would swamp the injected
+    // latency. The kube-apiserver (Go) sets TCP_NODELAY on every connection.
+    svr.set_tcp_nodelay(true);
     auto h = [&s](const httplib::Request& req, httplib::Response& res) { handle(s, req, res); };
     svr.Get(".*", h);
     svr.Post(".*", h);
@@ -356,6 +385,7 @@ int main(int argc, char** argv) {
         std::cerr << "test_apiserver: cannot bind 127.0.0.1\n";
         return 1;
     }
+    widen_listen_backlog(s.port);
     {
         const std::string tmp = port_file + ".tmp";
         std::ofstream(tmp) << s.port << '\n';

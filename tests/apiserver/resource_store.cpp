@@ -26,6 +26,119 @@ bool valid_name(const std::string& n) {
     return std::isalnum(static_cast<unsigned char>(n.front())) && std::isalnum(static_cast<unsigned char>(n.back()));
 }
 
+// What undoes one applied patch operation (paths are re-resolved at undo time: array inserts
+// may move elements, so pointers into the tree would not stay valid).
+struct UndoStep {
+    enum Kind { erase_member, set_member, erase_index, insert_index, set_index } kind;
+    json::json_pointer parent;
+    std::string key;
+    std::size_t index = 0;
+    json old;
+};
+
+void undo_all(json& target, std::vector<UndoStep>& log) {
+    for (auto it = log.rbegin(); it != log.rend(); ++it) {
+        json& parent = target.at(it->parent);
+        switch (it->kind) {
+        case UndoStep::erase_member: parent.erase(it->key); break;
+        case UndoStep::set_member: parent[it->key] = std::move(it->old); break;
+        case UndoStep::erase_index: parent.erase(it->index); break;
+        case UndoStep::insert_index: parent.insert(parent.begin() + static_cast<std::ptrdiff_t>(it->index), std::move(it->old)); break;
+        case UndoStep::set_index: parent[it->index] = std::move(it->old); break;
+        }
+    }
+    log.clear();
+}
+
+std::optional<std::size_t> array_index(const std::string& token, std::size_t size, bool allow_end) {
+    if (allow_end && token == "-") return size;
+    if (token.empty() || token.size() > 9 || (token.size() > 1 && token[0] == '0')) return std::nullopt;
+    std::size_t i = 0;
+    for (char c : token) {
+        if (c < '0' || c > '9') return std::nullopt;
+        i = i * 10 + static_cast<std::size_t>(c - '0');
+    }
+    if (i > size || (!allow_end && i == size)) return std::nullopt;
+    return i;
+}
+
+// Whether the in-place applier handles `ops` (test/add/remove/replace below the root); move and
+// copy go through nlohmann's copying patch instead.
+bool patchable_in_place(const json& ops) {
+    for (const auto& op : ops) {
+        if (!op.is_object() || !op.contains("path") || !op["path"].is_string() || op["path"] == "") return false;
+        const std::string o = op.value("op", "");
+        if (o != "test" && o != "add" && o != "remove" && o != "replace") return false;
+        if (o != "remove" && !op.contains("value")) return false;
+    }
+    return true;
+}
+
+// Applies `ops` (patchable_in_place) to `target`; on the first failing operation undoes the
+// applied ones and returns why. On success `log` undoes the whole patch.
+std::optional<std::string> apply_in_place(json& target, const json& ops, std::vector<UndoStep>& log) {
+    for (const auto& op : ops) {
+        const std::string kind = op["op"].get<std::string>();
+        const std::string path = op["path"].get<std::string>();
+        std::optional<std::string> error;
+        try {
+            const json::json_pointer ptr(path);
+            if (kind == "test") {
+                const json& want = op["value"];
+                // The kube-apiserver's JSON patch (evanphx/json-patch) treats a missing member as
+                // null in a `test`: whereabouts and rdmanet test "this entry is absent" that way.
+                const bool present = target.contains(ptr);
+                if (want.is_null() ? present && !target.at(ptr).is_null() : !present || target.at(ptr) != want) {
+                    error = "testing value " + path + " failed: test failed";
+                }
+            } else {
+                const json::json_pointer parent_ptr = ptr.parent_pointer();
+                const std::string key = ptr.back();
+                if (!target.contains(parent_ptr)) {
+                    error = "doc is missing path: " + path;
+                } else if (json& parent = target.at(parent_ptr); parent.is_object()) {
+                    auto it = parent.find(key);
+                    if (kind != "add" && it == parent.end()) {
+                        error = "unable to " + kind + " nonexistent key: " + key;
+                    } else if (kind == "remove") {
+                        log.push_back({UndoStep::set_member, parent_ptr, key, 0, std::move(*it)});
+                        parent.erase(it);
+                    } else if (it != parent.end()) {
+                        log.push_back({UndoStep::set_member, parent_ptr, key, 0, std::move(*it)});
+                        *it = op["value"];
+                    } else {
+                        log.push_back({UndoStep::erase_member, parent_ptr, key, 0, json()});
+                        parent[key] = op["value"];
+                    }
+                } else if (parent.is_array()) {
+                    const auto i = array_index(key, parent.size(), kind == "add");
+                    if (!i) {
+                        error = "index out of bounds: " + path;
+                    } else if (kind == "add") {
+                        parent.insert(parent.begin() + static_cast<std::ptrdiff_t>(*i), op["value"]);
+                        log.push_back({UndoStep::erase_index, parent_ptr, key, *i, json()});
+                    } else if (kind == "remove") {
+                        log.push_back({UndoStep::insert_index, parent_ptr, key, *i, std::move(parent[*i])});
+                        parent.erase(*i);
+                    } else {
+                        log.push_back({UndoStep::set_index, parent_ptr, key, *i, std::move(parent[*i])});
+                        parent[*i] = op["value"];
+                    }
+                } else {
+                    error = "doc is missing path: " + path;
+                }
+            }
+        } catch (const json::exception& e) {
+            error = e.what();
+        }
+        if (error) {
+            undo_all(target, log);
+            return error;
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 json status_object(int code, const std::string& reason, const std::string& message, json details) {
@@ -51,7 +164,7 @@ void ResourceStore::ensure_namespace(const std::string& ns) {
     if (ns.empty()) return;
     const Key k{"namespaces", "", ns};
     if (objects_.count(k)) return;
-    objects_[k] = {{"apiVersion", "v1"}, {"kind", "Namespace"},
+    objects_[k].object = {{"apiVersion", "v1"}, {"kind", "Namespace"},
                    {"metadata", {{"name", ns}, {"uid", "ns-" + ns}, {"resourceVersion", std::to_string(++revision_)},
                                  {"creationTimestamp", now_rfc3339()}}},
                    {"status", {{"phase", "Active"}}}};
@@ -84,31 +197,44 @@ std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::s
     auto require = [&](bool ok, const std::string& field, const std::string& msg) {
         if (!ok) causes.push_back({{"reason", "FieldValueRequired"}, {"message", msg}, {"field", field}});
     };
-    const json spec = o.contains("spec") ? o["spec"] : json();
+    auto is_string_member = [](const json& obj, const char* key) {
+        if (!obj.is_object()) return false;
+        auto it = obj.find(key);
+        return it != obj.end() && it->is_string();
+    };
+    static const json none;
+    const json& spec = o.is_object() && o.contains("spec") ? o["spec"] : none;
     if (t.kind == "IPPool") {
         require(spec.is_object(), "spec", "Required value");
         if (spec.is_object()) {
-            require(spec.contains("range") && spec["range"].is_string(), "spec.range", "Required value");
-            require(spec.contains("allocations") && spec["allocations"].is_object(), "spec.allocations", "Required value");
-            if (spec.contains("allocations") && spec["allocations"].is_object()) {
-                for (const auto& [k, v] : spec["allocations"].items()) {
-                    const std::string f = "spec.allocations[" + k + "]";
-                    require(v.is_object() && v.contains("id") && v["id"].is_string(), f + ".id", "Required value");
-                    require(v.is_object() && v.contains("podref") && v["podref"].is_string(), f + ".podref",
-                            "Required value");
+            require(is_string_member(spec, "range"), "spec.range", "Required value");
+            auto allocs = spec.find("allocations");
+            const bool have = allocs != spec.end() && allocs->is_object();
+            require(have, "spec.allocations", "Required value");
+            if (have) {
+                for (auto it = allocs->begin(); it != allocs->end(); ++it) {
+                    // Field names built only for a failure: this runs over every entry per write.
+                    if (!is_string_member(*it, "id")) require(false, "spec.allocations[" + it.key() + "].id", "Required value");
+                    if (!is_string_member(*it, "podref")) {
+                        require(false, "spec.allocations[" + it.key() + "].podref", "Required value");
+                    }
                 }
             }
         }
     } else if (t.kind == "OverlappingRangeIPReservation") {
         require(spec.is_object(), "spec", "Required value");
-        require(spec.is_object() && spec.contains("podref") && spec["podref"].is_string(), "spec.podref",
-                "Required value");
+        require(is_string_member(spec, "podref"), "spec.podref", "Required value");
     }
     if (causes.empty()) return std::nullopt;
     std::string msg = t.kind + " \"" + name + "\" is invalid: ";
     for (std::size_t i = 0; i < causes.size(); ++i) msg += (i ? ", " : "") + causes[i]["field"].get<std::string>() + ": Required value";
     return Reply{422, status_object(422, "Invalid", msg,
                                     {{"name", name}, {"group", t.group}, {"kind", t.kind}, {"causes", causes}})};
+}
+
+Reply ResourceStore::stored_reply(int status, Stored& st) {
+    if (!st.text) st.text = std::make_shared<const std::string>(st.object.dump());
+    return Reply(status, st.text);
 }
 
 Reply ResourceStore::list(const ResourceType& t, const std::string& ns, const std::string& field_selector) {
@@ -121,7 +247,7 @@ Reply ResourceStore::list(const ResourceType& t, const std::string& ns, const st
         if (std::get<0>(k) != gk) continue;
         if (!ns.empty() && std::get<1>(k) != ns) continue;
         if (!only_name.empty() && std::get<2>(k) != only_name) continue;
-        items.push_back(obj);
+        items.push_back(obj.object);
     }
     return {200, {{"apiVersion", t.group.empty() ? t.version : t.group + "/" + t.version},
                   {"kind", t.kind + "List"},
@@ -133,7 +259,7 @@ Reply ResourceStore::get(const ResourceType& t, const std::string& ns, const std
     std::lock_guard lock(mu_);
     auto it = objects_.find(key(t, ns, name));
     if (it == objects_.end()) return {404, not_found(t, name)};
-    return {200, it->second};
+    return stored_reply(200, it->second);
 }
 
 Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o) {
@@ -171,8 +297,10 @@ Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o
     md.erase("generateName");
     o["apiVersion"] = t.group.empty() ? t.version : t.group + "/" + t.version;
     o["kind"] = t.kind;
-    objects_[k] = o;
-    return {201, o};
+    Stored& st = objects_[k];
+    st.object = std::move(o);
+    st.text.reset();
+    return stored_reply(201, st);
 }
 
 Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const std::string& name, json o) {
@@ -183,7 +311,7 @@ Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const 
     if (!o.contains("metadata") || !o["metadata"].is_object()) o["metadata"] = json::object();
     auto& md = o["metadata"];
     const std::string rv = md.value("resourceVersion", "");
-    const auto& stored = it->second["metadata"];
+    const auto& stored = it->second.object["metadata"];
     if (!rv.empty() && rv != stored.value("resourceVersion", "")) {
         return {409, status_object(409, "Conflict",
                                    "Operation cannot be fulfilled on " + group_kind(t) + " \"" + name +
@@ -197,8 +325,9 @@ Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const 
     md["resourceVersion"] = std::to_string(++revision_);
     o["apiVersion"] = t.group.empty() ? t.version : t.group + "/" + t.version;
     o["kind"] = t.kind;
-    it->second = o;
-    return {200, o};
+    it->second.object = std::move(o);
+    it->second.text.reset();
+    return stored_reply(200, it->second);
 }
 
 Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const std::string& name,
@@ -206,51 +335,63 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     std::lock_guard lock(mu_);
     auto it = objects_.find(key(t, ns, name));
     if (it == objects_.end()) return {404, not_found(t, name)};
-    json patched;
+    json& stored = it->second.object;
+    auto invalid = [&](const std::string& why) {
+        // The kube-apiserver answers a failed `test` (and a path that does not exist) with 422.
+        return Reply{422, status_object(422, "Invalid", "the server rejected our request due to an error in our request: " + why,
+                                        {{"name", name}, {"group", t.group}, {"kind", t.kind}})};
+    };
+    const json md_before = stored.contains("metadata") ? stored["metadata"] : json::object();
+    std::vector<UndoStep> undo;
+    std::optional<json> copy;   // the patched copy, for what the in-place applier does not handle
     if (content_type.rfind("application/json-patch+json", 0) == 0) {
         if (!p.is_array()) return {400, status_object(400, "BadRequest", "a JSON patch must be an array")};
-        // The kube-apiserver's JSON patch (evanphx/json-patch) treats a missing member as null in a
-        // `test`: whereabouts and rdmanet test "this entry is absent" that way. nlohmann's patch
-        // would call it a failure, so those tests are checked here and left out.
-        json ops = json::array();
-        for (const auto& op : p) {
-            if (op.is_object() && op.value("op", "") == "test" && op.contains("value") && op["value"].is_null() &&
-                op.contains("path") && op["path"].is_string()) {
-                json::json_pointer ptr;
-                try {
-                    ptr = json::json_pointer(op["path"].get<std::string>());
-                } catch (const json::exception& e) {
-                    return {422, status_object(422, "Invalid", std::string("bad patch path: ") + e.what())};
+        if (patchable_in_place(p)) {
+            if (auto error = apply_in_place(stored, p, undo)) return invalid(*error);
+        } else {
+            // nlohmann's patch calls a `test` of a missing member against null a failure, unlike
+            // the kube-apiserver: those tests are checked here and left out.
+            json ops = json::array();
+            for (const auto& op : p) {
+                if (op.is_object() && op.value("op", "") == "test" && op.contains("value") && op["value"].is_null() &&
+                    op.contains("path") && op["path"].is_string()) {
+                    try {
+                        const json::json_pointer ptr(op["path"].get<std::string>());
+                        if (stored.contains(ptr) && !stored.at(ptr).is_null()) {
+                            return invalid("testing value " + op["path"].get<std::string>() + " failed: test failed");
+                        }
+                    } catch (const json::exception& e) {
+                        return invalid(std::string("bad patch path: ") + e.what());
+                    }
+                    continue;
                 }
-                if (it->second.contains(ptr) && !it->second.at(ptr).is_null()) {
-                    return {422, status_object(422, "Invalid", "the server rejected our request due to an error in our request: "
-                                                               "testing value " + op["path"].get<std::string>() + " failed: test failed",
-                                               {{"name", name}, {"group", t.group}, {"kind", t.kind}})};
-                }
-                continue;
+                ops.push_back(op);
             }
-            ops.push_back(op);
-        }
-        try {
-            patched = it->second.patch(ops);
-        } catch (const json::exception& e) {
-            // The kube-apiserver answers a failed `test` (and a path that does not exist) with 422.
-            return {422, status_object(422, "Invalid", "the server rejected our request due to an error in our request: " +
-                                                           std::string(e.what()),
-                                       {{"name", name}, {"group", t.group}, {"kind", t.kind}})};
+            try {
+                copy = stored.patch(ops);
+            } catch (const json::exception& e) {
+                return invalid(e.what());
+            }
         }
     } else if (content_type.rfind("application/merge-patch+json", 0) == 0) {
-        patched = it->second;
-        patched.merge_patch(p);
+        copy = stored;
+        copy->merge_patch(p);
     } else {
         return {415, status_object(415, "UnsupportedMediaType", "the content type " + content_type + " is not supported")};
     }
-    if (auto bad = validate(t, name, patched)) return *bad;
-    const auto& stored = it->second["metadata"];
-    for (const char* keep : {"uid", "creationTimestamp", "namespace", "name"}) patched["metadata"][keep] = stored[keep];
+    json& patched = copy ? *copy : stored;
+    if (auto bad = validate(t, name, patched)) {
+        undo_all(stored, undo);
+        return *bad;
+    }
+    if (!patched.contains("metadata") || !patched["metadata"].is_object()) patched["metadata"] = json::object();
+    for (const char* keep : {"uid", "creationTimestamp", "namespace", "name"}) {
+        if (md_before.contains(keep)) patched["metadata"][keep] = md_before[keep];
+    }
     patched["metadata"]["resourceVersion"] = std::to_string(++revision_);
-    it->second = patched;
-    return {200, patched};
+    if (copy) stored = std::move(*copy);
+    it->second.text.reset();
+    return stored_reply(200, it->second);
 }
 
 Reply ResourceStore::remove(const ResourceType& t, const std::string& ns, const std::string& name, const json& options) {
@@ -259,7 +400,7 @@ Reply ResourceStore::remove(const ResourceType& t, const std::string& ns, const 
     if (it == objects_.end()) return {404, not_found(t, name)};
     if (options.is_object() && options.contains("preconditions") && options["preconditions"].is_object()) {
         const auto& pre = options["preconditions"];
-        const auto& md = it->second["metadata"];
+        const auto& md = it->second.object["metadata"];
         for (const char* field : {"uid", "resourceVersion"}) {
             if (pre.contains(field) && pre[field].is_string() && pre[field] != md.value(field, "")) {
                 return {409, status_object(409, "Conflict",
@@ -270,7 +411,7 @@ Reply ResourceStore::remove(const ResourceType& t, const std::string& ns, const 
             }
         }
     }
-    json gone = it->second;
+    json gone = std::move(it->second.object);
     objects_.erase(it);
     ++revision_;
     return {200, gone};

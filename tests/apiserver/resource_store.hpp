@@ -1,8 +1,16 @@
 #pragma once
 // The object store of the test API server: namespaced resources with kube-apiserver semantics for
 // what rdmanet (and kubectl get/create/delete) use. Pure: one call in, (HTTP status, JSON body)
-// out; the HTTP layer (main.cpp) only routes. Thread-safe (one mutex: the server is a test double,
-// not a benchmark subject - its cost per request is microseconds next to the injected latency).
+// out; the HTTP layer (main.cpp) only routes. Thread-safe (one mutex).
+//
+// Cost: the benchmark (tests/bench/kube_bench.cpp) runs this server on the same CPUs as the client
+// it measures, with pools of 10k entries, so per request it does what the kube-apiserver must do
+// (serialize the whole object into every GET and write response, check the schema) and nothing
+// it need not: each object's serialized form is kept per resourceVersion (a GET of an unchanged
+// object copies bytes instead of re-serializing a JSON tree), and a JSON patch is applied to the
+// stored object in place (an undo log restores it when an operation or the schema check fails)
+// instead of to a copy of the whole object. The real server also decodes the stored object from
+// etcd per write, which this one skips.
 //
 // Semantics kept from the real server:
 //  - one cluster-wide resourceVersion counter (etcd's revision), bumped by every write; each
@@ -19,6 +27,7 @@
 //    and podref; OverlappingRangeIPReservation spec.podref required -> 422 Invalid otherwise.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -42,6 +51,11 @@ struct ResourceType {
 struct Reply {
     int status = 200;
     json body;
+    std::shared_ptr<const std::string> text;   // set: the body already serialized (sent instead of `body`)
+
+    Reply() = default;
+    Reply(int s, json b) : status(s), body(std::move(b)) {}
+    Reply(int s, std::shared_ptr<const std::string> t) : status(s), text(std::move(t)) {}
 };
 
 json status_object(int code, const std::string& reason, const std::string& message, json details = json::object());
@@ -68,6 +82,14 @@ private:
     using Key = std::tuple<std::string, std::string, std::string>;   // plural.group, namespace, name
     Key key(const ResourceType& t, const std::string& ns, const std::string& name) const;
     std::optional<Reply> validate(const ResourceType& t, const std::string& name, const json& object) const;
+    // A stored object and its serialized form (made on first need after each write).
+    struct Stored {
+        json object;
+        std::shared_ptr<const std::string> text;
+    };
+    // The object's serialized form as a reply. Caller holds mu_.
+    static Reply stored_reply(int status, Stored& s);
+
     json not_found(const ResourceType& t, const std::string& name) const;
     // Namespaces exist once anything is created in them (kubectl looks a namespace up when a get
     // answers NotFound); default, kube-system and kube-public exist from the start. Caller holds mu_.
@@ -75,7 +97,7 @@ private:
 
     std::vector<ResourceType> types_;
     std::mutex mu_;
-    std::map<Key, json> objects_;
+    std::map<Key, Stored> objects_;
     std::uint64_t revision_ = 1000;
     std::uint64_t next_uid_ = 1;
 };

@@ -46,8 +46,8 @@ TEST_CASE("wire: a new pool and a reservation are whereabouts objects", "[kube][
 }
 
 TEST_CASE("wire: the patch tests resourceVersion, then adds / removes by decimal offset", "[kube][wire]") {
-    const PoolObject p = parse_pool(pool_json("10.10.0.0-16", "10.10.0.0/16",
-                                              {{"5", {{"id", "a"}, {"podref", "ml/x"}, {"ifname", "net1"}}}}), "");
+    const json object = pool_json("10.10.0.0-16", "10.10.0.0/16", {{"5", {{"id", "a"}, {"podref", "ml/x"}, {"ifname", "net1"}}}});
+    const PoolObject p = parse_pool(object, "");
     CHECK(p.resource_version == "48213");
     REQUIRE(p.dump.allocations.size() == 1);
     CHECK(p.dump.allocations.at(5) == Owner{"a", "ml/x", "net1"});
@@ -64,7 +64,7 @@ TEST_CASE("wire: the patch tests resourceVersion, then adds / removes by decimal
     // other field (labels) untouched.
     json applicable = patch;
     applicable.erase(1);
-    const json after = p.object.patch(applicable);
+    const json after = object.patch(applicable);
     CHECK(after["metadata"]["labels"]["keep"] == "me");
     CHECK(after["spec"]["allocations"].size() == 1);
     CHECK(after["spec"]["allocations"]["65542"]["podref"] == "ml/y");
@@ -106,7 +106,7 @@ TEST_CASE("wire: delete preconditions carry uid and resourceVersion", "[kube][wi
     CHECK(delete_preconditions(o)["preconditions"] == json{{"uid", "u-1"}, {"resourceVersion", "7"}});
 }
 
-TEST_CASE("reconcile: orphans are allocations of pods that are gone; no pod identity is kept", "[kube][reconcile]") {
+TEST_CASE("reconcile: orphans are allocations of pods that are gone, no pod identity is kept", "[kube][reconcile]") {
     const PoolObject p = parse_pool(pool_json("10.0.0.0-24", "10.0.0.0/24",
                                               {{"1", {{"id", "a"}, {"podref", "ns/live"}, {"ifname", "net1"}}},
                                                {"2", {{"id", "b"}, {"podref", "ns/gone"}, {"ifname", "net1"}}},
@@ -167,4 +167,45 @@ TEST_CASE("retry: jittered exponential backoff, bounded, Retry-After honoured", 
     CHECK_FALSE(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT").has_value());
     CHECK_FALSE(parse_retry_after("-1").has_value());
     CHECK_FALSE(parse_retry_after("").has_value());
+}
+
+TEST_CASE("wire: the IPPool body is read without a JSON tree, as the tree would read it", "[kube][wire]") {
+    json allocs = {{"7", {{"id", "c\"7\u00e9"}, {"podref", "ml/p\\7"}, {"ifname", "net1"}, {"extra", {{"x", {1, 2}}}}}},
+                   {"9", {{"id", "c9"}, {"podref", "ml/p9"}}}};
+    json object = pool_json("10.0.0.0-24", "10.0.0.0/24", allocs);
+    object["status"] = {{"note", "\u2603 \U0001F600"}, {"list", {true, false, nullptr, 1.5e3}}};
+    const std::string text = object.dump(2);
+    const PoolObject p = parse_pool_body(text, "blue");
+    CHECK(p.resource_version == "48213");
+    CHECK(p.has_allocations_map);
+    CHECK(p.dump.pool.network_name == "blue");
+    CHECK(p.dump.pool.range == net("10.0.0.0/24"));
+    REQUIRE(p.dump.allocations.size() == 2);
+    CHECK(p.dump.allocations.at(7) == Owner{"c\"7\u00e9", "ml/p\\7", "net1"});
+    CHECK(p.dump.allocations.at(9) == Owner{"c9", "ml/p9", ""});   // a missing ifname reads as ""
+    // The same through a JSON tree (reconcile's list items) and with \u escapes in the text.
+    CHECK(parse_pool(object, "blue").dump.allocations == p.dump.allocations);
+    CHECK(parse_pool_body(object.dump(-1, ' ', true), "blue").dump.allocations == p.dump.allocations);
+
+    json null_allocs = object;
+    null_allocs["spec"]["allocations"] = nullptr;
+    CHECK_FALSE(parse_pool_body(null_allocs.dump(), "").has_allocations_map);
+
+    // Malformed text and malformed pools are refused, naming the problem.
+    for (const std::string& bad : {text.substr(0, text.size() - 1), std::string("[") + text + "]", text + "x",
+                                  std::string("\"x\""), std::string("{\"a\":\"\x01\"}"), std::string("{\"a\":\"\xc3\"}")}) {
+        CHECK_THROWS_WITH(parse_pool_body(bad, ""), Catch::Contains("not a JSON object") || Catch::Contains("malformed"));
+    }
+    json entry_array = object;
+    entry_array["spec"]["allocations"]["7"] = json::array();
+    CHECK_THROWS_WITH(parse_pool_body(entry_array.dump(), ""), Catch::Contains("must be an object"));
+    json allocs_array = object;
+    allocs_array["spec"]["allocations"] = json::array();
+    CHECK_THROWS_WITH(parse_pool_body(allocs_array.dump(), ""), Catch::Contains("spec.allocations must be an object"));
+    json range_number = object;
+    range_number["spec"]["range"] = 5;
+    CHECK_THROWS_WITH(parse_pool_body(range_number.dump(), ""), Catch::Contains("spec.range is missing"));
+    json no_spec = object;
+    no_spec.erase("spec");
+    CHECK_THROWS_WITH(parse_pool_body(no_spec.dump(), ""), Catch::Contains("IPPool 10.0.0.0-24 is malformed"));
 }

@@ -6,7 +6,9 @@
 //   ADD  GET pool (404 -> create it; 409 AlreadyExists -> GET again), decide() over its
 //        allocations, JSON patch that tests the chosen entry is still absent and adds it (a failed
 //        test is 422 -> re-read, back off, decide again; see wire.hpp pool_patch for why per
-//        entry and not per resourceVersion), then with enable_overlapping_ranges
+//        entry and not per resourceVersion; a lost race retries once on the same view without
+//        the lost address, then re-reads; retries skip a random number of free addresses so
+//        that concurrent losers do not collide again), then with enable_overlapping_ranges
 //        CREATE the reservation. Uncontended: 2 requests, 3 with reservations.
 //        A reservation held by another pod (an overlapping pool handed out the same address)
 //        takes the entry out again and picks the next address; any other failure after the pool
@@ -62,6 +64,10 @@ public:
     void drop_reservation(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner);
 
 private:
+    // lost: a test failed; unsure: a test failed on a resent PATCH (the first may have applied);
+    // gone: the pool was deleted.
+    enum class PatchOutcome { applied, lost, unsure, gone };
+    PatchOutcome try_patch(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool = false);
     PoolObject read_or_create_pool(const PoolKey& key);
     // Creates the reservation; true when it is (now) held by `owner`, false when someone else holds it.
     bool reserve(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner);

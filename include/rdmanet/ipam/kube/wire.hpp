@@ -24,10 +24,9 @@ inline constexpr std::string_view kJsonPatch = "application/json-patch+json";
 std::string collection_path(std::string_view ns, std::string_view plural);
 std::string object_path(std::string_view ns, std::string_view plural, std::string_view name);
 
-// A pool as read: the whole object (unknown fields are kept untouched: we only ever patch
-// /spec/allocations/<offset>), its resourceVersion and its allocations.
+// A pool as read: its resourceVersion and its allocations. Nothing else of the object is kept:
+// we only ever patch /spec/allocations/<offset>, so unknown fields stay untouched on the server.
 struct PoolObject {
-    nlohmann::json object;
     std::string resource_version;
     PoolDump dump;
     bool has_allocations_map = true;   // false: spec.allocations absent/null, a patch must add it first
@@ -38,6 +37,9 @@ struct PoolObject {
 
 // Validates what whereabouts requires (spec.range, allocations keyed by decimal offset inside the
 // range). Throws IpamError(io_failure) naming the pool when the object is malformed.
+// parse_pool_body reads the response text directly (SAX, no JSON tree: a GET of a 10k-entry pool
+// is parsed per ADD); parse_pool is the same for an object already parsed (a list item).
+PoolObject parse_pool_body(std::string_view body, std::string network_name);
 PoolObject parse_pool(const nlohmann::json& object, std::string network_name);
 
 // The network_name a pool object belongs to, from its name and spec.range (name =
