@@ -264,8 +264,11 @@ void check_configs(Doctor& d) {
     if (ours == 0)
         d.add("cni.config", Status::ok, dir.string(),
               "no rdmanet config files (networks come from NetworkAttachmentDefinitions through Multus)");
+}
 
-    const auto policy_file = dir / "rdmanet.d" / "policy.json";
+// Reported whether or not the CNI config dir exists: the defaults apply either way.
+void check_policy(Doctor& d) {
+    const auto policy_file = d.under(d.o.cni_conf_dir) / "rdmanet.d" / "policy.json";
     if (auto text = read_text(policy_file)) {
         try {
             auto policy = parse_node_policy(*text, policy_file.string());
@@ -519,6 +522,7 @@ std::vector<Finding> doctor_checks(const DoctorOptions& options) {
     check_vfs(d);
     check_binaries(d);
     check_configs(d);
+    check_policy(d);
     check_kubeconfig(d);
     check_memlock(d);
     return d.findings;

@@ -161,12 +161,14 @@ bool install_modprobe(const InstallOptions& options) {
 }
 
 // The node policy is the admin's: written with its defaults only when absent, never replaced.
-void install_policy_if_absent(const InstallOptions& options) {
+// Returns the path written, "" when one was there.
+std::string install_policy_if_absent(const InstallOptions& options) {
     const fs::path target = fs::path(options.cni_conf_dir) / "rdmanet.d" / "policy.json";
     std::error_code ec;
-    if (fs::exists(target, ec)) return;
+    if (fs::exists(target, ec)) return "";
     fs::create_directories(target.parent_path());
     write_file_atomic(target.string(), default_policy_file_content(), 0644);
+    return target.string();
 }
 
 }  // namespace
@@ -241,7 +243,10 @@ InstallReport install_once(const InstallOptions& options, std::ostream& out) {
             }
         }
     }
-    if (!options.cni_conf_dir.empty()) install_policy_if_absent(options);
+    if (!options.cni_conf_dir.empty()) {
+        if (const auto written = install_policy_if_absent(options); !written.empty())
+            out << "wrote " << written << " (the node policy's defaults: edit it; install never replaces it)\n";
+    }
     if (!options.service_account_dir.empty() && install_kubeconfig(options)) {
         report.kubeconfig_written = true;
         // The path only: the file holds a bearer token.

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     std::string pool_name;
     int status = 0;
 
-    CLI::App* pool = app.add_subcommand("pool", "the embedded IPAM's local store (whereabouts IPPool shape)");
+    CLI::App* pool = app.add_subcommand("pool", "the embedded IPAM's pools (whereabouts IPPool shape): the local store, or the Kubernetes datastore with --kubeconfig/--in-cluster");
     pool->require_subcommand(1);
 
     CLI::App* list = pool->add_subcommand("list", "one line per pool: name, range, number of allocations");

@@ -241,6 +241,17 @@ TEST_CASE("doctor: a malformed node policy fails (every ADD would)", "[ctl][doct
     CHECK_THAT(f.message, Catch::Contains("every ADD on this node fails"));
 }
 
+TEST_CASE("doctor: the node policy is reported even without a CNI config dir", "[ctl][doctor]") {
+    FakeNode node;
+    fs::remove_all(node.root / "etc/cni/net.d");
+    const auto all = node.run();
+    CHECK(with_status(all, Status::fail, "cni.config").size() == 1);
+    const auto policy = with_status(all, Status::warn, "node.policy");
+    REQUIRE(policy.size() == 1);
+    CHECK(policy[0].subject == "/etc/cni/net.d/rdmanet.d/policy.json");
+    CHECK_THAT(policy[0].message, Catch::Contains("built-in defaults apply"));
+}
+
 TEST_CASE("doctor: IPAM kubeconfig problems", "[ctl][doctor]") {
     FakeNode node;
     SECTION("expired token") {

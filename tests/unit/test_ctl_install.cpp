@@ -152,11 +152,12 @@ TEST_CASE("install: the kubeconfig is rewritten when the token rotates (--watch)
     // Written in round 1 and round 3 only (round 2 saw the same token).
     const auto s = out.str();
     std::size_t writes = 0;
-    for (auto pos = s.find("wrote "); pos != std::string::npos; pos = s.find("wrote ", pos + 1)) ++writes;
+    const std::string wrote_kubeconfig = "wrote " + t.kubeconfig();
+    for (auto pos = s.find(wrote_kubeconfig); pos != std::string::npos; pos = s.find(wrote_kubeconfig, pos + 1)) ++writes;
     CHECK(writes == 2);
 }
 
-TEST_CASE("install: a watch round that fails keeps the loop going; a single run fails", "[ctl][install]") {
+TEST_CASE("install: a watch round that fails keeps the loop going, a single run fails", "[ctl][install]") {
     HostTree t;
     fs::remove(t.dir.sub("sa/token"));
     std::ostringstream out, err;
@@ -172,7 +173,7 @@ TEST_CASE("install: a watch round that fails keeps the loop going; a single run 
     CHECK(yaml_to_json(slurp(t.kubeconfig()))["users"][0]["user"]["token"] == "eyJ.late.sig");
 }
 
-TEST_CASE("install: API server from the environment or the flag; bad values refused", "[ctl][install]") {
+TEST_CASE("install: API server from the environment or the flag, bad values refused", "[ctl][install]") {
     HostTree t;
     t.options.getenv = [](const char* name) -> std::optional<std::string> {
         if (std::string(name) == "KUBERNETES_SERVICE_HOST") return "fd00::1";
@@ -202,9 +203,12 @@ TEST_CASE("install: the node policy file is written with defaults only when abse
     const auto text = slurp(policy_file);
     auto policy = rdmanet::cni::parse_node_policy(text, policy_file);
     CHECK(policy.log_dir == "/var/log/rdmanet");
+    CHECK_THAT(out.str(), Catch::Contains("wrote " + policy_file + " (the node policy's defaults"));
 
     write(policy_file, R"({"version": 1, "modes": ["macvlan"]})");
+    out.str("");
     REQUIRE(install(t.options, out, err) == 0);
+    CHECK(out.str().find(policy_file) == std::string::npos);   // the admin's file: not touched, not reported
     CHECK(slurp(policy_file) == R"({"version": 1, "modes": ["macvlan"]})");
 }
 
