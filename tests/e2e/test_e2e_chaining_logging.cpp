@@ -51,7 +51,7 @@ TEST_CASE("chained after another plugin, the previous result is kept and ours ap
     CHECK(del.ok());
 }
 
-TEST_CASE("logFile receives the decisions at logLevel; stdout holds only the result", "[e2e][logging]") {
+TEST_CASE("logFile receives the decisions at logLevel, stdout holds only the result", "[e2e][logging]") {
     Workspace ws;
     ScopedVeth uplink(nullptr, nullptr, "lg");
     ScopedNetns pod("pod");

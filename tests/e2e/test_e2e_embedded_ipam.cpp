@@ -48,7 +48,7 @@ json pools(const Workspace& ws) {
 
 }  // namespace
 
-TEST_CASE("macvlan with the embedded IPAM: ADD, CHECK, DEL; two pods ping; the pool empties", "[e2e][macvlan][ipam]") {
+TEST_CASE("macvlan with the embedded IPAM: ADD, CHECK, DEL, two pods ping, the pool empties", "[e2e][macvlan][ipam]") {
     Workspace ws;
     Uplink uplink;
     ScopedNetns pod1("ei1"), pod2("ei2");

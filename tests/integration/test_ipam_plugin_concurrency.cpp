@@ -35,7 +35,7 @@ std::vector<std::vector<CniOutcome>> run_streams(const json& conf, const std::st
 
 }  // namespace
 
-TEST_CASE("rdmanet-ipam: 16 processes x 50 ADDs on one range are unique and outside exclusions; DELs empty it", "[ipam]") {
+TEST_CASE("rdmanet-ipam: 16 processes x 50 ADDs on one range are unique and outside exclusions, DELs empty it", "[ipam]") {
     TempDir dir;
     const std::string data = dir.sub("data");
     // A /22: 800 addresses fit beside the exclusions (a /24 holds only 254).

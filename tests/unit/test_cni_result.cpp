@@ -75,7 +75,7 @@ TEST_CASE("result JSON for 1.1.0 adds interface and route extras", "[cni][result
     CHECK(result_to_json(full_result(), "1.1.0") == expected);
 }
 
-TEST_CASE("empty dns: always {} in 0.x, omitted in 1.x; empty lists omitted", "[cni][result]") {
+TEST_CASE("empty dns: always {} in 0.x, omitted in 1.x, empty lists omitted", "[cni][result]") {
     Result minimal;
     CHECK(result_to_json(minimal, "0.3.1") == json::parse(R"({"cniVersion":"0.3.1","dns":{}})"));
     CHECK(result_to_json(minimal, "0.4.0") == json::parse(R"({"cniVersion":"0.4.0","dns":{}})"));

@@ -74,7 +74,7 @@ TEST_CASE("ipam store: lowest free, release, reuse of the freed address", "[ipam
     CHECK(store.verify().empty());
 }
 
-TEST_CASE("ipam store: re-ADD of the same pod keeps its address; DEL keys by container id", "[ipam]") {
+TEST_CASE("ipam store: re-ADD of the same pod keeps its address, DEL keys by container id", "[ipam]") {
     TempDir dir;
     SqliteStore store(dir.sub("data"));
     const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/24"}});
@@ -323,7 +323,7 @@ TEST_CASE("ipam API: static requests", "[ipam]") {
     CHECK(store.verify().empty());
 }
 
-TEST_CASE("ipam API: podref falls back to the container id; GC through the API", "[ipam]") {
+TEST_CASE("ipam API: podref falls back to the container id, GC through the API", "[ipam]") {
     TempDir dir;
     SqliteStore store(dir.sub("data"));
     const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/24"}});

@@ -83,7 +83,7 @@ TEST_CASE("kubeconfig: files relative to the kubeconfig's directory (tokenFile, 
     CHECK(c.client_key_pem == "KEY");
 }
 
-TEST_CASE("kubeconfig: client certificate and key as -data; token wins over tokenFile", "[kube][kubeconfig]") {
+TEST_CASE("kubeconfig: client certificate and key as -data, token wins over tokenFile", "[kube][kubeconfig]") {
     auto c = parse_kubeconfig(config("    server: https://h:1\n",
                                      "    token: inline\n    tokenFile: /nonexistent\n"
                                      "    client-certificate-data: Q1JU\n    client-key-data: S0VZ\n"),
