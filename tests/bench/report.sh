@@ -60,7 +60,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else p
   echo
   echo "| range | allocations | median µs | p99 µs |"
   echo "| --- | ---: | ---: | ---: |"
-  awk 'NR > 2 && NF >= 7 { printf "| %s | %s | %s | %s |\n", $1, $2, $3, $5 }' "$work/ipam.txt"
+  awk 'NR > 2 && NF >= 8 { printf "| %s %s | %s | %s | %s |\n", $1, $2, $3, $4, $6 }' "$work/ipam.txt"
   printf '%s\n' "$kube_section"
   echo
   echo "![ADD+DEL cost per configuration](tests/bench/report/benchmark.png)"
