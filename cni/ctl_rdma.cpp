@@ -59,15 +59,6 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
     std::filesystem::rename(tmp, path);
 }
 
-std::vector<std::filesystem::path> sorted_entries(const std::filesystem::path& dir) {
-    std::vector<std::filesystem::path> out;
-    std::error_code ec;
-    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-        out.push_back(it->path());
-    std::sort(out.begin(), out.end());
-    return out;
-}
-
 std::string mode_value(RdmaNetnsMode mode) { return std::to_string(static_cast<int>(mode)); }
 
 std::string explain(const netns::KernelError& e, const std::string& action) {
@@ -136,8 +127,8 @@ BootNetnsMode boot_netns_mode(const std::vector<std::string>& dirs, const std::s
     BootNetnsMode result;
     std::map<std::string, std::filesystem::path> files;   // by name: modprobe's order
     for (const auto& dir : dirs)
-        for (const auto& f : sorted_entries(dir))
-            if (f.extension() == ".conf") files[f.filename().string()] = f;
+        for (const auto& name : netns::sorted_entry_names(dir))
+            if (std::filesystem::path(name).extension() == ".conf") files[name] = std::filesystem::path(dir) / name;
     for (const auto& [name, path] : files) {
         std::istringstream in(read_file(path));
         std::smatch m;

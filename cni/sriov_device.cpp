@@ -14,15 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Sorted entry names of `dir`; empty when missing.
-std::vector<std::string> entries(const fs::path& dir) {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-        names.push_back(it->path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
+std::vector<std::string> entries(const fs::path& dir) { return netns::sorted_entry_names(dir.string()); }
 
 std::optional<std::string> link_target_name(const fs::path& link) {
     std::error_code ec;

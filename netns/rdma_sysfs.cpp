@@ -16,14 +16,7 @@ bool safe(const std::string& name) {
     return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
-std::vector<std::string> entries(const fs::path& dir) {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-        names.push_back(it->path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
+std::vector<std::string> entries(const fs::path& dir) { return sorted_entry_names(dir.string()); }
 
 std::string read_line(const fs::path& path) {
     std::ifstream in(path);

@@ -148,4 +148,13 @@ void write_sysctl(const std::string& key, const std::string& value) {
         throw KernelError(EIO, "write sysctl " + key + "=" + value + ": short write");
 }
 
+std::vector<std::string> sorted_entry_names(const std::string& dir) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        names.push_back(it->path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
 }  // namespace rdmanet::netns

@@ -36,4 +36,8 @@ private:
 // else the errno of open/write (ENOENT for an unknown key or interface).
 void write_sysctl(const std::string& key, const std::string& value);
 
+// The entry names of directory `dir`, sorted (sysfs lists them in no fixed order); empty when it
+// does not exist or cannot be read.
+std::vector<std::string> sorted_entry_names(const std::string& dir);
+
 }  // namespace rdmanet::netns
