@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "rdmanet/cni/failpoint.hpp"
 #include "rdmanet/ipam/allocator.hpp"
 #include "rdmanet/ipam/error.hpp"
 #include "rdmanet/ipam/naming.hpp"
@@ -245,6 +246,7 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
             }
         }
         // The pool holds the address now. From here on, a failure takes it out again.
+        cni::failpoint(cni::Failpoint::ipam_add_after_pool_write);
         const netns::IpAddress ip = address_of(key, d.offset);
         try {
             if (drop) drop_reservation(key.network_name, address_of(key, existing->first), existing->second);
@@ -283,6 +285,7 @@ std::vector<Allocation> KubeStore::release(std::span<const PoolKey> pools, const
             if (entries.empty()) break;
             // Reservations first: see kube_store.hpp (a crash in between leaves what DEL finds).
             for (const auto& [offset, owner] : entries) drop_reservation(key.network_name, address_of(key, offset), owner);
+            cni::failpoint(cni::Failpoint::ipam_del_after_reservation_drop);
             std::vector<PoolChange> changes;
             for (const auto& entry : entries) changes.push_back({entry.first, std::nullopt, entry.second});
             if (patch_pool(*pool, changes)) {

@@ -5,10 +5,15 @@
 // build failpoint() is an empty inline function and the environment is never read.
 //
 // RDMANET_FAILPOINT=<name> kills the process when execution reaches that step. Every step is listed
-// in kFailpoints, which the failpoint walk (tests/integration/test_failpoint_walk.cpp) iterates, so
-// a new step is walked as soon as it is added here.
+// in kFailpoints, which the failpoint walks (tests/e2e/test_e2e_failpoint_walk*.cpp) iterate, so a
+// new step is walked as soon as it is added here. Header-only, so that the IPAM library (which the
+// cni library links, not the other way round) can mark its own steps too.
 #include <array>
 #include <string_view>
+#ifdef RDMANET_FAILPOINTS
+#include <csignal>
+#include <cstdlib>
+#endif
 
 namespace rdmanet::cni {
 
@@ -20,19 +25,25 @@ enum class Failpoint {
     add_before_commit,        // final state written, rollback not yet disarmed
     del_after_ipam,           // address released, interface still in the pod
     del_after_teardown,       // interface returned/deleted, state file still present
+    ipam_add_after_pool_write,        // Kubernetes store: pool entry written, reservation not yet
+    ipam_del_after_reservation_drop,  // Kubernetes store: reservation deleted, pool entry still there
     count_
 };
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Failpoint::count_)> kFailpoints = {
     "add_after_ipam",  "add_after_state_saved", "add_after_move",     "add_after_configure",
     "add_before_commit", "del_after_ipam",      "del_after_teardown",
+    "ipam_add_after_pool_write", "ipam_del_after_reservation_drop",
 };
 
 constexpr std::string_view failpoint_name(Failpoint fp) { return kFailpoints[static_cast<std::size_t>(fp)]; }
 
 #ifdef RDMANET_FAILPOINTS
 // Raises SIGKILL when $RDMANET_FAILPOINT equals failpoint_name(fp).
-void failpoint(Failpoint fp);
+inline void failpoint(Failpoint fp) {
+    const char* wanted = std::getenv("RDMANET_FAILPOINT");
+    if (wanted && failpoint_name(fp) == wanted) std::raise(SIGKILL);
+}
 #else
 inline void failpoint(Failpoint) {}
 #endif
