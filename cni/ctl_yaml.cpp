@@ -1,9 +1,5 @@
-// YAML <-> JSON for rdmanetctl (network specs in, NetworkAttachmentDefinitions out). yaml-cpp is
-// linked into rdmanetctl only: the plugin never reads YAML and must not pay for loading it.
-#include <cerrno>
-#include <cstdlib>
-#include <regex>
-#include <sstream>
+// JSON -> YAML for rdmanetctl (NetworkAttachmentDefinitions out; reading is ctl_yaml_read.cpp).
+// yaml-cpp is linked into rdmanetctl only: the plugin never reads YAML and must not pay for it.
 #include <stdexcept>
 
 #include <yaml-cpp/yaml.h>
@@ -13,60 +9,6 @@
 namespace rdmanet::cni::ctl {
 
 namespace {
-
-// Plain (unquoted) scalars typed as the YAML 1.2 core schema does, which is what kubectl and
-// Kubernetes apply to manifests: "true" is a bool, "8" an int, "0000:af:06.0" a string.
-nlohmann::json plain_scalar(const std::string& s) {
-    static const std::regex kNull("null|Null|NULL|~|");
-    static const std::regex kTrue("true|True|TRUE");
-    static const std::regex kFalse("false|False|FALSE");
-    static const std::regex kInt("[-+]?[0-9]+");
-    static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-    if (std::regex_match(s, kNull)) return nullptr;
-    if (std::regex_match(s, kTrue)) return true;
-    if (std::regex_match(s, kFalse)) return false;
-    if (std::regex_match(s, kInt)) {
-        errno = 0;
-        char* end = nullptr;
-        if (s[0] == '-') {
-            long long v = std::strtoll(s.c_str(), &end, 10);
-            if (errno == 0) return v;
-        } else {
-            unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-            if (errno == 0) return v;
-        }
-        return s;   // out of range: keep the text rather than a wrong number
-    }
-    if (std::regex_match(s, kFloat)) return std::strtod(s.c_str(), nullptr);
-    return s;
-}
-
-nlohmann::json to_json(const YAML::Node& node, int depth) {
-    // Manifests are shallow; a bound keeps a hostile document from exhausting the stack.
-    if (depth > 64) throw std::runtime_error("YAML nested more than 64 levels deep");
-    switch (node.Type()) {
-        case YAML::NodeType::Undefined:
-        case YAML::NodeType::Null: return nullptr;
-        case YAML::NodeType::Scalar:
-            // yaml-cpp tags plain scalars "?" and quoted ones "!" (non-specific tags).
-            if (node.Tag() == "?") return plain_scalar(node.Scalar());
-            return node.Scalar();
-        case YAML::NodeType::Sequence: {
-            auto array = nlohmann::json::array();
-            for (const auto& item : node) array.push_back(to_json(item, depth + 1));
-            return array;
-        }
-        case YAML::NodeType::Map: {
-            auto object = nlohmann::json::object();
-            for (const auto& kv : node) {
-                if (!kv.first.IsScalar()) throw std::runtime_error("YAML map keys must be scalars");
-                object[kv.first.Scalar()] = to_json(kv.second, depth + 1);
-            }
-            return object;
-        }
-    }
-    return nullptr;
-}
 
 void emit(YAML::Emitter& e, const nlohmann::json& j, bool literal_strings = false) {
     if (j.is_object()) {
@@ -88,7 +30,7 @@ void emit(YAML::Emitter& e, const nlohmann::json& j, bool literal_strings = fals
             e << YAML::Literal << (config.is_discarded() ? s : config.dump(2));
         } else {
             // Quoted whenever a plain scalar would read back as something else (a bool, a number).
-            auto round_trip = plain_scalar(s);
+            auto round_trip = yaml_plain_scalar(s);
             if (!round_trip.is_string() || s.find_first_of(":#{}[],&*!|>'\"%@`") != std::string::npos)
                 e << YAML::DoubleQuoted << s;
             else
@@ -102,21 +44,6 @@ void emit(YAML::Emitter& e, const nlohmann::json& j, bool literal_strings = fals
 }
 
 }  // namespace
-
-std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text) {
-    std::vector<YAML::Node> docs;
-    try {
-        docs = YAML::LoadAll(text);
-    } catch (const YAML::Exception& e) {
-        throw std::runtime_error(std::string("not valid YAML: ") + e.what());
-    }
-    std::vector<nlohmann::json> out;
-    for (const auto& doc : docs) {
-        if (doc.IsNull()) continue;   // an empty document between "---" separators
-        out.push_back(to_json(doc, 0));
-    }
-    return out;
-}
 
 nlohmann::json yaml_to_json(const std::string& text) {
     auto docs = yaml_documents_to_json(text);

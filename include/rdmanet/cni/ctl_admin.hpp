@@ -54,8 +54,11 @@ void validate_cni_config(const nlohmann::json& config, const std::string& device
 
 // YAML text (one document) -> JSON, scalars typed as YAML 1.2 core schema does it for plain
 // scalars (bool, int, float, null); quoted scalars stay strings. Throws std::runtime_error.
+// Every document; bounded in depth and expanded size, and safe from yaml-cpp 0.7's LoadAll loop.
 nlohmann::json yaml_to_json(const std::string& text);
 std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text);
+// How a plain (unquoted) scalar reads back: the writer quotes strings that would not round-trip.
+nlohmann::json yaml_plain_scalar(const std::string& text);
 // A NAD as YAML (spec.config as a literal block).
 std::string nad_yaml(const nlohmann::json& nad);
 
