@@ -173,6 +173,12 @@ struct SqliteStore::Impl {
     Impl(const std::string& path, int busy_ms) : db(path, busy_ms) {}
 
     void init_schema() {
+        // 1 KiB pages (SQLite's default is 4 KiB): an ADD or DEL changes ~4 pages (the row, two
+        // index leaves, the runs leaf), and each is appended to the WAL with a checksum over the
+        // whole page. Measured with ipam_bench at a 60k pool: 84 -> 67 us per ADD+DEL under the
+        // same load; 512-byte pages made the trees deeper and were no faster. Only a new database
+        // takes it (the page size of a WAL database is fixed), so older stores keep working.
+        db.exec("PRAGMA page_size=1024");
         // WAL is a property of the file: set once, seen by every later connection.
         if (journal_mode("PRAGMA journal_mode") != "wal" && journal_mode("PRAGMA journal_mode=WAL") != "wal") {
             throw IpamError(codes::io_failure, "ipam datastore " + db.path() + ": cannot switch to WAL");
