@@ -32,7 +32,7 @@ void KubeApi::backoff(int attempt, std::string_view why) {
 }
 
 HttpResponse KubeApi::call(std::string_view method, const std::string& path, const std::string& body,
-                           std::string_view content_type) {
+                           std::string_view content_type, const RequestOptions& options) {
     const std::string action = std::string(method) + " " + path;
     for (int attempt = 0;; ++attempt) {
         const auto left = deadline_.remaining();
@@ -44,7 +44,7 @@ HttpResponse KubeApi::call(std::string_view method, const std::string& path, con
         std::optional<std::chrono::milliseconds> retry_after;
         try {
             ++requests_;
-            HttpResponse r = http_.send(method, path, body, content_type, left);
+            HttpResponse r = http_.send(method, path, body, content_type, left, options);
             if (!retryable_status(r.status)) return r;
             const ApiStatus s = parse_status(r.status, r.body);
             last = "HTTP " + std::to_string(r.status) + (s.message.empty() ? "" : ": " + s.message);

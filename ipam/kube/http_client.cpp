@@ -29,8 +29,33 @@ bool retryable_curl(CURLcode c) {
     }
 }
 
+// Where a response body goes: stored (its size reserved up front from Content-Length, so that a
+// large pool is not copied on every doubling), or dropped when the caller does not use a
+// successful answer's body (a PATCH answer is the whole pool object).
+struct BodySink {
+    const CurlLibrary* lib;
+    CURL* curl;
+    std::string* out;
+    bool discard_success;
+    enum class Mode { undecided, keep, drop } mode = Mode::undecided;
+};
+
 size_t on_body(char* data, size_t size, size_t n, void* user) {
-    static_cast<std::string*>(user)->append(data, size * n);
+    auto* sink = static_cast<BodySink*>(user);
+    if (sink->mode == BodySink::Mode::undecided) {
+        long status = 0;
+        sink->lib->easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (sink->discard_success && status >= 200 && status < 300) {
+            sink->mode = BodySink::Mode::drop;
+        } else {
+            sink->mode = BodySink::Mode::keep;
+            curl_off_t length = -1;
+            sink->lib->easy_getinfo(sink->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+            constexpr curl_off_t kMaxReserve = 64 << 20;   // a bogus Content-Length does not reserve more
+            if (length > 0) sink->out->reserve(static_cast<std::size_t>(std::min(length, kMaxReserve)));
+        }
+    }
+    if (sink->mode == BodySink::Mode::keep) sink->out->append(data, size * n);
     return size * n;
 }
 
@@ -112,17 +137,19 @@ HttpClient::~HttpClient() = default;
 long HttpClient::connections() const { return impl_->connects; }
 
 HttpResponse HttpClient::send(std::string_view method, const std::string& path, const std::string& body,
-                              std::string_view content_type, std::chrono::milliseconds timeout) {
+                              std::string_view content_type, std::chrono::milliseconds timeout,
+                              const RequestOptions& options) {
     const CurlLibrary& lib = impl_->lib;
     CURL* c = impl_->curl;
     HttpResponse r;
     const std::string url = impl_->base + path;
     curl_slist* headers = impl_->headers;
     curl_slist* extra = nullptr;
-    std::string ct;
+    std::string ct, accept;
     const std::string m(method);
     lib.easy_setopt(c, CURLOPT_URL, url.c_str());
     lib.easy_setopt(c, CURLOPT_HTTPGET, 1L);   // reset any body of the previous request
+    bool with_body = false;
     if (m == "GET") {
         lib.easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
     } else if (m == "DELETE" && body.empty()) {
@@ -132,16 +159,30 @@ HttpResponse HttpClient::send(std::string_view method, const std::string& path, 
         lib.easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
         lib.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
         lib.easy_setopt(c, CURLOPT_CUSTOMREQUEST, m == "POST" ? nullptr : m.c_str());
-        ct = "Content-Type: " + std::string(content_type);
-        for (curl_slist* h = impl_->headers; h; h = h->next) extra = lib.slist_append(extra, h->data);
-        extra = lib.slist_append(extra, ct.c_str());
+        with_body = true;
+    }
+    if (with_body || !options.accept.empty()) {
+        // The connection's headers with this request's Content-Type and Accept.
+        for (curl_slist* h = impl_->headers; h; h = h->next) {
+            const bool is_accept = std::string_view(h->data).starts_with("Accept:");
+            if (!(is_accept && !options.accept.empty())) extra = lib.slist_append(extra, h->data);
+        }
+        if (!options.accept.empty()) {
+            accept = "Accept: " + std::string(options.accept);
+            extra = lib.slist_append(extra, accept.c_str());
+        }
+        if (with_body) {
+            ct = "Content-Type: " + std::string(content_type);
+            extra = lib.slist_append(extra, ct.c_str());
+        }
         headers = extra;
     }
     lib.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     const long total = std::max<long>(1, static_cast<long>(timeout.count()));
     lib.easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
     lib.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min<long>(total, 10000));
-    lib.easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+    BodySink sink{&lib, c, &r.body, options.discard_success_body};
+    lib.easy_setopt(c, CURLOPT_WRITEDATA, &sink);
     lib.easy_setopt(c, CURLOPT_HEADERDATA, &r.retry_after);
     impl_->error[0] = '\0';
     const CURLcode rc = lib.easy_perform(c);

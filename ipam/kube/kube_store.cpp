@@ -84,17 +84,17 @@ Decision spread(const Range& range, Decision d, std::span<Coverage* const> taken
 KubeStore::KubeStore(KubeConfig config, Deadline deadline, std::string journal_dir, RetryPolicy policy)
     : api_(std::move(config), deadline, policy), journal_dir_(std::move(journal_dir)) {}
 
-std::optional<PoolObject> KubeStore::read_pool(const PoolKey& key) {
+std::optional<PoolObject> KubeStore::read_pool(const PoolKey& key, const EntrySelector* select) {
     const std::string path = object_path(ns(), kPools, key.name());
     const HttpResponse r = api_.call("GET", path);
-    if (r.status == 200) return parse_pool_body(r.body, key.network_name);
+    if (r.status == 200) return parse_pool_body(r.body, key.network_name, select);
     if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return std::nullopt;
     api_.fail("GET " + path, r);
 }
 
-PoolObject KubeStore::read_or_create_pool(const PoolKey& key) {
+PoolObject KubeStore::read_or_create_pool(const PoolKey& key, const EntrySelector* select) {
     for (int attempt = 0;; ++attempt) {
-        if (auto pool = read_pool(key)) {
+        if (auto pool = read_pool(key, select)) {
             if (pool->dump.pool.range != key.range) {
                 throw IpamError(codes::io_failure, "IPPool " + key.name() + " in " + ns() + " has spec.range " +
                                                        pool->dump.pool.range.str() + ", expected " + key.range.str());
@@ -104,7 +104,7 @@ PoolObject KubeStore::read_or_create_pool(const PoolKey& key) {
         // First use: create it empty. Losing the race to another creator (409) is fine: read theirs.
         const std::string path = collection_path(ns(), kPools);
         const HttpResponse r = api_.call("POST", path, new_pool(ns(), key).dump());
-        if (r.status == 201 || r.status == 200) return parse_pool_body(r.body, key.network_name);
+        if (r.status == 201 || r.status == 200) return parse_pool_body(r.body, key.network_name, select);
         if (r.status != 409) api_.fail("POST " + path + " (create IPPool " + key.name() + ")", r);
         if (attempt >= 3) api_.backoff(attempt, "IPPool " + key.name() + " keeps being created and deleted");
     }
@@ -115,7 +115,9 @@ KubeStore::PatchOutcome KubeStore::try_patch(const PoolObject& pool, const std::
     const std::string path = object_path(ns(), kPools, pool.dump.pool.name());
     const std::uint64_t sent_before = api_.requests();
     const long connects_before = api_.connections();
-    const HttpResponse r = api_.call("PATCH", path, pool_patch(pool, changes, whole_pool).dump(), kJsonPatch);
+    // The answer's body (the patched pool) is not used: asked for as metadata only, and dropped.
+    const HttpResponse r = api_.call("PATCH", path, pool_patch(pool, changes, whole_pool).dump(), kJsonPatch,
+                                     RequestOptions{kMetadataOnly, true});
     if (r.status == 200) return PatchOutcome::applied;
     // 422: a test failed (the entries changed since read); 409: a server that checks the same as
     // a precondition. 404: deleted meanwhile (re-read recreates it). When the PATCH may have been
@@ -170,8 +172,9 @@ void KubeStore::drop_reservation(std::string_view network_name, const netns::IpA
 }
 
 void KubeStore::unwind(const PoolKey& key, uint128 offset, const Owner& owner) {
+    const EntrySelector mine{owner.container_id, owner.podref, owner.ifname};
     for (int attempt = 0;; ++attempt) {
-        auto pool = read_pool(key);
+        auto pool = read_pool(key, &mine);
         if (!pool) return;
         auto it = pool->dump.allocations.find(offset);
         if (it == pool->dump.allocations.end() || it->second != owner) return;   // not (or no longer) ours
@@ -184,6 +187,8 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
     const PoolKey key = request.pool();
     const Owner& owner = request.owner;
     journal_add(request.network, {owner.container_id, owner.ifname});
+    // Decisions need every taken offset but only this attachment's own entries.
+    const EntrySelector mine{owner.container_id, owner.podref, owner.ifname};
     MemoryRuns foreign;   // offsets whose reservation another pod holds (an overlapping pool has them)
     // Only a lost write race spreads the next pick; skipping a foreign reservation must still give
     // the lowest free address (whereabouts' order), or the result would depend on timing.
@@ -193,13 +198,11 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
     int writes_on_view = 0;
     for (int attempt = 0;; ++attempt) {
         if (!pool) {
-            pool = read_or_create_pool(key);
+            pool = read_or_create_pool(key, &mine);
             lost = MemoryRuns();
             writes_on_view = 0;
         }
-        MemoryRuns held;
-        for (const auto& entry : pool->dump.allocations) held.insert(entry.first);
-        RunsCoverage held_cov(held), foreign_cov(foreign), lost_cov(lost);
+        RunsCoverage held_cov(pool->taken), foreign_cov(foreign), lost_cov(lost);
         Coverage* taken[] = {&held_cov, &foreign_cov, &lost_cov};
 
         auto existing = pool->held_by(owner.podref, owner.ifname);
@@ -246,7 +249,7 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
             }
         }
         // The pool holds the address now. From here on, a failure takes it out again.
-        cni::failpoint(cni::Failpoint::ipam_add_after_pool_write);
+        cni::failpoint(cni::Failpoint::add_after_pool_write);
         const netns::IpAddress ip = address_of(key, d.offset);
         try {
             if (drop) drop_reservation(key.network_name, address_of(key, existing->first), existing->second);
@@ -277,15 +280,16 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
 
 std::vector<Allocation> KubeStore::release(std::span<const PoolKey> pools, const AttachmentId& attachment) {
     std::vector<Allocation> released;
+    const EntrySelector mine{attachment.container_id, {}, attachment.ifname};
     for (const PoolKey& key : pools) {
         for (int attempt = 0;; ++attempt) {
-            auto pool = read_pool(key);
+            auto pool = read_pool(key, &mine);
             if (!pool) break;
             const auto entries = pool->held_by_attachment(attachment);
             if (entries.empty()) break;
             // Reservations first: see kube_store.hpp (a crash in between leaves what DEL finds).
             for (const auto& [offset, owner] : entries) drop_reservation(key.network_name, address_of(key, offset), owner);
-            cni::failpoint(cni::Failpoint::ipam_del_after_reservation_drop);
+            cni::failpoint(cni::Failpoint::del_after_reservation_drop);
             std::vector<PoolChange> changes;
             for (const auto& entry : entries) changes.push_back({entry.first, std::nullopt, entry.second});
             if (patch_pool(*pool, changes)) {
@@ -300,7 +304,8 @@ std::vector<Allocation> KubeStore::release(std::span<const PoolKey> pools, const
 }
 
 std::optional<Allocation> KubeStore::find(const PoolKey& key, std::string_view podref, std::string_view ifname) {
-    auto pool = read_pool(key);
+    const EntrySelector wanted{{}, podref, ifname};
+    auto pool = read_pool(key, &wanted);
     if (!pool) return std::nullopt;
     auto held = pool->held_by(podref, ifname);
     if (!held) return std::nullopt;

@@ -1,7 +1,11 @@
 // whereabouts wire format: see wire.hpp.
 #include "rdmanet/ipam/kube/wire.hpp"
 
-#include <deque>
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <functional>
+#include <cstdint>
 
 #include "rdmanet/ipam/kube/json_scan.hpp"
 
@@ -37,14 +41,41 @@ std::vector<std::pair<uint128, Owner>> PoolObject::held_by_attachment(const Atta
 
 namespace {
 
+// The offset an allocation key names: decimal, no leading zero (parse_decimal), with a fast path
+// for keys that fit 64 bits (parse_decimal checks 128-bit overflow per digit; this runs per entry).
+std::optional<uint128> offset_key(std::string_view key) {
+    if (key.empty() || key.size() > 19 || (key.size() > 1 && key[0] == '0')) return parse_decimal(key);
+    std::uint64_t v = 0;
+    for (char c : key) {
+        if (c < '0' || c > '9') return std::nullopt;
+        v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return uint128(v);
+}
+
+// `text` is the literal (a comparison of constant size, which compiles inline: this runs for
+// every member of every entry).
+template <std::size_t N>
+bool is(std::string_view text, const char (&literal)[N]) {
+    return text.size() == N - 1 && std::memcmp(text.data(), literal, N - 1) == 0;
+}
+
 // Handler of json_scan.hpp for an IPPool object: takes metadata.name/resourceVersion, spec.range
 // and the allocation entries' id/podref/ifname straight from the text, without building a JSON
 // tree of the whole pool (10k entries: the tree and its copies cost more than the request
-// itself). Everything else is skipped. Checks what PoolDump::from_spec_json checks, with its
+// itself). Everything else is skipped. Per entry it keeps the offset and, only for the entries
+// the selector picks, the owner; nothing per entry is allocated otherwise (the fields of the
+// entry being read go to reused buffers). Checks what PoolDump::from_spec_json checks, with its
 // messages.
 class PoolReader {
 public:
     using string_t = std::string_view;
+
+    PoolReader(std::string_view input, const EntrySelector* select) : input_(input), select_(select) {
+        // An entry takes 25 bytes of text at least: no reallocation while reading.
+        offsets_.reserve(input.size() / 24 + 1);
+        key_digits_.reserve(input.size() / 24 + 1);
+    }
 
     // Frames of the object/array nesting, named for the parts of an IPPool that are read.
     enum class Ctx { top, metadata, spec, allocations, entry, other };
@@ -60,21 +91,23 @@ public:
             is_object_ = true;
         } else {
             const Frame& f = stack_.back();
-            if (f.ctx == Ctx::top && f.key == "metadata") ctx = Ctx::metadata, has_metadata_ = true;
-            else if (f.ctx == Ctx::top && f.key == "spec") ctx = Ctx::spec, has_spec_ = true;
-            else if (f.ctx == Ctx::spec && f.key == "allocations") ctx = Ctx::allocations, has_allocations_map_ = true;
-            else if (f.ctx == Ctx::allocations) ctx = Ctx::entry, open_entry(f.key);
-            else if (stack_.back().ctx == Ctx::spec && f.key == "range") range_not_string_ = true;
+            if (f.ctx == Ctx::top && is(f.key, "metadata")) ctx = Ctx::metadata, has_metadata_ = true;
+            else if (f.ctx == Ctx::top && is(f.key, "spec")) ctx = Ctx::spec, has_spec_ = true;
+            else if (f.ctx == Ctx::spec && is(f.key, "allocations")) ctx = Ctx::allocations, has_allocations_map_ = true;
+            else if (f.ctx == Ctx::allocations) ctx = Ctx::entry, open_entry(f.key, true);
+            else if (f.ctx == Ctx::spec && is(f.key, "range")) range_not_string_ = true;
         }
         stack_.push_back({ctx, {}});
         return true;
     }
+    // The scanner keeps a key's text alive until its member's value has been read (json_scan.hpp),
+    // which is as long as a frame looks at it.
     bool key(string_t k) {
         stack_.back().key = k;
         return true;
     }
     bool end_object() {
-        if (stack_.back().ctx == Ctx::entry) entry_ = nullptr;
+        if (stack_.back().ctx == Ctx::entry) close_entry();
         stack_.pop_back();
         return true;
     }
@@ -94,17 +127,45 @@ private:
     enum class Kind { null, string, other };
     struct Frame {
         Ctx ctx;
-        std::string key;
+        string_t key;
     };
-    struct Entry {
-        std::string key;
+    struct Selected {
+        std::size_t index;   // of the entry, in text order
+        uint128 offset;
         Owner owner;
-        bool is_object = true;
+    };
+    // A field of the entry being read: a view of the input when the string had no escapes (such a
+    // view stays valid), else of a copy.
+    struct Field {
+        std::string_view view;
+        std::string copy;
+        void set(string_t s, string_t input) {
+            const std::less<const char*> before;
+            if (!before(s.data(), input.data()) && !before(input.data() + input.size(), s.data() + s.size())) {
+                view = s;
+            } else {
+                copy.assign(s);
+                view = copy;
+            }
+        }
     };
 
-    void open_entry(const std::string& key) {
-        entries_.push_back({key, {}, true});
-        entry_ = &entries_.back().owner;
+    // An entry (`is_object` false: a member of spec.allocations that is not an object).
+    void open_entry(string_t key, bool is_object) {
+        const auto offset = offset_key(key);
+        if (!offset && !bad_key_) bad_key_ = std::string(key), bad_key_index_ = offsets_.size();
+        if (!is_object && !not_object_) not_object_ = std::string(key), not_object_index_ = offsets_.size();
+        offsets_.push_back(offset.value_or(0));
+        key_digits_.push_back(offset ? static_cast<std::uint8_t>(key.size()) : 0);
+        id_.view = podref_.view = ifname_.view = {};
+    }
+    void close_entry() {
+        const bool selected = !select_ || (ifname_.view == select_->ifname &&
+                                           (podref_.view == select_->podref || id_.view == select_->container_id));
+        if (selected) {
+            selected_.push_back({offsets_.size() - 1, offsets_.back(),
+                                 Owner{std::string(id_.view), std::string(podref_.view), std::string(ifname_.view)}});
+        }
     }
 
     bool value(Kind kind, const string_t* s) {
@@ -112,32 +173,32 @@ private:
         const Frame& f = stack_.back();
         switch (f.ctx) {
         case Ctx::metadata:
-            if (kind == Kind::string && f.key == "name") name_ = *s;
-            if (kind == Kind::string && f.key == "resourceVersion") resource_version_ = *s;
+            if (kind == Kind::string && is(f.key, "name")) name_ = *s;
+            if (kind == Kind::string && is(f.key, "resourceVersion")) resource_version_ = *s;
             break;
         case Ctx::spec:
-            if (f.key == "range") {
+            if (is(f.key, "range")) {
                 if (kind == Kind::string) range_ = *s, has_range_ = true, range_not_string_ = false;
                 else range_not_string_ = true;
-            } else if (f.key == "allocations") {
+            } else if (is(f.key, "allocations")) {
                 // null: no map (a patch adds one first); anything else but an object is malformed.
                 has_allocations_map_ = false;
                 allocations_not_object_ = kind != Kind::null;
             }
             break;
         case Ctx::allocations:
-            entries_.push_back({f.key, {}, false});
+            open_entry(f.key, false);
             break;
         case Ctx::entry:
-            if (kind == Kind::string && entry_) {
-                if (f.key == "id") entry_->container_id = *s;
-                else if (f.key == "podref") entry_->podref = *s;
-                else if (f.key == "ifname") entry_->ifname = *s;
+            if (kind == Kind::string) {
+                if (is(f.key, "id")) id_.set(*s, input_);
+                else if (is(f.key, "podref")) podref_.set(*s, input_);
+                else if (is(f.key, "ifname")) ifname_.set(*s, input_);
             }
             break;
         case Ctx::top:
-            if (f.key == "metadata") metadata_not_object_ = true;
-            if (f.key == "spec") spec_not_object_ = true;
+            if (is(f.key, "metadata")) metadata_not_object_ = true;
+            if (is(f.key, "spec")) spec_not_object_ = true;
             break;
         case Ctx::other:
             break;
@@ -145,9 +206,15 @@ private:
         return true;
     }
 
+    std::string_view input_;
+    const EntrySelector* select_;
     std::vector<Frame> stack_;
-    std::deque<Entry> entries_;   // deque: entry_ stays valid while entries are appended
-    Owner* entry_ = nullptr;
+    std::vector<uint128> offsets_;          // of every entry, in text order (0 for a malformed key)
+    std::vector<std::uint8_t> key_digits_;  // the length of each entry's key (0 for a malformed key)
+    std::vector<Selected> selected_;
+    Field id_, podref_, ifname_;       // of the entry being read
+    std::optional<std::string> bad_key_, not_object_;   // the first entry with that problem
+    std::size_t bad_key_index_ = 0, not_object_index_ = 0;
     std::string name_, resource_version_, range_;
     bool is_object_ = false, has_metadata_ = false, has_spec_ = false, has_range_ = false;
     bool range_not_string_ = false, has_allocations_map_ = false, allocations_not_object_ = false;
@@ -158,6 +225,7 @@ PoolObject PoolReader::finish(std::string network_name) && {
     auto malformed = [&](const std::string& why) -> IpamError {
         return IpamError(codes::io_failure, "IPPool " + name_ + " is malformed: " + why);
     };
+    auto field = [](const std::string& key) { return "IPPool spec.allocations[\"" + key + "\"]"; };
     if (!is_object_) throw malformed("not an object");
     if (!has_metadata_) throw malformed(metadata_not_object_ ? "metadata is not an object" : "metadata is missing");
     if (!has_spec_) throw malformed(spec_not_object_ ? "IPPool spec must be an object" : "spec is missing");
@@ -168,16 +236,63 @@ PoolObject PoolReader::finish(std::string network_name) && {
     PoolObject p;
     p.resource_version = std::move(resource_version_);
     p.has_allocations_map = has_allocations_map_;
+    p.complete = select_ == nullptr;
     p.dump = PoolDump{{std::move(network_name), net->masked()}, {}};
     const uint128 size_minus_one = net->last().to_u128() - p.dump.pool.range.address.to_u128();
-    for (Entry& e : entries_) {
-        const std::string field = "IPPool spec.allocations[\"" + e.key + "\"]";
-        // Malformed or out-of-range keys are rejected loudly (whereabouts #403 produced bogus ones).
-        auto offset = parse_decimal(e.key);
-        if (!offset) throw malformed(field + ": key is not a decimal offset");
-        if (*offset > size_minus_one) throw malformed(field + ": offset is outside " + p.dump.pool.range.str());
-        if (!e.is_object) throw malformed(field + " must be an object");
-        p.dump.allocations.insert_or_assign(*offset, std::move(e.owner));   // a repeated key: the last wins, as in a JSON tree
+    // Malformed or out-of-range keys are rejected loudly (whereabouts #403 produced bogus ones);
+    // the first entry (in text order) with a problem is named.
+    std::size_t outside = offsets_.size();
+    for (std::size_t i = 0; i < offsets_.size(); ++i) {
+        if (offsets_[i] > size_minus_one) {
+            outside = i;
+            break;
+        }
+    }
+    const std::size_t first_bad = std::min({bad_key_ ? bad_key_index_ : offsets_.size(),
+                                            not_object_ ? not_object_index_ : offsets_.size(), outside});
+    if (first_bad < offsets_.size()) {
+        if (bad_key_ && bad_key_index_ == first_bad) throw malformed(field(*bad_key_) + ": key is not a decimal offset");
+        if (outside == first_bad) {
+            throw malformed(field(to_decimal(offsets_[outside])) + ": offset is outside " + p.dump.pool.range.str());
+        }
+        throw malformed(field(*not_object_) + " must be an object");
+    }
+    // Every offset, as runs: sorted first, so that each run is put once. Keys have no leading
+    // zeros, so fewer digits is a smaller offset, and keys sorted as strings ("10" < "9", as Go
+    // writes a map) are in numeric order within one length: grouping them by length (a counting
+    // sort) sorts them; a server that orders keys otherwise costs a sort per length.
+    std::array<std::size_t, 41> start{};
+    for (const std::uint8_t d : key_digits_) ++start[d + 1u];
+    for (std::size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
+    std::vector<uint128> sorted(offsets_.size() - start[1]);   // without the malformed keys (length 0)
+    std::array<std::size_t, 41> next = start;
+    for (std::size_t i = 0; i < offsets_.size(); ++i) {
+        if (key_digits_[i] != 0) sorted[next[key_digits_[i]]++ - start[1]] = offsets_[i];
+    }
+    for (std::size_t d = 1; d + 1 < start.size(); ++d) {
+        const auto first = sorted.begin() + static_cast<std::ptrdiff_t>(start[d] - start[1]);
+        const auto last = sorted.begin() + static_cast<std::ptrdiff_t>(start[d + 1] - start[1]);
+        if (!std::is_sorted(first, last)) std::sort(first, last);
+    }
+    std::vector<uint128> repeated;   // keys that occur more than once (not from a Go apiserver)
+    for (std::size_t i = 0; i < sorted.size();) {
+        std::size_t j = i;
+        while (j + 1 < sorted.size() && sorted[j + 1] <= sorted[j] + 1) {
+            if (sorted[j + 1] == sorted[j] && (repeated.empty() || repeated.back() != sorted[j])) repeated.push_back(sorted[j]);
+            ++j;
+        }
+        p.taken.put({sorted[i], sorted[j]});
+        i = j + 1;
+    }
+    for (Selected& e : selected_) p.dump.allocations.insert_or_assign(e.offset, std::move(e.owner));   // a repeated key: the last wins, as in a JSON tree
+    // A repeated key whose last occurrence was not selected: an earlier selected one must not stay.
+    for (const uint128 offset : repeated) {
+        std::size_t last = 0;
+        for (std::size_t i = 0; i < offsets_.size(); ++i) {
+            if (offsets_[i] == offset) last = i;
+        }
+        const bool last_selected = std::any_of(selected_.begin(), selected_.end(), [&](const Selected& e) { return e.index == last; });
+        if (!last_selected) p.dump.allocations.erase(offset);
     }
     if (p.resource_version.empty()) throw IpamError(codes::io_failure, "IPPool " + name_ + " has no resourceVersion");
     return p;
@@ -185,8 +300,8 @@ PoolObject PoolReader::finish(std::string network_name) && {
 
 }  // namespace
 
-PoolObject parse_pool_body(std::string_view body, std::string network_name) {
-    PoolReader reader;
+PoolObject parse_pool_body(std::string_view body, std::string network_name, const EntrySelector* select) {
+    PoolReader reader(body, select);
     if (!scan_json(body, reader)) {
         throw IpamError(codes::io_failure, "the API server answered with an IPPool body that is not a JSON object");
     }

@@ -177,13 +177,14 @@ std::string TestApiServer::write_kubeconfig(const std::string& name, const Kubec
 }
 
 HttpResult TestApiServer::request(const std::string& method, const std::string& path, const std::string& body,
-                                  const std::string& content_type) const {
+                                  const std::string& content_type, const std::string& accept) const {
     httplib::SSLClient cli("127.0.0.1", port_);
     cli.set_ca_cert_path(ca_file().c_str());
     cli.enable_server_certificate_verification(true);
     cli.set_bearer_token_auth(options_.token.c_str());
     cli.set_connection_timeout(5);
     cli.set_read_timeout(30);
+    if (!accept.empty()) cli.set_default_headers({{"Accept", accept}});
     auto send = [&]() -> httplib::Result {
         if (method == "POST") return cli.Post(path.c_str(), body, content_type.c_str());
         if (method == "PUT") return cli.Put(path.c_str(), body, content_type.c_str());
@@ -193,7 +194,7 @@ HttpResult TestApiServer::request(const std::string& method, const std::string& 
     };
     httplib::Result r = send();
     if (!r) throw std::runtime_error("test_apiserver request " + method + " " + path + " failed: " + httplib::to_string(r.error()));
-    return {r->status, json::parse(r->body, nullptr, false)};
+    return {r->status, json::parse(r->body, nullptr, false), r->body};
 }
 
 void TestApiServer::set_faults(const json& faults) const {

@@ -33,6 +33,7 @@ struct KubeconfigOptions {
 struct HttpResult {
     int status = 0;
     json body;
+    std::string text;   // the body as sent
 };
 
 class TestApiServer {
@@ -54,7 +55,7 @@ public:
 
     // Direct HTTPS request (TLS verified with the test CA, the server's token).
     HttpResult request(const std::string& method, const std::string& path, const std::string& body = "",
-                       const std::string& content_type = "application/json") const;
+                       const std::string& content_type = "application/json", const std::string& accept = "") const;
     void set_faults(const json& faults) const;   // POST /_test/faults
     json stats() const;                          // GET /_test/stats
 

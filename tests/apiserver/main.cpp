@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -94,7 +95,12 @@ std::unique_ptr<httplib::Server> g_server;
 void send(httplib::Response& res, const Reply& r) {
     res.status = r.status;
     if (r.text) {
-        res.set_content(*r.text, "application/json");
+        // Sent from the stored text itself (a pool is ~700 kB at 10k entries): no copy per GET.
+        std::shared_ptr<const std::string> text = r.text;
+        res.set_content_provider(text->size(), "application/json",
+                                 [text](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+                                     return sink.write(text->data() + offset, length);
+                                 });
     } else {
         res.set_content(r.body.dump(), "application/json");
     }
@@ -191,6 +197,47 @@ bool serve_discovery(Server& s, const httplib::Request& req, httplib::Response& 
     return true;
 }
 
+std::string trimmed(std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return std::string(v);
+}
+
+// The kube-apiserver's content negotiation, for what clients of this server send: the first media
+// range of Accept that is JSON (application/json, application/*, */*) and that the server can
+// produce decides. With as=PartialObjectMetadata;g=meta.k8s.io;v=v1 (client-go's metadata
+// client; rdmanet's pool PATCH) a single object is answered with its metadata only; other
+// transforms (kubectl's as=Table) are skipped as ranges this server cannot produce. Nothing
+// acceptable: plain JSON (where the real server would answer 406).
+apiserver::Output negotiate_output(const std::string& accept) {
+    std::size_t start = 0;
+    while (start <= accept.size()) {
+        std::size_t end = accept.find(',', start);
+        if (end == std::string::npos) end = accept.size();
+        const std::string range = accept.substr(start, end - start);
+        start = end + 1;
+        std::map<std::string, std::string> params;
+        std::size_t semi = range.find(';');
+        const std::string type = trimmed(std::string_view(range).substr(0, semi));
+        while (semi != std::string::npos) {
+            const std::size_t next = range.find(';', semi + 1);
+            const std::string param = range.substr(semi + 1, next == std::string::npos ? std::string::npos : next - semi - 1);
+            const std::size_t eq = param.find('=');
+            if (eq != std::string::npos) params[trimmed(std::string_view(param).substr(0, eq))] = trimmed(std::string_view(param).substr(eq + 1));
+            semi = next;
+        }
+        if (type != "application/json" && type != "application/*" && type != "*/*") continue;
+        if (params.count("q") && params["q"] == "0") continue;
+        auto as = params.find("as");
+        if (as == params.end()) return apiserver::Output::object;
+        if (as->second == "PartialObjectMetadata" && params["g"] == "meta.k8s.io" &&
+            (params["v"] == "v1" || params["v"] == "v1beta1")) {
+            return apiserver::Output::metadata;
+        }
+    }
+    return apiserver::Output::object;
+}
+
 void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
     // /api/v1[/namespaces/NS]/PLURAL[/NAME]  or  /apis/G/V[/namespaces/NS]/PLURAL[/NAME]
     static const std::regex path_re(R"(^/(?:api/(v1)|apis/([^/]+)/([^/]+))(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?/?$)");
@@ -228,14 +275,15 @@ void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
         }
     }
     Reply r;
+    const apiserver::Output out = negotiate_output(req.get_header_value("Accept"));
     if (req.method == "GET") {
-        r = name.empty() ? s.store.list(*t, ns, req.get_param_value("fieldSelector")) : s.store.get(*t, ns, name);
+        r = name.empty() ? s.store.list(*t, ns, req.get_param_value("fieldSelector")) : s.store.get(*t, ns, name, out);
     } else if (req.method == "POST" && name.empty()) {
-        r = s.store.create(*t, ns, body);
+        r = s.store.create(*t, ns, body, out);
     } else if (req.method == "PUT" && !name.empty()) {
-        r = s.store.update(*t, ns, name, body);
+        r = s.store.update(*t, ns, name, body, out);
     } else if (req.method == "PATCH" && !name.empty()) {
-        r = s.store.patch(*t, ns, name, req.get_header_value("Content-Type"), body);
+        r = s.store.patch(*t, ns, name, req.get_header_value("Content-Type"), body, out);
     } else if (req.method == "DELETE" && !name.empty()) {
         r = s.store.remove(*t, ns, name, body);
     } else {

@@ -3,6 +3,8 @@
 
 #include <ctime>
 
+#include "json_writer.hpp"
+
 namespace apiserver {
 
 namespace {
@@ -139,6 +141,37 @@ std::optional<std::string> apply_in_place(json& target, const json& ops, std::ve
     return std::nullopt;
 }
 
+// The IPPool allocation entries (keys of spec.allocations) a JSON patch changes, when it changes
+// nothing else: every add/remove/replace is at or below /spec/allocations/<key>. nullopt otherwise.
+std::optional<std::vector<std::string>> allocation_entries_changed(const ResourceType& t, const json& ops) {
+    if (t.kind != "IPPool") return std::nullopt;
+    std::vector<std::string> keys;
+    for (const auto& op : ops) {
+        if (op["op"] == "test") continue;
+        std::vector<std::string> tokens;   // root first
+        try {
+            for (json::json_pointer p(op["path"].get<std::string>()); !p.empty(); p = p.parent_pointer()) {
+                tokens.insert(tokens.begin(), p.back());
+            }
+        } catch (const json::exception&) {
+            return std::nullopt;
+        }
+        if (tokens.size() < 3 || tokens[0] != "spec" || tokens[1] != "allocations") return std::nullopt;
+        keys.push_back(tokens[2]);
+    }
+    return keys;
+}
+
+// spec.allocations when it is an object (the IPPool entries whose text is kept across versions).
+const json* allocations_object(const json& o) {
+    if (!o.is_object()) return nullptr;
+    auto spec = o.find("spec");
+    if (spec == o.end() || !spec->is_object()) return nullptr;
+    auto allocs = spec->find("allocations");
+    if (allocs == spec->end() || !allocs->is_object()) return nullptr;
+    return &*allocs;
+}
+
 }  // namespace
 
 json status_object(int code, const std::string& reason, const std::string& message, json details) {
@@ -192,7 +225,8 @@ std::uint64_t ResourceStore::revision() {
     return revision_;
 }
 
-std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::string& name, const json& o) const {
+std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::string& name, const json& o,
+                                             const std::vector<std::string>* entries) const {
     std::vector<json> causes;
     auto require = [&](bool ok, const std::string& field, const std::string& msg) {
         if (!ok) causes.push_back({{"reason", "FieldValueRequired"}, {"message", msg}, {"field", field}});
@@ -211,14 +245,18 @@ std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::s
             auto allocs = spec.find("allocations");
             const bool have = allocs != spec.end() && allocs->is_object();
             require(have, "spec.allocations", "Required value");
-            if (have) {
-                for (auto it = allocs->begin(); it != allocs->end(); ++it) {
-                    // Field names built only for a failure: this runs over every entry per write.
-                    if (!is_string_member(*it, "id")) require(false, "spec.allocations[" + it.key() + "].id", "Required value");
-                    if (!is_string_member(*it, "podref")) {
-                        require(false, "spec.allocations[" + it.key() + "].podref", "Required value");
-                    }
+            auto check_entry = [&](const std::string& key, const json& entry) {
+                // Field names built only for a failure: this runs over every entry per write.
+                if (!is_string_member(entry, "id")) require(false, "spec.allocations[" + key + "].id", "Required value");
+                if (!is_string_member(entry, "podref")) require(false, "spec.allocations[" + key + "].podref", "Required value");
+            };
+            if (have && entries) {
+                for (const std::string& key : *entries) {
+                    auto it = allocs->find(key);
+                    if (it != allocs->end()) check_entry(key, *it);
                 }
+            } else if (have) {
+                for (auto it = allocs->begin(); it != allocs->end(); ++it) check_entry(it.key(), *it);
             }
         }
     } else if (t.kind == "OverlappingRangeIPReservation") {
@@ -232,8 +270,34 @@ std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::s
                                     {{"name", name}, {"group", t.group}, {"kind", t.kind}, {"causes", causes}})};
 }
 
-Reply ResourceStore::stored_reply(int status, Stored& st) {
-    if (!st.text) st.text = std::make_shared<const std::string>(st.object.dump());
+void ResourceStore::Stored::changed(const std::vector<std::string>* entries) {
+    text.reset();
+    const json* allocs = allocations_object(object);
+    if (entries && allocs && allocations_current) {
+        allocations.update(*allocs, *entries);
+    } else {
+        allocations_current = false;   // rebuilt when next written out
+    }
+}
+
+Reply ResourceStore::stored_reply(int status, Stored& st, Output out) {
+    if (out == Output::metadata) {
+        return Reply(status, json{{"kind", "PartialObjectMetadata"}, {"apiVersion", "meta.k8s.io/v1"},
+                                  {"metadata", st.object.value("metadata", json::object())}});
+    }
+    if (!st.text) {
+        std::string text;
+        text.reserve(st.text_size + 4096);
+        if (const json* allocs = allocations_object(st.object)) {
+            if (!st.allocations_current) st.allocations.rebuild(*allocs);
+            st.allocations_current = true;
+            write_json(st.object, text, allocs, st.allocations);
+        } else {
+            write_json(st.object, text);
+        }
+        st.text_size = text.size();
+        st.text = std::make_shared<const std::string>(std::move(text));
+    }
     return Reply(status, st.text);
 }
 
@@ -255,14 +319,14 @@ Reply ResourceStore::list(const ResourceType& t, const std::string& ns, const st
                   {"items", std::move(items)}}};
 }
 
-Reply ResourceStore::get(const ResourceType& t, const std::string& ns, const std::string& name) {
+Reply ResourceStore::get(const ResourceType& t, const std::string& ns, const std::string& name, Output out) {
     std::lock_guard lock(mu_);
     auto it = objects_.find(key(t, ns, name));
     if (it == objects_.end()) return {404, not_found(t, name)};
-    return stored_reply(200, it->second);
+    return stored_reply(200, it->second, out);
 }
 
-Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o) {
+Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o, Output out) {
     if (!o.is_object()) return {400, status_object(400, "BadRequest", "the body is not a JSON object")};
     if (!o.contains("metadata") || !o["metadata"].is_object()) o["metadata"] = json::object();
     auto& md = o["metadata"];
@@ -299,11 +363,11 @@ Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o
     o["kind"] = t.kind;
     Stored& st = objects_[k];
     st.object = std::move(o);
-    st.text.reset();
-    return stored_reply(201, st);
+    st.changed(nullptr);
+    return stored_reply(201, st, out);
 }
 
-Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const std::string& name, json o) {
+Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const std::string& name, json o, Output out) {
     if (!o.is_object()) return {400, status_object(400, "BadRequest", "the body is not a JSON object")};
     std::lock_guard lock(mu_);
     auto it = objects_.find(key(t, ns, name));
@@ -326,12 +390,12 @@ Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const 
     o["apiVersion"] = t.group.empty() ? t.version : t.group + "/" + t.version;
     o["kind"] = t.kind;
     it->second.object = std::move(o);
-    it->second.text.reset();
-    return stored_reply(200, it->second);
+    it->second.changed(nullptr);
+    return stored_reply(200, it->second, out);
 }
 
 Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const std::string& name,
-                           const std::string& content_type, const json& p) {
+                           const std::string& content_type, const json& p, Output out) {
     std::lock_guard lock(mu_);
     auto it = objects_.find(key(t, ns, name));
     if (it == objects_.end()) return {404, not_found(t, name)};
@@ -344,10 +408,12 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     const json md_before = stored.contains("metadata") ? stored["metadata"] : json::object();
     std::vector<UndoStep> undo;
     std::optional<json> copy;   // the patched copy, for what the in-place applier does not handle
+    std::optional<std::vector<std::string>> entries;   // the only parts an in-place patch changed
     if (content_type.rfind("application/json-patch+json", 0) == 0) {
         if (!p.is_array()) return {400, status_object(400, "BadRequest", "a JSON patch must be an array")};
         if (patchable_in_place(p)) {
             if (auto error = apply_in_place(stored, p, undo)) return invalid(*error);
+            entries = allocation_entries_changed(t, p);
         } else {
             // nlohmann's patch calls a `test` of a missing member against null a failure, unlike
             // the kube-apiserver: those tests are checked here and left out.
@@ -380,7 +446,7 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
         return {415, status_object(415, "UnsupportedMediaType", "the content type " + content_type + " is not supported")};
     }
     json& patched = copy ? *copy : stored;
-    if (auto bad = validate(t, name, patched)) {
+    if (auto bad = validate(t, name, patched, entries ? &*entries : nullptr)) {
         undo_all(stored, undo);
         return *bad;
     }
@@ -390,8 +456,8 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     }
     patched["metadata"]["resourceVersion"] = std::to_string(++revision_);
     if (copy) stored = std::move(*copy);
-    it->second.text.reset();
-    return stored_reply(200, it->second);
+    it->second.changed(entries ? &*entries : nullptr);
+    return stored_reply(200, it->second, out);
 }
 
 Reply ResourceStore::remove(const ResourceType& t, const std::string& ns, const std::string& name, const json& options) {

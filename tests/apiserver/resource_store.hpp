@@ -5,12 +5,23 @@
 //
 // Cost: the benchmark (tests/bench/kube_bench.cpp) runs this server on the same CPUs as the client
 // it measures, with pools of 10k entries, so per request it does what the kube-apiserver must do
-// (serialize the whole object into every GET and write response, check the schema) and nothing
-// it need not: each object's serialized form is kept per resourceVersion (a GET of an unchanged
-// object copies bytes instead of re-serializing a JSON tree), and a JSON patch is applied to the
-// stored object in place (an undo log restores it when an operation or the schema check fails)
-// instead of to a copy of the whole object. The real server also decodes the stored object from
-// etcd per write, which this one skips.
+// (serialize the whole object into every GET and every write response that asks for the object,
+// check the schema) and avoids repeating work on the parts of an object a write did not touch:
+//  - each object's serialized form is kept per resourceVersion (a GET of an unchanged object
+//    copies bytes), made by a fast writer (json_writer.hpp) with the text of each IPPool
+//    allocation entry kept across versions (member_text.hpp): a write of one entry re-serializes
+//    that entry, and the next GET copies the other entries' text;
+//  - a JSON patch is applied to the stored object in place (an undo log restores it when an
+//    operation or the schema check fails) instead of to a copy of the whole object;
+//  - the schema check of a JSON patch that only changes IPPool allocation entries checks those
+//    entries: the stored object passed the whole check when it was written and nothing else
+//    changed, so the result is the whole check's (the real apiserver re-validates the whole
+//    object; with ratcheting, unchanged invalid parts would not fail it either).
+// The real server also decodes the stored object from etcd per write, which this one skips.
+//
+// Output: a single-object answer is the object, or - when the request's Accept asks for the
+// apiserver's PartialObjectMetadata transform (client-go's metadata client) - only its
+// metadata, as {"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{..}}.
 //
 // Semantics kept from the real server:
 //  - one cluster-wide resourceVersion counter (etcd's revision), bumped by every write; each
@@ -35,6 +46,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "member_text.hpp"
+
 namespace apiserver {
 
 using nlohmann::json;
@@ -58,6 +71,9 @@ struct Reply {
     Reply(int s, std::shared_ptr<const std::string> t) : status(s), text(std::move(t)) {}
 };
 
+// What a single-object answer carries (see above).
+enum class Output { object, metadata };
+
 json status_object(int code, const std::string& reason, const std::string& message, json details = json::object());
 
 class ResourceStore {
@@ -69,11 +85,12 @@ public:
 
     // ns "" in list = all namespaces. field_selector: "" or "metadata.name=X" (kubectl delete --wait).
     Reply list(const ResourceType& t, const std::string& ns, const std::string& field_selector);
-    Reply get(const ResourceType& t, const std::string& ns, const std::string& name);
-    Reply create(const ResourceType& t, const std::string& ns, json object);
-    Reply update(const ResourceType& t, const std::string& ns, const std::string& name, json object);
+    Reply get(const ResourceType& t, const std::string& ns, const std::string& name, Output out = Output::object);
+    Reply create(const ResourceType& t, const std::string& ns, json object, Output out = Output::object);
+    Reply update(const ResourceType& t, const std::string& ns, const std::string& name, json object,
+                 Output out = Output::object);
     Reply patch(const ResourceType& t, const std::string& ns, const std::string& name, const std::string& content_type,
-                const json& patch);
+                const json& patch, Output out = Output::object);
     Reply remove(const ResourceType& t, const std::string& ns, const std::string& name, const json& options);
 
     std::uint64_t revision();
@@ -81,14 +98,22 @@ public:
 private:
     using Key = std::tuple<std::string, std::string, std::string>;   // plural.group, namespace, name
     Key key(const ResourceType& t, const std::string& ns, const std::string& name) const;
-    std::optional<Reply> validate(const ResourceType& t, const std::string& name, const json& object) const;
+    // The schema check of the whole object, or (`entries`) of only those IPPool allocation entries.
+    std::optional<Reply> validate(const ResourceType& t, const std::string& name, const json& object,
+                                  const std::vector<std::string>* entries = nullptr) const;
     // A stored object and its serialized form (made on first need after each write).
     struct Stored {
         json object;
         std::shared_ptr<const std::string> text;
+        MemberText allocations;            // IPPool spec.allocations entries' text
+        bool allocations_current = false;  // `allocations` matches the object
+        std::size_t text_size = 0;         // of the last text made (the next is about as long)
+
+        // After a write: the texts of `entries` changed, or (nullptr) anything may have.
+        void changed(const std::vector<std::string>* entries);
     };
-    // The object's serialized form as a reply. Caller holds mu_.
-    static Reply stored_reply(int status, Stored& s);
+    // The object's serialized form (or its metadata) as a reply. Caller holds mu_.
+    static Reply stored_reply(int status, Stored& s, Output out);
 
     json not_found(const ResourceType& t, const std::string& name) const;
     // Namespaces exist once anything is created in them (kubectl looks a namespace up when a get

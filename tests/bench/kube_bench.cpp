@@ -13,12 +13,16 @@
 // What the numbers include, so that they are read for what they are:
 //  - client and server share the machine's CPUs (on a 2-vCPU machine the server takes about a
 //    third), so the figures are lower than against a real apiserver on its own machine;
-//  - the server (tests/apiserver) sleeps --latency-ms before handling each request, serializes
-//    the whole pool into every GET and PATCH response (as the kube-apiserver does), checks the
-//    CRD schema of the whole pool on every write, and keeps each object's serialized form per
-//    resourceVersion and applies JSON patches in place (resource_store.hpp); it runs with
-//    TCP_NODELAY and a listen backlog of somaxconn, as Go's net/http does (without them, Nagle
-//    against delayed ACKs added 40 ms per request and SYN drops 1 s stalls);
+//  - the server (tests/apiserver) sleeps --latency-ms before handling each request and sends the
+//    whole pool in every GET (as the kube-apiserver does); a PATCH is answered with the pool's
+//    metadata only because the client asks for that (Accept as=PartialObjectMetadata, which the
+//    kube-apiserver honours too). It keeps each object's serialized form per resourceVersion,
+//    re-serializes only the allocation entries a write changed, checks the CRD schema of those
+//    entries (the rest of the object is unchanged and was checked when written) and applies JSON
+//    patches in place (resource_store.hpp) - shortcuts of the test server only, which a real
+//    apiserver does not take; it runs with TCP_NODELAY and a listen backlog of somaxconn, as
+//    Go's net/http does (without them, Nagle against delayed ACKs added 40 ms per request and
+//    SYN drops 1 s stalls);
 //  - it has no etcd, no admission, no watch cache: a real cluster adds its own per-write cost;
 //  - each operation pays a full TLS handshake (ECDSA P-256 test CA) and kubeconfig load, as
 //    one plugin exec does; "requests/op" counts every API request the server saw, retries and

@@ -18,25 +18,36 @@
 namespace rdmanet::cni {
 
 enum class Failpoint {
-    add_after_ipam,           // address allocated, nothing in the kernel yet
-    add_after_state_saved,    // hostdev: identity recorded, device still in the host
-    add_after_move,           // device/child in the pod under a temporary or final name
-    add_after_configure,      // addresses and routes set in the pod, state not final
-    add_before_commit,        // final state written, rollback not yet disarmed
-    del_after_ipam,           // address released, interface still in the pod
-    del_after_teardown,       // interface returned/deleted, state file still present
-    ipam_add_after_pool_write,        // Kubernetes store: pool entry written, reservation not yet
-    ipam_del_after_reservation_drop,  // Kubernetes store: reservation deleted, pool entry still there
+    add_after_ipam,              // address allocated, nothing in the kernel yet
+    add_after_pool_write,        // Kubernetes store: pool entry written, reservation not yet
+    add_after_state_saved,       // hostdev: identity recorded, device still in the host
+    add_after_move,              // device/child in the pod under a temporary or final name
+    add_after_configure,         // addresses and routes set in the pod, state not final
+    add_before_commit,           // final state written, rollback not yet disarmed
+    del_after_reservation_drop,  // Kubernetes store: reservation deleted, pool entry still there
+    del_after_ipam,              // address released, interface still in the pod
+    del_after_teardown,          // interface returned/deleted, state file still present
     count_
 };
 
+// A step's name starts with the verb it belongs to ("add_", "del_"): the walk arms it there.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Failpoint::count_)> kFailpoints = {
-    "add_after_ipam",  "add_after_state_saved", "add_after_move",     "add_after_configure",
-    "add_before_commit", "del_after_ipam",      "del_after_teardown",
-    "ipam_add_after_pool_write", "ipam_del_after_reservation_drop",
+    "add_after_ipam",          "add_after_pool_write", "add_after_state_saved",
+    "add_after_move",          "add_after_configure",  "add_before_commit",
+    "del_after_reservation_drop", "del_after_ipam",    "del_after_teardown",
 };
 
 constexpr std::string_view failpoint_name(Failpoint fp) { return kFailpoints[static_cast<std::size_t>(fp)]; }
+// The enum and the names are two lists: keep them in step.
+static_assert(failpoint_name(Failpoint::add_after_ipam) == "add_after_ipam" &&
+              failpoint_name(Failpoint::add_after_pool_write) == "add_after_pool_write" &&
+              failpoint_name(Failpoint::add_after_state_saved) == "add_after_state_saved" &&
+              failpoint_name(Failpoint::add_after_move) == "add_after_move" &&
+              failpoint_name(Failpoint::add_after_configure) == "add_after_configure" &&
+              failpoint_name(Failpoint::add_before_commit) == "add_before_commit" &&
+              failpoint_name(Failpoint::del_after_reservation_drop) == "del_after_reservation_drop" &&
+              failpoint_name(Failpoint::del_after_ipam) == "del_after_ipam" &&
+              failpoint_name(Failpoint::del_after_teardown) == "del_after_teardown");
 
 #ifdef RDMANET_FAILPOINTS
 // Raises SIGKILL when $RDMANET_FAILPOINT equals failpoint_name(fp).

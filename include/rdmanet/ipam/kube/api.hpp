@@ -40,7 +40,7 @@ public:
     // retrying (naming the last failure), io_failure for a failure that retrying cannot fix (TLS
     // verification, connection error after the deadline, ...).
     HttpResponse call(std::string_view method, const std::string& path, const std::string& body = {},
-                      std::string_view content_type = "application/json");
+                      std::string_view content_type = "application/json", const RequestOptions& options = {});
 
     // Throws status_error() for `r` (for statuses the caller does not handle).
     [[noreturn]] void fail(std::string_view action, const HttpResponse& r) const;

@@ -18,6 +18,12 @@ struct HttpResponse {
     std::optional<std::chrono::milliseconds> retry_after;
 };
 
+// Per-request variations of what is asked and kept.
+struct RequestOptions {
+    std::string_view accept;             // "" = application/json
+    bool discard_success_body = false;   // a 2xx answer's body is read and dropped, not stored
+};
+
 // The request did not produce an HTTP response (connect, TLS, send/receive, timeout).
 struct TransportError : std::runtime_error {
     int curl_code;
@@ -37,7 +43,8 @@ public:
 
     // `path` starts with '/'. `timeout` bounds the whole request including connecting.
     HttpResponse send(std::string_view method, const std::string& path, const std::string& body,
-                      std::string_view content_type, std::chrono::milliseconds timeout);
+                      std::string_view content_type, std::chrono::milliseconds timeout,
+                      const RequestOptions& options = {});
 
     // New connections opened so far (1 when every request reused the first one).
     long connections() const;

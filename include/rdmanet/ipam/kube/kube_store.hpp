@@ -22,6 +22,11 @@
 // Entries written by whereabouts itself are read and respected like ours (same keys), and ours are
 // valid whereabouts objects.
 //
+// Cost on big pools (10k entries, ~700 kB per pool object): the GET is unavoidable (the API has
+// no conditional or partial read of one object), so it is read without a JSON tree and with only
+// this attachment's entries made into owners (wire.hpp EntrySelector); the PATCH asks for the
+// answer as metadata only (wire.hpp kMetadataOnly) and drops whatever body comes back unread.
+//
 // CNI GC needs to know what *this node* allocated, which the shared pool does not say: each ADD
 // first records the attachment in a node-local journal (<data_dir>/kubernetes/<network>/
 // <container id>:<ifname>), each DEL removes it, and GC releases the journalled attachments that
@@ -52,8 +57,9 @@ public:
     KubeApi& api() { return api_; }
     const std::string& ns() const { return api_.config().namespace_; }
 
-    // GET; nullopt when the pool does not exist. Throws for any other failure.
-    std::optional<PoolObject> read_pool(const PoolKey& key);
+    // GET; nullopt when the pool does not exist. Throws for any other failure. With `select`, only
+    // the selected entries keep their owner (wire.hpp EntrySelector); `taken` has them all.
+    std::optional<PoolObject> read_pool(const PoolKey& key, const EntrySelector* select = nullptr);
     // Every IPPool and reservation object of the namespace (rdmanetctl).
     std::vector<nlohmann::json> list(std::string_view plural);
     // Applies `changes` (wire.hpp pool_patch: per-entry tests, plus the resourceVersion test with
@@ -68,7 +74,7 @@ private:
     // gone: the pool was deleted.
     enum class PatchOutcome { applied, lost, unsure, gone };
     PatchOutcome try_patch(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool = false);
-    PoolObject read_or_create_pool(const PoolKey& key);
+    PoolObject read_or_create_pool(const PoolKey& key, const EntrySelector* select);
     // Creates the reservation; true when it is (now) held by `owner`, false when someone else holds it.
     bool reserve(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner);
     // Takes `offset` out of the pool again if `owner` still holds it there (rollback).

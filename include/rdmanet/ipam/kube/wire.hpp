@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmanet/ipam/runs.hpp"
 #include "rdmanet/ipam/store.hpp"
 
 namespace rdmanet::ipam::kube {
@@ -19,18 +20,37 @@ inline constexpr std::string_view kApiVersion = "whereabouts.cni.cncf.io/v1alpha
 inline constexpr std::string_view kPools = "ippools";
 inline constexpr std::string_view kReservations = "overlappingrangeipreservations";
 inline constexpr std::string_view kJsonPatch = "application/json-patch+json";
+// Accept header of a pool PATCH: the kube-apiserver answers a write with the whole object (the
+// full pool, ~700 kB at 10k entries) unless asked for its metadata only, as client-go's metadata
+// client asks (the apiserver's response transform, served for custom resources too); a server
+// that does not know the transform answers plain JSON, which the client drops unread anyway.
+inline constexpr std::string_view kMetadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 // /apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/<ns>/<plural>[/<name>]
 std::string collection_path(std::string_view ns, std::string_view plural);
 std::string object_path(std::string_view ns, std::string_view plural, std::string_view name);
 
+// Which entries of a pool read keep their owner. A read always records every entry's offset
+// (PoolObject::taken: what the allocator needs), but the owners are three strings per entry -
+// on a pool of 10k entries making them was most of an ADD's client CPU, and an ADD or DEL only
+// ever looks at the entries of its own attachment. Selected: entries with this ifname and this
+// podref or this container id.
+struct EntrySelector {
+    std::string_view container_id;
+    std::string_view podref;
+    std::string_view ifname;
+};
+
 // A pool as read: its resourceVersion and its allocations. Nothing else of the object is kept:
 // we only ever patch /spec/allocations/<offset>, so unknown fields stay untouched on the server.
 struct PoolObject {
     std::string resource_version;
-    PoolDump dump;
+    PoolDump dump;                     // allocations: every entry, or only the selected ones (complete false)
+    MemoryRuns taken;                  // the offset of every entry
     bool has_allocations_map = true;   // false: spec.allocations absent/null, a patch must add it first
+    bool complete = true;              // dump.allocations holds every entry
 
+    // Only selected entries are seen when the read had a selector: select at least these.
     std::optional<std::pair<uint128, Owner>> held_by(std::string_view podref, std::string_view ifname) const;
     std::vector<std::pair<uint128, Owner>> held_by_attachment(const AttachmentId& a) const;
 };
@@ -38,8 +58,9 @@ struct PoolObject {
 // Validates what whereabouts requires (spec.range, allocations keyed by decimal offset inside the
 // range). Throws IpamError(io_failure) naming the pool when the object is malformed.
 // parse_pool_body reads the response text directly (SAX, no JSON tree: a GET of a 10k-entry pool
-// is parsed per ADD); parse_pool is the same for an object already parsed (a list item).
-PoolObject parse_pool_body(std::string_view body, std::string network_name);
+// is parsed per ADD); with a selector only the selected entries keep their owner. parse_pool is
+// the same for an object already parsed (a list item), keeping every entry.
+PoolObject parse_pool_body(std::string_view body, std::string network_name, const EntrySelector* select = nullptr);
 PoolObject parse_pool(const nlohmann::json& object, std::string network_name);
 
 // The network_name a pool object belongs to, from its name and spec.range (name =
