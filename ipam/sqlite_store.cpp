@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
@@ -170,7 +171,8 @@ struct SqliteStore::Impl {
         pool_ids.clear();
     }
 
-    Impl(const std::string& path, int busy_ms) : db(path, busy_ms) {}
+    Impl(const std::string& path, int busy_ms) : db(path, busy_ms), busy_ms(busy_ms) {}
+    int busy_ms;
 
     void init_schema() {
         // 1 KiB pages (SQLite's default is 4 KiB): an ADD or DEL changes ~4 pages (the row, two
@@ -180,9 +182,7 @@ struct SqliteStore::Impl {
         // takes it (the page size of a WAL database is fixed), so older stores keep working.
         db.exec("PRAGMA page_size=1024");
         // WAL is a property of the file: set once, seen by every later connection.
-        if (journal_mode("PRAGMA journal_mode") != "wal" && journal_mode("PRAGMA journal_mode=WAL") != "wal") {
-            throw IpamError(codes::io_failure, "ipam datastore " + db.path() + ": cannot switch to WAL");
-        }
+        switch_to_wal();
         db.exec("PRAGMA synchronous=NORMAL");
         // Every CNI call is a short-lived process, so SQLite's default stays: the last connection
         // to close checkpoints the WAL into the database and removes it. Skipping that
@@ -204,6 +204,24 @@ struct SqliteStore::Impl {
                                                    std::to_string(version) + " is not supported by this rdmanet");
         }
         t.commit();
+    }
+
+    // Switching a new file to WAL takes an exclusive lock. When several processes open a brand-new
+    // store at once, SQLite may answer SQLITE_BUSY without calling the busy handler, because
+    // waiting could deadlock (documented for sqlite3_busy_handler); so retry within the same
+    // budget. Seen under heavy load in the 16-process test as "journal_mode=WAL: database is locked".
+    void switch_to_wal() {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_ms);
+        for (unsigned attempt = 0;; ++attempt) {
+            try {
+                if (journal_mode("PRAGMA journal_mode") == "wal" || journal_mode("PRAGMA journal_mode=WAL") == "wal") return;
+                throw IpamError(codes::io_failure, "ipam datastore " + db.path() + ": cannot switch to WAL");
+            } catch (const IpamError& e) {
+                if (e.code != codes::try_again || std::chrono::steady_clock::now() >= give_up) throw;
+            }
+            // 1-8 ms, spread by the pid so that the contenders do not retry in step.
+            ::usleep(static_cast<useconds_t>(1000 * (1 + (attempt + static_cast<unsigned>(::getpid())) % 8)));
+        }
     }
 
     // Each statement is reset before the next runs: an unfinished one would hold a read
