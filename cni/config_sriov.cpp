@@ -73,6 +73,7 @@ std::optional<unsigned> pkey(const JsonFields& f) {
 
 std::optional<std::string> SriovConf::requested_guid(const RuntimeConfig& runtime, const CniArgs& args) const {
     if (runtime.infiniband_guid) return runtime.infiniband_guid;
+    if (args_guid) return args_guid;
     auto arg = args.get("guid");   // ib-sriov-cni's spelling; GUID too
     if (!arg) arg = args.guid();
     if (arg) {
@@ -156,6 +157,20 @@ void parse_sriov(const JsonFields& top, NetConf& conf, const Attempt& attempt, b
             if (auto problem = usable_guid_problem(*guid)) top.invalid("guid", *problem);
             sriov.guid = checks::lowercase(*guid);
         }
+    });
+    attempt([&] {
+        // args.cni.guid: what ib-sriov-cni reads after runtimeConfig.infinibandGUID (Multus puts a
+        // pod's "cni-args" there).
+        const auto* args = top.object("args");
+        if (!args) return;
+        const JsonFields args_fields(*args, top.name("args"), kInvalid);
+        const auto* cni = args_fields.object("cni");
+        if (!cni) return;
+        const JsonFields cni_fields(*cni, args_fields.name("cni"), kInvalid);
+        auto guid = cni_fields.string("guid");
+        if (!guid) return;
+        if (auto problem = usable_guid_problem(*guid)) cni_fields.invalid("guid", *problem);
+        sriov.args_guid = checks::lowercase(*guid);
     });
     attempt([&] {
         // runtimeConfig.infinibandGUID passed the shape check in parse_runtime_config; a VF

@@ -1,5 +1,6 @@
 // mode "hostdev": move an existing host netdev into the pod and back, one netns move per direction.
 #include <algorithm>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
@@ -7,7 +8,9 @@
 #include "rdmanet/cni/error.hpp"
 #include "rdmanet/cni/policy.hpp"
 #include "rdmanet/cni/rdma_isolation.hpp"
+#include "rdmanet/cni/sriov.hpp"
 #include "rdmanet/netns/error.hpp"
+#include "rdmanet/netns/rdma_sysfs.hpp"
 
 namespace rdmanet::cni {
 
@@ -87,6 +90,35 @@ void restore_host_side(netns::Rtnl& host, const netns::LinkInfo& link, const std
     if (was_up) host.set_up(index, true);
 }
 
+// The PF's PCI address when `pci` is an SR-IOV VF (basename of its physfn link), else "".
+std::string pf_pci_of(const netns::Sysfs& sysfs, const std::string& pci) {
+    std::error_code ec;
+    const auto pf = std::filesystem::canonical(std::filesystem::path(sysfs.root()) / "bus/pci/devices" / pci / "physfn", ec);
+    return ec ? std::string() : pf.filename().string();
+}
+
+// Multus' device-info file (REFERENCE 2.4) when the runtime asked for one and the device is a
+// PCI netdev: type pci, its address, the PF's for a VF, and the RDMA device the pod owns (or,
+// without isolation, the function's). A device without a PCI function (virtual, auxiliary SF)
+// gets none: the spec's "pci" type would misdescribe it.
+void write_hostdev_device_info(const AddRequest& req) {
+    const auto& file = req.conf.runtime.device_info_file;
+    if (!file || file->empty()) return;
+    const std::string& pci = req.state.pci_address;
+    if (pci.empty() || !req.kernel.sysfs.pci_device_exists(pci)) {
+        spdlog::info("device-info file {} not written: {} is not a PCI function", *file, req.state.host_ifname);
+        return;
+    }
+    std::string rdma = req.state.rdma_device;
+    if (rdma.empty()) {
+        const auto devices = netns::pci_rdma_devices(req.kernel.sysfs, pci);
+        if (!devices.empty()) rdma = devices.front();
+    }
+    const std::string path = *file;
+    req.rollback.push("remove device-info file " + path, [path] { sriov::remove_device_info(path); });
+    sriov::write_device_info(path, pci, pf_pci_of(req.kernel.sysfs, pci), rdma);
+}
+
 }  // namespace
 
 PodLink hostdev_add(const AddRequest& req) {
@@ -136,6 +168,7 @@ PodLink hostdev_add(const AddRequest& req) {
     auto link = pod.link_by_name(pod_name);
     if (!link) throw Error(ErrorCode::kernel_failure, "device " + dev.name + " not found in the pod after the move");
     spdlog::info("moved {} into {} as {}", dev.name, req.env.netns, req.env.ifname);
+    write_hostdev_device_info(req);
     return PodLink{link->index, link->name, link->mac, link->mtu, req.state.pci_address};
 }
 

@@ -74,6 +74,9 @@ PodLink ipoib_add(const AddRequest& req) {
     }
     const auto spec = child_spec(conf, parent, master.index);
     req.state.child_kind = links->kind();
+    // Saved before the child exists: after a crash from here on, DEL and GC find the attachment
+    // (and the kind of link that is ours) instead of guessing.
+    req.save_state();
 
     // The undo looks for the child under both names: the move+rename may have happened or not.
     netns::Rtnl& pod = req.kernel.pod;

@@ -143,6 +143,8 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out, con
     const auto sysfs = node_sysfs();
     Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
     kernel.vf = services.vf;
+    kernel.rdma = services.rdma;
+    kernel.ipoib = services.ipoib;
 
     AttachmentState state;
     state.network = conf.name;
@@ -200,6 +202,7 @@ void cmd_del(const NetConf& conf, const Environment& env, const KernelServices& 
         DelRequest del{env, state, host, host_ns, pod.get(), sysfs};
         del.pod_ns = pod_ns ? &*pod_ns : nullptr;
         del.vf = services.vf;
+        del.rdma = services.rdma;
         backend_del(mode, del);
     } catch (const std::exception& e) {
         failures.push_back(std::string("interface teardown: ") + e.what());
@@ -232,6 +235,8 @@ void cmd_check(const NetConf& conf, const Environment& env, const KernelServices
     const auto sysfs = node_sysfs();
     Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
     kernel.vf = services.vf;
+    kernel.rdma = services.rdma;
+    kernel.ipoib = services.ipoib;
     backend_check(conf, env, kernel, prev.interfaces[index]);
 
     // Addresses as the final result lists them on our interface; routes only those we added

@@ -79,6 +79,38 @@ void apply_guid(netns::VfControl& vfs, const netns::Sysfs& sysfs, netns::Rtnl& h
     }
 }
 
+// CHECK of an InfiniBand VF: the GUID this attachment asked for (or, when the runtime no longer
+// passes it, the one ADD recorded) is still the VF's, as the PF reports it (node and port GUID)
+// or, when the PF reports none, as the pod netdev's 20-byte IPoIB address ends.
+void check_vf_guid(const NetConf& conf, const Environment& env, Kernel& kernel, const VfDevice& vf,
+                   const netns::VfInfo& now) {
+    std::optional<std::string> expected = conf.sriov.requested_guid(conf.runtime, env.args);
+    if (!expected) {
+        const auto state = StateStore(StateStore::default_dir()).load(conf.name, env.container_id, env.ifname);
+        if (state && state->sriov && !state->sriov->guid.empty()) expected = state->sriov->guid;
+    }
+    if (!expected) return;   // ADD kept the VF's own GUID: nothing of ours to verify
+    const auto mismatch = [&](const std::string& what, const std::string& actual) {
+        return Error(ErrorCode::invalid_config,
+                     "InfiniBand VF " + vf.pci + " on " + vf.pf + " has " + what + " " + actual + ", expected " +
+                         *expected + " (set by ADD)",
+                     "something reset the VF's GUID (a driver reload, the subnet manager side or another tool); "
+                     "delete and re-create the pod to set it again");
+    };
+    if (now.node_guid && netns::format_guid(*now.node_guid) != *expected)
+        throw mismatch("node GUID", netns::format_guid(*now.node_guid));
+    if (now.port_guid && netns::format_guid(*now.port_guid) != *expected)
+        throw mismatch("port GUID", netns::format_guid(*now.port_guid));
+    if (now.node_guid || now.port_guid) return;
+    const auto link = vf.userspace ? std::nullopt : kernel.pod.link_by_name(env.ifname);
+    const std::string from_address = current_guid(now, link ? link->mac : "");
+    if (from_address.empty()) {
+        spdlog::info("CHECK: the PF reports no GUID for VF {} and its netdev no IPoIB address: GUID not verified", vf.pci);
+        return;
+    }
+    if (from_address != *expected) throw mismatch("GUID", from_address);
+}
+
 }  // namespace
 
 PodLink sriov_add(const AddRequest& req) {
@@ -292,7 +324,9 @@ void sriov_del(const DelRequest& req) {
 }
 
 void sriov_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {
-    const VfDevice vf = find_vf(kernel.sysfs, conf.sriov.pci_address);
+    // The VF's netdev is in the pod now: the host's sysfs no longer lists it under the PCI device
+    // (net/ is namespaced), so it is not required here; the pod side is checked below.
+    const VfDevice vf = find_vf(kernel.sysfs, conf.sriov.pci_address, /*require_netdev=*/false);
     if (!vf.userspace) {
         auto link = kernel.pod.link_by_name(env.ifname);
         if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
@@ -310,6 +344,7 @@ void sriov_check(const NetConf& conf, const Environment& env, Kernel& kernel, co
         if (!reflects(now, change))
             throw Error(ErrorCode::invalid_config,
                         "VF " + vf.pci + " on " + vf.pf + " no longer has " + change.describe());
+    if (vf.infiniband) check_vf_guid(conf, env, kernel, vf, now);
 }
 
 }  // namespace rdmanet::cni

@@ -36,7 +36,7 @@ void write_device_info(const std::string& path, const std::string& pci, const st
     info["version"] = "1.1.0";
     if (!info.contains("pci") || !info["pci"].is_object()) info["pci"] = nlohmann::json::object();
     info["pci"]["pci-address"] = pci;
-    info["pci"]["pf-pci-address"] = pf_pci;
+    if (!pf_pci.empty()) info["pci"]["pf-pci-address"] = pf_pci;
     if (!rdma_device.empty()) info["pci"]["rdma-device"] = rdma_device;
 
     std::error_code ec;

@@ -2,14 +2,21 @@
 // step listed in cni/failpoint.hpp, the plugin is SIGKILLed at that step of ADD (or of DEL), and
 // then the runtime's recovery — DEL, then GC with no valid attachment — must leave nothing behind:
 // no interface in the pod, the host device back under its own name with its own MAC, no macvlan
-// child on the master, no address in the embedded IPAM's store and no attachment state.
+// child on the master, no address in the embedded IPAM's store and no attachment state. sriov and
+// ipoib run through rdmanet-fakekernel; the Kubernetes datastore against the test API server.
 #include <catch2/catch.hpp>
 
 #ifdef RDMANET_FAILPOINTS
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 
+#include "e2e/e2e_fakekernel.hpp"
 #include "e2e/e2e_helpers.hpp"
+#include "fixture.hpp"
 #include "rdmanet/cni/failpoint.hpp"
 
 using namespace rdmanet::test;
@@ -19,8 +26,14 @@ namespace {
 
 constexpr int kKilled = 128 + 9;   // run_process reports death by SIGKILL as 128 + signal
 
+// The plugin binary under test and what it needs in its environment beyond the workspace's.
+struct PluginUnderTest {
+    std::string path = rdmanet_path();
+    std::map<std::string, std::string> env;
+};
+
 CniOutcome call(const Workspace& ws, const std::string& command, const ScopedNetns& pod, const std::string& id,
-                const json& conf, const std::string& failpoint) {
+                const json& conf, const std::string& failpoint, const PluginUnderTest& plugin = {}) {
     PluginRequest req;
     req.command = command;
     req.container_id = id;
@@ -30,8 +43,9 @@ CniOutcome call(const Workspace& ws, const std::string& command, const ScopedNet
     req.path = default_cni_path();
     req.stdin_data = conf.dump();
     auto env = ws.env();
+    env.insert(plugin.env.begin(), plugin.env.end());
     if (!failpoint.empty()) env["RDMANET_FAILPOINT"] = failpoint;
-    return invoke_plugin(rdmanet_path(), req, env);
+    return invoke_plugin(plugin.path, req, env);
 }
 
 // Allocations left in the embedded IPAM's store, counted through rdmanetctl.
@@ -44,31 +58,35 @@ std::size_t allocations(const Workspace& ws) {
     return n;
 }
 
-// Runs ADD (and DEL when the step belongs to DEL) with `step` armed, then recovers as a runtime
-// would and checks that nothing is left. `host_device` is checked for name and MAC.
-void walk_one(const Workspace& ws, const json& conf_in, const std::string& step, const std::string& host_device,
-              const std::string& master_for_children) {
-    json conf = conf_in;
-    ScopedNetns pod("fp");
-    const std::string id = container_id("fp");
-    const auto before = find_link(nullptr, host_device);
-    REQUIRE(before);
+// The Kubernetes store's own steps: a walk on the local store passes neither.
+bool kube_store_step(std::string_view step) {
+    return step == "add_after_pool_write" || step == "del_after_reservation_drop";
+}
 
+// Runs ADD (and DEL when the step belongs to DEL) with `step` armed, then recovers as a runtime
+// would: DEL, then GC with no valid attachment. Both must succeed; the caller checks the rest.
+// `reached` says whether this configuration passes the step: then the plugin must die there,
+// otherwise the verb must run to the end — so a failpoint that stops firing fails the walk.
+void kill_and_recover(const Workspace& ws, const json& conf, const std::string& step, const ScopedNetns& pod,
+                      bool reached, const PluginUnderTest& plugin = {}) {
+    const std::string id = container_id("fp");
     const bool del_step = step.rfind("del_", 0) == 0;
-    const auto add = call(ws, "ADD", pod, id, conf, del_step ? "" : step);
-    INFO("step " << step << " ADD: " << add.describe());
+    const auto add = call(ws, "ADD", pod, id, conf, del_step ? "" : step, plugin);
+    INFO("step " << step << (reached ? " (reached)" : " (not reached)") << " ADD: " << add.describe());
     if (del_step) {
         REQUIRE(add.ok());
-        const auto del = call(ws, "DEL", pod, id, conf, step);
+        const auto del = call(ws, "DEL", pod, id, conf, step, plugin);
         INFO("DEL: " << del.describe());
-        REQUIRE(del.exit_code == kKilled);
+        if (reached) REQUIRE(del.exit_code == kKilled);
+        else REQUIRE(del.ok());
+    } else if (reached) {
+        REQUIRE(add.exit_code == kKilled);
     } else {
-        // A step this mode never reaches (hostdev's state save in macvlan) lets ADD finish.
-        REQUIRE((add.exit_code == kKilled || add.ok()));
+        REQUIRE(add.ok());
     }
 
     // Recovery: the runtime retries DEL, then garbage-collects with no valid attachment.
-    const auto del = call(ws, "DEL", pod, id, conf, "");
+    const auto del = call(ws, "DEL", pod, id, conf, "", plugin);
     INFO("recovery DEL: " << del.describe());
     REQUIRE(del.ok());
     json gc = conf;
@@ -77,9 +95,21 @@ void walk_one(const Workspace& ws, const json& conf_in, const std::string& step,
     req.command = "GC";
     req.path = default_cni_path();
     req.stdin_data = gc.dump();
-    const auto gc_out = invoke_plugin(rdmanet_path(), req, ws.env());
+    auto env = ws.env();
+    env.insert(plugin.env.begin(), plugin.env.end());
+    const auto gc_out = invoke_plugin(plugin.path, req, env);
     INFO("GC: " << gc_out.describe());
     REQUIRE(gc_out.ok());
+}
+
+// Runs ADD (and DEL when the step belongs to DEL) with `step` armed, then recovers as a runtime
+// would and checks that nothing is left. `host_device` is checked for name and MAC.
+void walk_one(const Workspace& ws, const json& conf_in, const std::string& step, bool reached,
+              const std::string& host_device, const std::string& master_for_children) {
+    ScopedNetns pod("fp");
+    const auto before = find_link(nullptr, host_device);
+    REQUIRE(before);
+    kill_and_recover(ws, conf_in, step, pod, reached);
 
     CHECK(only_loopback(pod));
     const auto after = find_link(nullptr, host_device);
@@ -102,7 +132,11 @@ TEST_CASE("failpoint walk: macvlan recovers from a kill at every step", "[e2e][f
     set_link_up(nullptr, uplink.name_a());
     const auto conf = plugin_stdin("fp-macvlan", "1.1.0", macvlan_plugin(uplink.name_a(), embedded_ipam(ws)));
     for (const auto step : rdmanet::cni::kFailpoints) {
-        DYNAMIC_SECTION("kill at " << step) { walk_one(ws, conf, std::string(step), uplink.name_a(), uplink.name_a()); }
+        // macvlan saves no state before the kernel change (nothing in the host to restore).
+        const bool reached = !kube_store_step(step) && step != "add_after_state_saved";
+        DYNAMIC_SECTION("kill at " << step) {
+            walk_one(ws, conf, std::string(step), reached, uplink.name_a(), uplink.name_a());
+        }
     }
 }
 
@@ -111,7 +145,174 @@ TEST_CASE("failpoint walk: hostdev recovers from a kill at every step", "[e2e][f
     ScopedVeth dev(nullptr, nullptr, "fh");
     const auto conf = plugin_stdin("fp-hostdev", "1.1.0", hostdev_plugin(dev.name_a(), embedded_ipam(ws)));
     for (const auto step : rdmanet::cni::kFailpoints) {
-        DYNAMIC_SECTION("kill at " << step) { walk_one(ws, conf, std::string(step), dev.name_a(), dev.name_b()); }
+        DYNAMIC_SECTION("kill at " << step) {
+            walk_one(ws, conf, std::string(step), !kube_store_step(step), dev.name_a(), dev.name_b());
+        }
+    }
+}
+
+// ---- sriov and ipoib through rdmanet-fakekernel (PF-side VF netlink, RDMA netlink and IPoIB
+// creation in a fake-kernel state file that survives the kill; netdevs are real veth ends). -------
+
+namespace {
+
+struct HostNetdev {
+    std::string name, mac, alias;
+    unsigned mtu = 0;
+    bool up = false;
+    friend bool operator==(const HostNetdev&, const HostNetdev&) = default;
+};
+
+std::optional<HostNetdev> host_netdev(const std::string& name) {
+    auto link = find_link(nullptr, name);
+    if (!link) return std::nullopt;
+    return HostNetdev{name, link_mac(*link), link_alias(*link), link->value("mtu", 0u), link_is_up(*link)};
+}
+
+PluginUnderTest fakekernel(const std::map<std::string, std::string>& node_env) {
+    return PluginUnderTest{fakekernel_path(), node_env};
+}
+
+// After the kill and the recovery: the VF netdev back in the host under its name with its MAC,
+// MTU, alias and up state; every PF-side setting (GUIDs included) as before; its RDMA device home
+// and visible in the host's sysfs again; no in-use record, device-info file, allocation or
+// attachment state.
+void walk_sriov_one(const Workspace& ws, const SriovNode& node, const json& conf, const std::string& step,
+                    const std::string& pf, unsigned vf, const std::string& netdev, const std::string& pci,
+                    const std::string& rdma_device, const std::string& devinfo) {
+    ScopedNetns pod("fs");
+    const json vf_before = node.vf(pf, vf);
+    const auto dev_before = netdev.empty() ? std::nullopt : host_netdev(netdev);
+    kill_and_recover(ws, conf, step, pod, !kube_store_step(step), fakekernel(node.env()));
+
+    CHECK(only_loopback(pod));
+    if (!netdev.empty()) CHECK(host_netdev(netdev) == dev_before);
+    CHECK(node.vf(pf, vf) == vf_before);
+    if (!rdma_device.empty()) {
+        CHECK(node.rdma_owner(rdma_device) == 0);
+        CHECK(std::filesystem::exists(node.tree.root() + "/class/infiniband/" + rdma_device + "/device"));
+    }
+    CHECK_FALSE(vf_record_exists(ws, pci));
+    if (!devinfo.empty()) CHECK_FALSE(std::filesystem::exists(devinfo));
+    CHECK(allocations(ws) == 0);
+    CHECK(attachment_files(ws).empty());
+}
+
+}  // namespace
+
+TEST_CASE("failpoint walk: sriov Ethernet VF recovers from a kill at every step", "[e2e][failpoints][sriov]") {
+    Workspace ws;
+    SriovNode node(ws, "exclusive");
+    const std::string devinfo = ws.path("devinfo/fp-sriov-net1");
+    auto plugin = fakekernel_plugin("sriov", embedded_ipam(ws),
+                                    {{"mac", "0a:58:0a:01:00:05"}, {"vlan", 100}, {"vlanQoS", 3},
+                                     {"vlanProto", "802.1ad"}, {"spoofchk", "off"}, {"trust", "on"},
+                                     {"link_state", "enable"}, {"min_tx_rate", 100}, {"max_tx_rate", 1000},
+                                     {"mtu", 1400},
+                                     {"runtimeConfig", {{"deviceID", SriovNode::kVfPci}, {"CNIDeviceInfoFile", devinfo}}}});
+    const auto conf = plugin_stdin("fp-sriov", "1.1.0", plugin);
+    for (const auto step : rdmanet::cni::kFailpoints) {
+        DYNAMIC_SECTION("kill at " << step) {
+            walk_sriov_one(ws, node, conf, std::string(step), node.pf, 0, node.vf0.name_a(), SriovNode::kVfPci,
+                           "mlx5_7", devinfo);
+        }
+    }
+}
+
+TEST_CASE("failpoint walk: sriov InfiniBand VF GUID is restored after a kill at every step",
+          "[e2e][failpoints][sriov][ib]") {
+    Workspace ws;
+    SriovNode node(ws, "exclusive");
+    auto plugin = fakekernel_plugin("sriov", embedded_ipam(ws),
+                                    {{"pkey", "0x8001"},
+                                     {"runtimeConfig", {{"deviceID", SriovNode::kIbVfPci},
+                                                        {"infinibandGUID", "c2:11:22:33:44:55:66:77"}}}});
+    const auto conf = plugin_stdin("fp-sriov-ib", "1.1.0", plugin);
+    for (const auto step : rdmanet::cni::kFailpoints) {
+        DYNAMIC_SECTION("kill at " << step) {
+            walk_sriov_one(ws, node, conf, std::string(step), node.ibpf, 0, node.ibvf.name_a(), SriovNode::kIbVfPci,
+                           "mlx5_9", "");
+        }
+    }
+}
+
+TEST_CASE("failpoint walk: sriov DPDK (vfio) VF recovers from a kill at every step", "[e2e][failpoints][sriov]") {
+    Workspace ws;
+    SriovNode node(ws, "shared");
+    auto plugin = fakekernel_plugin("sriov", embedded_ipam(ws),
+                                    {{"deviceID", SriovNode::kVfioPci}, {"mac", "0a:58:0a:01:00:07"}, {"vlan", 30}});
+    const auto conf = plugin_stdin("fp-sriov-dpdk", "1.1.0", plugin);
+    for (const auto step : rdmanet::cni::kFailpoints) {
+        DYNAMIC_SECTION("kill at " << step) {
+            walk_sriov_one(ws, node, conf, std::string(step), node.pf, 1, "", SriovNode::kVfioPci, "", "");
+        }
+    }
+}
+
+TEST_CASE("failpoint walk: ipoib recovers from a kill at every step", "[e2e][failpoints][ipoib]") {
+    Workspace ws;
+    IpoibNode node(ws);
+    const auto conf = plugin_stdin("fp-ipoib", "1.1.0",
+                                   fakekernel_plugin("ipoib", embedded_ipam(ws), {{"master", node.parent.name_a()}}));
+    for (const auto step : rdmanet::cni::kFailpoints) {
+        DYNAMIC_SECTION("kill at " << step) {
+            ScopedNetns pod("fi");
+            kill_and_recover(ws, conf, std::string(step), pod, !kube_store_step(step), fakekernel(node.env()));
+            CHECK(only_loopback(pod));
+            // No child left in the host under its temporary name: the veth peer only.
+            CHECK(host_links_on(node.parent.name_a()) == std::vector<std::string>{node.parent.name_b()});
+            CHECK(allocations(ws) == 0);
+            CHECK(attachment_files(ws).empty());
+        }
+    }
+}
+
+// ---- the Kubernetes datastore: a pool entry and its reservation are two API objects, written in
+// order (entry, then reservation; DEL: reservation, then entry). A kill between them, or anywhere
+// else, must leave neither behind after the recovery. ------------------------------------------
+
+namespace {
+
+// Allocations in every IPPool and every OverlappingRangeIPReservation, straight from the server.
+std::size_t kube_allocations(const apiserver_test::TestApiServer& server) {
+    std::size_t n = 0;
+    for (const auto& pool : server.list("kube-system", "ippools")) n += pool["spec"].value("allocations", json::object()).size();
+    return n;
+}
+
+std::size_t kube_reservations(const apiserver_test::TestApiServer& server) {
+    return server.list("kube-system", "overlappingrangeipreservations").size();
+}
+
+}  // namespace
+
+TEST_CASE("failpoint walk: macvlan on the Kubernetes datastore leaves no pool entry or reservation",
+          "[e2e][failpoints][kube]") {
+    apiserver_test::TestApiServer server;
+    Workspace ws;
+    // The node policy confines kubeconfigs to the workspace; the CA is embedded, so the kubeconfig
+    // names no other file.
+    std::ifstream in(server.write_kubeconfig("kubeconfig"));
+    const std::string kubeconfig = ws.write("kubeconfig", std::string(std::istreambuf_iterator<char>(in), {}));
+    ScopedVeth uplink(nullptr, nullptr, "fk");
+    set_link_up(nullptr, uplink.name_a());
+    const json ipam = {{"type", "rdmanet-ipam"},
+                       {"range", "10.251.9.0/24"},
+                       {"datastore", "kubernetes"},
+                       {"kubernetes", {{"kubeconfig", kubeconfig}}},
+                       {"data_dir", ws.path("ipam-db")}};
+    const auto conf = plugin_stdin("fp-kube", "1.1.0", macvlan_plugin(uplink.name_a(), ipam));
+    for (const auto step : rdmanet::cni::kFailpoints) {
+        DYNAMIC_SECTION("kill at " << step) {
+            ScopedNetns pod("fk");
+            // macvlan saves no state before the kernel change; the store's steps are all reached.
+            kill_and_recover(ws, conf, std::string(step), pod, step != "add_after_state_saved");
+            CHECK(only_loopback(pod));
+            CHECK(host_links_on(uplink.name_a()).size() == 1);   // the veth peer only
+            CHECK(kube_allocations(server) == 0);
+            CHECK(kube_reservations(server) == 0);
+            CHECK(ws.state_files().empty());
+        }
     }
 }
 

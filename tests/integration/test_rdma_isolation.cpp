@@ -4,6 +4,9 @@
 // fake tree naming the veth as the RDMA device's netdev.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+
 #include "unit/cni_test_helpers.hpp"
 #include "netns_helpers.hpp"
 #include "rdmanet/cni/backend.hpp"
@@ -11,6 +14,7 @@
 #include "rdmanet/netns/rdma_sysfs.hpp"
 #include "support/fake_rdma.hpp"
 #include "support/fake_rdma_sysfs.hpp"
+#include "support/fake_sysfs.hpp"
 
 using namespace rdmanet;
 using namespace rdmanet::cni;
@@ -205,5 +209,101 @@ TEST_CASE("macvlan with isolation required: refused before anything is created",
         ok.commit();
         CHECK(rig.netdev_in_pod());
         CHECK(rig.moves() == 0);
+    }
+}
+
+namespace {
+
+// hostdev of a PCI netdev (a veth end standing in for a VF of a PF) with Multus' device-info file.
+struct DevinfoRig {
+    ScopedNetns host{"dih"}, pod{"dip"};
+    ScopedVeth veth{&host, &host, "dv"};
+    netns::NetNamespace host_ns = host.open();
+    netns::NetNamespace pod_ns = pod.open();
+    std::unique_ptr<netns::Rtnl> host_rtnl = rtnl_in(host);
+    std::unique_ptr<netns::Rtnl> pod_rtnl = rtnl_in(pod);
+    FakeSysfs tree;
+    netns::Sysfs sysfs{tree.root()};
+    FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
+    RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }};
+    Kernel kernel{host_ns, *host_rtnl, pod_ns, *pod_rtnl, sysfs};
+    NetConf conf;
+    Environment env;
+    AttachmentState state;
+    std::string devinfo = tree.root() + "/devinfo/net-c1_net1";
+
+    DevinfoRig() {
+        kernel.rdma = &access;
+        conf.mode = Mode::hostdev;
+        conf.runtime.device_info_file = devinfo;
+        env.command = Command::add;
+        env.container_id = "c1";
+        env.ifname = "net1";
+        env.netns = pod.path();
+        rdma.add_device("mlx5_3");
+        rdma.on_host_visibility = [this](const std::string& dev, bool home) {
+            home ? tree.add_rdma_device("0000:af:00.4", dev) : tree.remove_rdma_device("0000:af:00.4", dev);
+        };
+    }
+    void add() {
+        Rollback rollback;
+        hostdev_add(AddRequest{conf, env, kernel, rollback, state, [] {}});
+        rollback.commit();
+    }
+    nlohmann::json read_devinfo() const {
+        std::ifstream in(devinfo);
+        REQUIRE(in);
+        return nlohmann::json::parse(in);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("hostdev writes Multus' device-info file for a PCI netdev", "[rdma][hostdev][integration][devinfo]") {
+    DevinfoRig rig;
+    SECTION("a VF: PF address, and the RDMA device the pod owns (exclusive mode)") {
+        rig.tree.add_pf("0000:af:00.0", unique_name("pf"));
+        rig.tree.add_vf("0000:af:00.0", 2, "0000:af:00.4", rig.veth.name_a());
+        rig.tree.add_rdma_device("0000:af:00.4", "mlx5_3");
+        rig.conf.hostdev.pci_address = "0000:af:00.4";
+        rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+        rig.add();
+        CHECK(rig.state.rdma_device == "mlx5_3");
+        const auto info = rig.read_devinfo();
+        CHECK(info["type"] == "pci");
+        CHECK(info["version"] == "1.1.0");
+        CHECK(info["pci"]["pci-address"] == "0000:af:00.4");
+        CHECK(info["pci"]["pf-pci-address"] == "0000:af:00.0");
+        CHECK(info["pci"]["rdma-device"] == "mlx5_3");
+    }
+    SECTION("a plain function, shared mode: no PF address, the function's RDMA device") {
+        rig.tree.add_function("0000:af:00.4", rig.veth.name_a());
+        rig.tree.add_rdma_device("0000:af:00.4", "mlx5_3");
+        rig.conf.hostdev.device = rig.veth.name_a();
+        // Multus copied the device plugin's file here first: its extra keys survive.
+        std::filesystem::create_directories(std::filesystem::path(rig.devinfo).parent_path());
+        std::ofstream(rig.devinfo) << R"({"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:af:00.4","vhost-net":"/dev/vhost-net"}})";
+        rig.add();
+        const auto info = rig.read_devinfo();
+        CHECK(info["pci"]["pci-address"] == "0000:af:00.4");
+        CHECK_FALSE(info["pci"].contains("pf-pci-address"));
+        CHECK(info["pci"]["rdma-device"] == "mlx5_3");
+        CHECK(info["pci"]["vhost-net"] == "/dev/vhost-net");
+    }
+    SECTION("not a PCI netdev: no file") {
+        rig.conf.hostdev.device = rig.veth.name_a();
+        rig.add();
+        CHECK_FALSE(std::filesystem::exists(rig.devinfo));
+    }
+    SECTION("a failed ADD removes the file it wrote") {
+        rig.tree.add_function("0000:af:00.4", rig.veth.name_a());
+        rig.conf.hostdev.device = rig.veth.name_a();
+        {
+            Rollback rollback;
+            hostdev_add(AddRequest{rig.conf, rig.env, rig.kernel, rollback, rig.state, [] {}});
+            CHECK(std::filesystem::exists(rig.devinfo));
+        }
+        CHECK_FALSE(std::filesystem::exists(rig.devinfo));
+        CHECK(rig.host_rtnl->link_by_name(rig.veth.name_a()));
     }
 }

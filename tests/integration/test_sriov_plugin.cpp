@@ -384,3 +384,74 @@ TEST_CASE("sriov: InfiniBand VF GUID set with a rebind, restored on DEL", "[inte
         CHECK(bad.code() == 7);
     }
 }
+
+TEST_CASE("sriov: args.cni.guid sets the IB VF GUID over CNI_ARGS and config", "[integration][sriov][ib][guid]") {
+    SriovBed bed;
+    const auto original = bed.fake.vf(bed.ibpf, 0);
+    auto conf = bed.conf({{"deviceID", kIbVfPci},
+                          {"guid", "c2:00:00:00:00:00:00:01"},
+                          {"args", {{"cni", {{"guid", "C2:00:00:00:00:00:00:04"}}}}}});
+    const auto cid = id("iba");
+    const auto add = bed.call("ADD", conf, cid, "IgnoreUnknown=true;guid=c2:00:00:00:00:00:00:02");
+    INFO(add.raw);
+    REQUIRE(add.rc == 0);
+    CHECK(bed.fake.vf(bed.ibpf, 0).node_guid == std::optional<std::uint64_t>(0xc200000000000004ull));
+    CHECK(bed.fake.vf(bed.ibpf, 0).port_guid == std::optional<std::uint64_t>(0xc200000000000004ull));
+    REQUIRE(bed.call("DEL", conf, cid).rc == 0);
+    CHECK(bed.fake.vf(bed.ibpf, 0) == original);
+
+    SECTION("a bad args.cni.guid is refused before the VF is touched") {
+        bed.fake.log.clear();
+        const auto bad = bed.call("ADD", bed.conf({{"deviceID", kIbVfPci}, {"args", {{"cni", {{"guid", "ff:ff:ff:ff:ff:ff:ff:ff"}}}}}}),
+                                  id("ibb"));
+        CHECK(bad.code() == 7);
+        CHECK_THAT(bad.msg(), Catch::Matchers::Contains("args.cni.guid"));
+        CHECK(bed.fake.log.empty());
+        CHECK(bed.fake.vf(bed.ibpf, 0) == original);
+    }
+}
+
+TEST_CASE("sriov: CHECK verifies the IB VF's GUID and names the difference", "[integration][sriov][ib][guid]") {
+    SriovBed bed;
+    auto conf = bed.conf({{"deviceID", kIbVfPci}});
+    conf["runtimeConfig"] = {{"infinibandGUID", "c2:11:22:33:44:55:66:77"}};
+    const auto cid = id("ibc");
+    const auto add = bed.call("ADD", conf, cid);
+    INFO(add.raw);
+    REQUIRE(add.rc == 0);
+    auto check_conf = conf;
+    check_conf["prevResult"] = add.out;
+    const auto ok = bed.call("CHECK", check_conf, cid);
+    INFO(ok.raw);
+    CHECK(ok.rc == 0);
+
+    // Something (a driver reload, another tool) puts another GUID on the VF.
+    bed.fake.vf(bed.ibpf, 0).node_guid = 0xc211223344556699ull;
+    const auto tampered = bed.call("CHECK", check_conf, cid);
+    INFO(tampered.raw);
+    CHECK(tampered.rc != 0);
+    CHECK(tampered.code() == 7);
+    CHECK_THAT(tampered.msg(), Catch::Matchers::Contains("InfiniBand VF " + std::string(kIbVfPci)) &&
+                                   Catch::Matchers::Contains("has node GUID c2:11:22:33:44:55:66:99") &&
+                                   Catch::Matchers::Contains("expected c2:11:22:33:44:55:66:77"));
+
+    SECTION("without the runtime's GUID on CHECK, the one ADD recorded is the reference") {
+        auto bare = bed.conf({{"deviceID", kIbVfPci}});
+        bare["prevResult"] = add.out;
+        const auto r = bed.call("CHECK", bare, cid);
+        CHECK(r.rc != 0);
+        CHECK_THAT(r.msg(), Catch::Matchers::Contains("expected c2:11:22:33:44:55:66:77"));
+        bed.fake.vf(bed.ibpf, 0).node_guid = 0xc211223344556677ull;
+        CHECK(bed.call("CHECK", bare, cid).rc == 0);
+    }
+    SECTION("the port GUID is checked too") {
+        bed.fake.vf(bed.ibpf, 0).node_guid = 0xc211223344556677ull;
+        bed.fake.vf(bed.ibpf, 0).port_guid = 0x1ull;
+        const auto r = bed.call("CHECK", check_conf, cid);
+        CHECK(r.rc != 0);
+        CHECK_THAT(r.msg(), Catch::Matchers::Contains("port GUID 00:00:00:00:00:00:00:01"));
+    }
+    bed.fake.vf(bed.ibpf, 0).node_guid = 0xc211223344556677ull;
+    bed.fake.vf(bed.ibpf, 0).port_guid = 0xc211223344556677ull;
+    REQUIRE(bed.call("DEL", conf, cid).rc == 0);
+}

@@ -35,6 +35,34 @@ void FakeRdmaKernel::netns_destroyed(ino_t id) {
         }
 }
 
+nlohmann::json FakeRdmaKernel::to_json() const {
+    nlohmann::json devices = nlohmann::json::array();
+    for (const auto& d : devices_)
+        devices.push_back({{"index", d.index},
+                           {"name", d.name},
+                           {"canDisassociate", d.can_disassociate},
+                           {"owner", d.owner == init_ ? 0 : d.owner}});
+    return {{"mode", std::string(netns::rdma_netns_mode_name(mode_))}, {"devices", devices}};
+}
+
+void FakeRdmaKernel::load_json(const nlohmann::json& j) {
+    devices_.clear();
+    if (!j.is_object()) return;
+    mode_ = netns::parse_rdma_netns_mode(j.value("mode", "shared")).value_or(RdmaNetnsMode::shared);
+    for (const auto& d : j.value("devices", nlohmann::json::array())) {
+        const auto owner = d.value("owner", static_cast<ino_t>(0));
+        devices_.push_back({d.value("index", static_cast<std::uint32_t>(devices_.size() + 1)), d.value("name", ""),
+                            d.value("canDisassociate", true), owner == 0 ? init_ : owner});
+    }
+}
+
+void FakeRdmaKernel::reap_dead_namespaces(const std::vector<ino_t>& live) {
+    std::vector<ino_t> dead;
+    for (const auto& d : devices_)
+        if (d.owner != init_ && std::find(live.begin(), live.end(), d.owner) == live.end()) dead.push_back(d.owner);
+    for (ino_t id : dead) netns_destroyed(id);
+}
+
 ino_t FakeRdmaKernel::owner_of(const std::string& name) const {
     for (const auto& d : devices_)
         if (d.name == name) return d.owner;

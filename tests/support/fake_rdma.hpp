@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "rdmanet/netns/ipoib.hpp"
 #include "rdmanet/netns/namespace.hpp"
 #include "rdmanet/netns/rdma.hpp"
@@ -61,6 +63,16 @@ public:
     // Called when a device leaves (false) or returns to (true) the initial namespace, e.g. to
     // remove/restore it in a fake sysfs tree as the kernel's host view does.
     std::function<void(const std::string& device, bool in_init_ns)> on_host_visibility;
+
+    // The mode and the devices as JSON, and back (the file-backed fake of the test-only plugin
+    // binary, support/fake_kernel_file.hpp): {"mode": "shared"|"exclusive", "devices": [{"index",
+    // "name", "canDisassociate", "owner"}]}, owner 0 = the initial namespace, else the nsfs inode.
+    // The calls log and the registered namespaces are not part of it.
+    nlohmann::json to_json() const;
+    void load_json(const nlohmann::json& j);
+    // The kernel returns the devices of a namespace that died to the initial one: every owner not
+    // in `live` (nsfs inodes of the namespaces that exist) is treated as destroyed.
+    void reap_dead_namespaces(const std::vector<ino_t>& live);
 
 private:
     friend class FakeRdmaView;

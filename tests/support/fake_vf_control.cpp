@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "rdmanet/cni/sriov_state.hpp"
 #include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::test {
@@ -25,6 +26,31 @@ void FakeVfControl::add_pf(const std::string& pf, unsigned num_vfs, bool infinib
         p.vfs.push_back(vf);
     }
     pfs_[pf] = std::move(p);
+}
+
+nlohmann::json FakeVfControl::pfs_json() const {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, pf] : pfs_) {
+        nlohmann::json vfs = nlohmann::json::array();
+        for (const auto& vf : pf.vfs) vfs.push_back(cni::vf_info_to_json(vf));
+        out[name] = {{"infiniband", pf.infiniband}, {"vfs", vfs}};
+    }
+    return out;
+}
+
+void FakeVfControl::load_pfs_json(const nlohmann::json& pfs) {
+    pfs_.clear();
+    if (!pfs.is_object()) return;
+    for (const auto& [name, j] : pfs.items()) {
+        Pf pf;
+        pf.infiniband = j.value("infiniband", false);
+        unsigned index = 0;
+        for (const auto& vf : j.value("vfs", nlohmann::json::array())) {
+            pf.vfs.push_back(cni::vf_info_from_json(vf));
+            pf.vfs.back().index = index++;   // a VF's index is its position, as the kernel lists them
+        }
+        pfs_[name] = std::move(pf);
+    }
 }
 
 FakeVfControl::Pf& FakeVfControl::pf_or_throw(const std::string& pf) {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "rdmanet/netns/vf.hpp"
 
 namespace rdmanet::test {
@@ -41,6 +43,13 @@ public:
     // The admin MAC shows up only after `reads` further list() calls (asynchronous drivers);
     // -1 = never.
     void mac_lag(int reads) { mac_lag_ = reads; }
+
+    // The PFs and their VFs as JSON ({"<pf>": {"infiniband": bool, "vfs": [VfInfo...]}}, VFs in
+    // the attachment state's encoding), and back: the file-backed fake of the test-only plugin
+    // binary (support/fake_kernel_file.hpp) keeps the same kernel model across processes this way.
+    // Injected failures and the log are not part of it.
+    nlohmann::json pfs_json() const;
+    void load_pfs_json(const nlohmann::json& pfs);
 
     std::vector<std::pair<std::string, netns::VfChange>> log;   // accepted changes, in order
     int list_calls = 0;

@@ -57,11 +57,15 @@ struct SriovConf {
     std::optional<unsigned> min_tx_rate;     // Mbps
     std::optional<unsigned> max_tx_rate;     // Mbps, 0 = no limit; >= min_tx_rate
     std::optional<std::string> guid;         // InfiniBand GUID from the config (lowest precedence)
+    std::optional<std::string> args_guid;    // args.cni.guid (the CNI "args" convention)
     std::optional<unsigned> pkey;            // InfiniBand partition key, recorded only
     unsigned mtu = 0;                        // 0 = leave the VF's MTU
 
-    // runtimeConfig.infinibandGUID > CNI_ARGS GUID > guid; nullopt when none. Lower-case.
-    // Throws Error(invalid_environment) for a CNI_ARGS GUID that is not a usable GUID.
+    // runtimeConfig.infinibandGUID > args.cni.guid > CNI_ARGS GUID > guid; nullopt when none.
+    // Lower-case. ib-sriov-cni reads runtimeConfig.infinibandGUID > args.cni.guid (REFERENCE
+    // 3.8); CNI_ARGS and the config key rank below, as the CNI conventions rank runtimeConfig >
+    // args > CNI_ARGS (REFERENCE 1.4). Throws Error(invalid_environment) for a CNI_ARGS GUID
+    // that is not a usable GUID (the config's, args.cni's included, are checked by parse_net_conf).
     std::optional<std::string> requested_guid(const RuntimeConfig& runtime, const CniArgs& args) const;
 };
 

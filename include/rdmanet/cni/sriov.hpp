@@ -134,7 +134,8 @@ void rebind_vf(const netns::Sysfs& sysfs, const std::string& pci, const std::str
 
 // {"type":"pci","version":"1.1.0","pci":{"pci-address","rdma-device","pf-pci-address"}}, merged
 // into what the file already holds (the device plugin's copy may carry more keys), written
-// atomically (temp + rename, 0600). rdma-device is omitted when empty.
+// atomically (temp + rename, 0600). rdma-device and pf-pci-address are omitted when empty (a
+// function that is not a VF has no PF). Also used by hostdev for PCI netdevs.
 void write_device_info(const std::string& path, const std::string& pci, const std::string& pf_pci,
                        const std::string& rdma_device);
 void remove_device_info(const std::string& path);   // missing is fine

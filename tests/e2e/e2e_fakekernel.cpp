@@ -1,0 +1,120 @@
+#include "e2e/e2e_fakekernel.hpp"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "rdmanet/netns/rtnl.hpp"
+
+namespace rdmanet::test::e2e {
+
+namespace fs = std::filesystem;
+
+SriovNode::SriovNode(const Workspace& workspace, const std::string& rdma_mode)
+    : ws(workspace), pf(unique_name("pf")), ibpf(unique_name("ibpf")), kernel(workspace.path("kernel.json"), tree.root()) {
+    tree.add_pf(kPfPci, pf);
+    tree.add_vf(kPfPci, 0, kVfPci, vf0.name_a());
+    tree.add_vf(kPfPci, 1, kVfioPci, std::nullopt, "vfio-pci");
+    tree.add_rdma_device(kVfPci, "mlx5_7");
+    tree.add_pf(kIbPfPci, ibpf, /*infiniband=*/true);
+    tree.add_vf(kIbPfPci, 0, kIbVfPci, ibvf.name_a());
+    tree.add_rdma_device(kIbVfPci, "mlx5_9");
+
+    // The kernel's starting point, built with the in-memory fake (same model, same encoding).
+    FakeVfControl vfs;
+    vfs.add_pf(pf, 2);
+    vfs.add_pf(ibpf, 1, /*infiniband=*/true);
+    netns::VfInfo& vf = vfs.vf(pf, 0);
+    vf.mac = "0a:00:00:00:00:aa";
+    vf.vlan = 7;
+    vf.max_tx_rate = 300;
+    kernel.write({{"vf", vfs.pfs_json()},
+                  {"rdma",
+                   {{"mode", rdma_mode},
+                    {"devices",
+                     {{{"index", 1}, {"name", "mlx5_0"}, {"owner", 0}},
+                      {{"index", 2}, {"name", "mlx5_7"}, {"owner", 0}, {"pci", kVfPci}},
+                      {{"index", 3}, {"name", "mlx5_9"}, {"owner", 0}, {"pci", kIbVfPci}}}}}}});
+
+    netns::Rtnl host;
+    const auto link = host.link_by_name(vf0.name_a());
+    if (!link) throw std::runtime_error("veth " + vf0.name_a() + " missing");
+    host.set_mtu(link->index, 1450);
+    host.set_alias(link->index, "before-pod");
+    host.set_up(link->index, true);
+}
+
+std::map<std::string, std::string> SriovNode::env() const {
+    auto e = ws.env();
+    e["RDMANET_SYSFS_ROOT"] = tree.root();
+    e[kFakeKernelStateEnv] = kernel.path();
+    return e;
+}
+
+json SriovNode::vf(const std::string& pf_name, unsigned index) const {
+    return kernel.read().at("vf").at(pf_name).at("vfs").at(index);
+}
+
+std::uint64_t SriovNode::rdma_owner(const std::string& device) const {
+    const json state = kernel.read();   // not iterated as a temporary: it would dangle
+    for (const auto& d : state.at("rdma").at("devices"))
+        if (d.value("name", "") == device) return d.value("owner", std::uint64_t{0});
+    throw std::runtime_error("no RDMA device " + device + " in the fake kernel");
+}
+
+std::vector<std::string> SriovNode::vf_log() const {
+    return kernel.read().value("vfLog", json::array()).get<std::vector<std::string>>();
+}
+
+IpoibNode::IpoibNode(const Workspace& workspace) : ws(workspace), kernel(workspace.path("kernel.json"), sys.root()) {
+    sys.add_netdev(parent.name_a(), 32, "0xffff", "connected");
+    kernel.write(json::object());
+    netns::Rtnl host;
+    const auto link = host.link_by_name(parent.name_a());
+    if (!link) throw std::runtime_error("veth " + parent.name_a() + " missing");
+    host.set_mtu(link->index, 4092);
+    host.set_up(link->index, true);
+}
+
+std::map<std::string, std::string> IpoibNode::env() const {
+    auto e = ws.env();
+    e["RDMANET_SYSFS_ROOT"] = sys.root();
+    e[kFakeKernelStateEnv] = kernel.path();
+    return e;
+}
+
+json IpoibNode::created() const { return kernel.read().value("ipoib", json::array()); }
+
+std::vector<std::string> attachment_files(const Workspace& ws) {
+    std::vector<std::string> files;
+    for (const auto& name : ws.state_files())
+        if (!name.ends_with(".lock")) files.push_back(name);
+    return files;
+}
+
+bool vf_record_exists(const Workspace& ws, const std::string& pci) {
+    return fs::exists(fs::path(ws.state_dir()) / "sriov/pci" / pci);
+}
+
+json fakekernel_plugin(const std::string& mode, const json& ipam, const json& extra) {
+    json plugin = {{"type", "rdmanet-fakekernel"}, {"mode", mode}, {"ipam", ipam}};
+    plugin.update(extra);
+    return plugin;
+}
+
+CniOutcome drive(const Workspace& ws, const std::map<std::string, std::string>& env, const FakeKernelCall& call) {
+    DriverRequest req;
+    req.verb = call.verb;
+    req.conflist = call.conflist;
+    req.netns = call.netns;
+    req.ifname = call.ifname;
+    req.container_id = call.container_id;
+    req.cache_dir = ws.cache_dir();
+    req.cap_args = call.cap_args;
+    req.args = call.args;
+    req.cni_path = test_bin_dir() + ":" + default_cni_path();
+    return run_driver(req, env);
+}
+
+std::string fakekernel_path() { return test_bin_dir() + "/rdmanet-fakekernel"; }
+
+}  // namespace rdmanet::test::e2e

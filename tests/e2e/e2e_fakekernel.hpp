@@ -1,0 +1,89 @@
+#pragma once
+// End-to-end tests of the backends this kernel cannot run for real (sriov, ipoib): the test-only
+// plugin binary rdmanet-fakekernel (tests/fakekernel/) driven by libcni or called directly, with
+// PF-side VF netlink, RDMA netlink and IPoIB creation in a fake-kernel state file
+// (support/fake_kernel_file.hpp) and a fake sysfs tree, while the VF netdevs / IPoIB children are
+// real veth ends / macvlans that move between real namespaces.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "e2e/e2e_helpers.hpp"
+#include "support/fake_kernel_file.hpp"
+#include "support/fake_rdma_sysfs.hpp"
+#include "support/fake_sysfs.hpp"
+
+namespace rdmanet::test::e2e {
+
+// The node: a fake sysfs tree and fake-kernel state file for one Workspace, with
+//   PF kPfPci (netdev `pf`): VF 0 kVfPci (netdev vf0.name_a(), RDMA device mlx5_7),
+//                            VF 1 kVfioPci (bound to vfio-pci, no netdev);
+//   IB PF kIbPfPci (netdev `ibpf`): VF 0 kIbVfPci (netdev ibvf.name_a(), RDMA device mlx5_9).
+// VF 0 starts with admin MAC 0a:00:00:00:00:aa, vlan 7, max_tx_rate 300; its netdev with MTU 1450,
+// alias "before-pod", up. RDMA netns mode: `rdma_mode`.
+struct SriovNode {
+    static constexpr const char* kPfPci = "0000:af:00.0";
+    static constexpr const char* kVfPci = "0000:af:00.2";
+    static constexpr const char* kVfioPci = "0000:af:00.3";
+    static constexpr const char* kIbPfPci = "0000:d8:00.0";
+    static constexpr const char* kIbVfPci = "0000:d8:00.1";
+
+    explicit SriovNode(const Workspace& ws, const std::string& rdma_mode = "exclusive");
+
+    const Workspace& ws;
+    ScopedVeth vf0{nullptr, nullptr, "vf"};
+    ScopedVeth ibvf{nullptr, nullptr, "ib"};
+    std::string pf, ibpf;
+    FakeSysfs tree;
+    FakeKernelFile kernel;
+
+    // ws.env() plus RDMANET_SYSFS_ROOT and RDMANET_FAKE_KERNEL_STATE.
+    std::map<std::string, std::string> env() const;
+    // The VF as the fake kernel holds it now (VfInfo JSON).
+    nlohmann::json vf(const std::string& pf_name, unsigned index) const;
+    // The RDMA device's owner now: 0 = the host (initial namespace).
+    std::uint64_t rdma_owner(const std::string& device) const;
+    // PF-side writes accepted so far.
+    std::vector<std::string> vf_log() const;
+};
+
+// An IPoIB parent: a veth end (MTU 4092, up) whose sysfs entry says InfiniBand, pkey 0xffff,
+// connected mode; an empty fake kernel (IPoIB children are recorded there when created).
+struct IpoibNode {
+    explicit IpoibNode(const Workspace& ws);
+    std::map<std::string, std::string> env() const;   // as SriovNode::env()
+    json created() const;                              // the fake kernel's "ipoib" list
+
+    const Workspace& ws;
+    ScopedVeth parent{nullptr, nullptr, "ibp"};
+    FakeRdmaSysfs sys;
+    FakeKernelFile kernel;
+};
+
+// The attachment state of rdmanet (one JSON file per attachment) and the sriov in-use records,
+// without the lock files, which stay by design (an flock needs a file to lock).
+std::vector<std::string> attachment_files(const Workspace& ws);
+bool vf_record_exists(const Workspace& ws, const std::string& pci);
+
+// A plugin object of type rdmanet-fakekernel.
+json fakekernel_plugin(const std::string& mode, const json& ipam, const json& extra = json::object());
+
+// One libcni call of `conflist` with the fake-kernel binary on CNI_PATH.
+struct FakeKernelCall {
+    FakeKernelCall(std::string verb_, std::string conflist_, std::string netns_, std::string container_id_)
+        : verb(std::move(verb_)), conflist(std::move(conflist_)), netns(std::move(netns_)),
+          container_id(std::move(container_id_)) {}
+    std::string verb;
+    std::string conflist;
+    std::string netns;
+    std::string container_id;
+    std::string ifname = "net1";
+    std::string cap_args;
+    std::string args;
+};
+CniOutcome drive(const Workspace& ws, const std::map<std::string, std::string>& env, const FakeKernelCall& call);
+
+// <test-bin>/rdmanet-fakekernel.
+std::string fakekernel_path();
+
+}  // namespace rdmanet::test::e2e
