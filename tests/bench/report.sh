@@ -26,8 +26,8 @@ command -v gnuplot >/dev/null || {
 echo "== process benchmark (run_bench.sh, $n iterations)"
 BENCH_TSV="$work/process.tsv" "$here/run_bench.sh" "$build" "$n" | tee "$work/process.txt"
 
-echo "== in-process IPAM (ipam_bench --quick)"
-"$build/bin/ipam_bench" --quick | tee "$work/ipam.txt"
+echo "== in-process IPAM (ipam_bench)"
+"$build/bin/ipam_bench" | tee "$work/ipam.txt"
 
 kube_section=""
 if [[ -x "$here/kube_bench.sh" ]]; then
@@ -56,7 +56,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else p
   echo "| hostdev + host-local | $(ratio "$(val rh 3)" "$(val qh 3)") | $(ratio "$(val rh 4)" "$(val fh 4)") |"
   echo "| hostdev + embedded IPAM | $(ratio "$(val he 3)" "$(val qh 3)") | $(ratio "$(val he 4)" "$(val fh 4)") |"
   echo
-  echo "In-process IPAM, µs per allocate+release (\`build/bin/ipam_bench --quick\`):"
+  echo "In-process IPAM, µs per allocate+release (\`build/bin/ipam_bench\`, IPv6 with 1M allocations):"
   echo
   echo "| range | allocations | median µs | p99 µs |"
   echo "| --- | ---: | ---: | ---: |"
