@@ -84,6 +84,12 @@ std::map<std::string, std::string> IpoibNode::env() const {
 
 json IpoibNode::created() const { return kernel.read().value("ipoib", json::array()); }
 
+std::optional<HostNetdev> host_netdev(const std::string& name) {
+    auto link = find_link(nullptr, name);
+    if (!link) return std::nullopt;
+    return HostNetdev{name, link_mac(*link), link_alias(*link), link->value("mtu", 0u), link_is_up(*link)};
+}
+
 std::vector<std::string> attachment_files(const Workspace& ws) {
     std::vector<std::string> files;
     for (const auto& name : ws.state_files())

@@ -62,6 +62,15 @@ struct IpoibNode {
 
 // The attachment state of rdmanet (one JSON file per attachment) and the sriov in-use records,
 // without the lock files, which stay by design (an flock needs a file to lock).
+// The host-side view of a VF netdev that DEL (or the recovery after a kill) must restore.
+struct HostNetdev {
+    std::string name, mac, alias;
+    unsigned mtu = 0;
+    bool up = false;
+    friend bool operator==(const HostNetdev&, const HostNetdev&) = default;
+};
+std::optional<HostNetdev> host_netdev(const std::string& name);
+
 std::vector<std::string> attachment_files(const Workspace& ws);
 bool vf_record_exists(const Workspace& ws, const std::string& pci);
 

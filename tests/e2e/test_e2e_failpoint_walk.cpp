@@ -156,19 +156,6 @@ TEST_CASE("failpoint walk: hostdev recovers from a kill at every step", "[e2e][f
 
 namespace {
 
-struct HostNetdev {
-    std::string name, mac, alias;
-    unsigned mtu = 0;
-    bool up = false;
-    friend bool operator==(const HostNetdev&, const HostNetdev&) = default;
-};
-
-std::optional<HostNetdev> host_netdev(const std::string& name) {
-    auto link = find_link(nullptr, name);
-    if (!link) return std::nullopt;
-    return HostNetdev{name, link_mac(*link), link_alias(*link), link->value("mtu", 0u), link_is_up(*link)};
-}
-
 PluginUnderTest fakekernel(const std::map<std::string, std::string>& node_env) {
     return PluginUnderTest{fakekernel_path(), node_env};
 }

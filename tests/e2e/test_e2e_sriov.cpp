@@ -14,19 +14,6 @@ using namespace rdmanet::test::e2e;
 
 namespace {
 
-struct HostNetdev {
-    std::string mac, alias;
-    unsigned mtu = 0;
-    bool up = false;
-    friend bool operator==(const HostNetdev&, const HostNetdev&) = default;
-};
-
-std::optional<HostNetdev> host_netdev(const std::string& name) {
-    auto link = find_link(nullptr, name);
-    if (!link) return std::nullopt;
-    return HostNetdev{link_mac(*link), link_alias(*link), link->value("mtu", 0u), link_is_up(*link)};
-}
-
 json read_json_file(const std::string& path) {
     std::ifstream in(path);
     REQUIRE(in);
