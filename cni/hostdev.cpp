@@ -115,8 +115,9 @@ void write_hostdev_device_info(const AddRequest& req) {
         if (!devices.empty()) rdma = devices.front();
     }
     const std::string path = *file;
-    req.rollback.push("remove device-info file " + path, [path] { sriov::remove_device_info(path); });
-    sriov::write_device_info(path, pci, pf_pci_of(req.kernel.sysfs, pci), rdma);
+    const auto& dirs = node_policy().device_info_dirs;
+    req.rollback.push("remove device-info file " + path, [path, dirs] { sriov::remove_device_info(dirs, path); });
+    sriov::write_device_info(dirs, path, pci, pf_pci_of(req.kernel.sysfs, pci), rdma);
 }
 
 }  // namespace

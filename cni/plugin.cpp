@@ -307,6 +307,11 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
                         setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
                                               conf.name + " " + env.container_id + " " + env.ifname, strict);
                         if (strict) check_mode_allowed(policy, mode_name(conf.mode));
+                        // Before anything changes: a literal runtimeConfig in the NAD must not make
+                        // the root plugin write a file anywhere on the node.
+                        if (env.command == Command::add && conf.runtime.device_info_file)
+                            check_path_in(policy, "runtimeConfig.CNIDeviceInfoFile", *conf.runtime.device_info_file,
+                                          policy.device_info_dirs);
                         spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode),
                                      env.netns);
                         switch (env.command) {

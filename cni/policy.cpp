@@ -152,7 +152,7 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source) {
     if (!j.is_object()) policy_error(source, "must be a JSON object");
     reject_unknown_keys(j,
                         {"version", "modes", "devices", "masters", "logDir", "auditLog", "kubeconfigDirs",
-                         "ipamConfigDirs", "ipamDataDirs", "stateDir"},
+                         "ipamConfigDirs", "ipamDataDirs", "deviceInfoDirs", "stateDir"},
                         source, "");
     if (auto v = j.find("version"); v != j.end() && (!v->is_number_integer() || v->get<int>() != 1))
         policy_error(source, "version must be 1");
@@ -174,6 +174,7 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source) {
     p.kubeconfig_dirs = dir_list(j, "kubeconfigDirs", p.kubeconfig_dirs, source);
     p.ipam_config_dirs = dir_list(j, "ipamConfigDirs", p.ipam_config_dirs, source);
     p.ipam_data_dirs = dir_list(j, "ipamDataDirs", p.ipam_data_dirs, source);
+    p.device_info_dirs = dir_list(j, "deviceInfoDirs", p.device_info_dirs, source);
     p.state_dir = dir_value(j, "stateDir", p.state_dir, source);
     return p;
 }
@@ -229,12 +230,13 @@ json policy_to_json(const NodePolicy& p) {
         {"kubeconfigDirs", p.kubeconfig_dirs},
         {"ipamConfigDirs", p.ipam_config_dirs},
         {"ipamDataDirs", p.ipam_data_dirs},
+        {"deviceInfoDirs", p.device_info_dirs},
         {"stateDir", p.state_dir},
         {"builtIn",
          {"never moved into a pod: loopback, a device holding a default route or a global address of the node, "
           "the lower device of a default-route device, a device attached to another live pod",
           "files named by a network configuration only inside logDir / kubeconfigDirs / ipamConfigDirs / "
-          "ipamDataDirs, opened without following symlinks; files 0600, directories 0700"}},
+          "ipamDataDirs / deviceInfoDirs, opened without following symlinks; files 0600, directories 0700"}},
     };
     return j;
 }

@@ -246,8 +246,9 @@ PodLink sriov_add(const AddRequest& req) {
             const auto devices = netns::pci_rdma_devices(kernel.sysfs, vf.pci);
             if (!devices.empty()) rdma = devices.front();
         }
-        req.rollback.push("remove device-info file " + path, [path] { remove_device_info(path); });
-        write_device_info(path, vf.pci, vf.pf_pci, rdma);
+        const auto& dirs = node_policy().device_info_dirs;
+        req.rollback.push("remove device-info file " + path, [path, dirs] { remove_device_info(dirs, path); });
+        write_device_info(dirs, path, vf.pci, vf.pf_pci, rdma);
         saved.device_info_file = path;
         req.save_state();
     }
@@ -271,7 +272,7 @@ void sriov_del(const DelRequest& req) {
         // The VF now belongs to another attachment (this DEL is late): restoring it would break
         // that pod (sriov-cni #219). Only our own leftovers are cleaned.
         spdlog::warn("VF {} is now held by container {}: left as it is", state.pci_address, holder->container_id);
-        remove_device_info(s.device_info_file);
+        remove_device_info(node_policy_or_defaults().device_info_dirs, s.device_info_file);
         return;
     }
 
@@ -314,7 +315,7 @@ void sriov_del(const DelRequest& req) {
                        s.dpdk ? "" : state.host_ifname);
         });
     }
-    remove_device_info(s.device_info_file);
+    remove_device_info(node_policy_or_defaults().device_info_dirs, s.device_info_file);
     if (!failures.empty()) {
         std::string msg = "VF " + state.pci_address + " not fully restored: ";
         for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];

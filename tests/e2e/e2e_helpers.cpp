@@ -53,7 +53,8 @@ Workspace::Workspace() {
                               {"auditLog", audit_log()},
                               {"ipamDataDirs", here},
                               {"ipamConfigDirs", here},
-                              {"kubeconfigDirs", here}}
+                              {"kubeconfigDirs", here},
+                              {"deviceInfoDirs", {path("devinfo")}}}
                              .dump());
 }
 

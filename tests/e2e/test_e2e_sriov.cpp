@@ -193,3 +193,67 @@ TEST_CASE("sriov: a vfio-bound VF is DPDK mode: settings applied, no netdev move
     CHECK(attachment_files(ws).empty());
     CHECK(ws.ipam_reservations("e2e-dpdk").empty());
 }
+
+// CNIDeviceInfoFile is the NAD author's to choose (a literal runtimeConfig passes through libcni
+// when no capability replaces it), and the plugin runs as root: outside the node policy's
+// deviceInfoDirs it is refused before the VF changes; through a symlink below them it is not
+// followed, and the ADD rolls back completely.
+TEST_CASE("sriov: a CNIDeviceInfoFile outside deviceInfoDirs or through a symlink writes nothing",
+          "[e2e][sriov][policy][devinfo]") {
+    Workspace ws;
+    SriovNode node(ws);
+    ScopedNetns pod("sp");
+    const json vf_before = node.vf(node.pf, 0);
+    const auto dev_before = host_netdev(node.vf0.name_a());
+    REQUIRE(dev_before);
+    std::filesystem::create_directories(ws.path("elsewhere"));
+    const std::string victim = ws.write("elsewhere/victim", "keep");
+    auto victim_text = [&] {
+        std::ifstream in(victim);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+
+    auto plugin = fakekernel_plugin("sriov", host_local(ws, "10.250.43.0/24"),
+                                    {{"vlan", 100}, {"capabilities", {{"deviceID", true}, {"CNIDeviceInfoFile", true}}}});
+    const std::string conf = ws.write("sriov.conflist", conflist("e2e-devinfo", "1.0.0", plugin).dump());
+    FakeKernelCall call{"add", conf, pod.path(), container_id("sp")};
+    auto untouched = [&] {
+        CHECK(victim_text() == "keep");
+        CHECK(node.vf(node.pf, 0) == vf_before);
+        CHECK(host_netdev(node.vf0.name_a()) == dev_before);
+        CHECK(only_loopback(pod));
+        CHECK(node.rdma_owner("mlx5_7") == 0);
+        CHECK_FALSE(vf_record_exists(ws, SriovNode::kVfPci));
+        CHECK(attachment_files(ws).empty());
+        CHECK(ws.ipam_reservations("e2e-devinfo").empty());
+    };
+
+    SECTION("outside: code 7 before the VF changes, audited") {
+        call.cap_args = json{{"deviceID", SriovNode::kVfPci}, {"CNIDeviceInfoFile", victim}}.dump();
+        const auto add = drive(ws, node.env(), call);
+        INFO(add.describe());
+        CHECK(add.code() == 7);
+        CHECK(add.msg().find("runtimeConfig.CNIDeviceInfoFile") != std::string::npos);
+        CHECK(node.vf_log().empty());
+        untouched();
+        std::ifstream audit(ws.audit_log());
+        const std::string lines(std::istreambuf_iterator<char>(audit), {});
+        CHECK(lines.find("CNIDeviceInfoFile \"" + victim + "\" is outside") != std::string::npos);
+    }
+    SECTION("a symlinked directory below deviceInfoDirs: refused, everything rolled back") {
+        std::filesystem::create_directories(ws.path("devinfo"));
+        std::filesystem::create_directory_symlink(ws.path("elsewhere"), ws.path("devinfo/cni"));
+        call.cap_args = json{{"deviceID", SriovNode::kVfPci}, {"CNIDeviceInfoFile", ws.path("devinfo/cni/victim")}}.dump();
+        const auto add = drive(ws, node.env(), call);
+        INFO(add.describe());
+        CHECK(add.code() == 5);
+        CHECK(add.msg().find("symlink") != std::string::npos);
+        untouched();
+    }
+    // The runtime's DEL after a failed ADD finds nothing to undo.
+    call.verb = "del";
+    const auto del = drive(ws, node.env(), call);
+    INFO(del.describe());
+    CHECK(del.ok());
+    untouched();
+}

@@ -29,14 +29,16 @@ using nlohmann::json;
 using rdmanet::test::CniOutcome;
 using rdmanet::test::PluginRequest;
 
-// The node policy's defaults keep data_dir under /var/lib/cni/rdmanet; these suites put every
-// store in a temp dir, so the test process (and every plugin it starts, which inherits the
-// environment) runs under a test policy that allows the temp directory instead.
+// The node policy's defaults keep data_dir under /var/lib/cni/rdmanet (and device-info files
+// under Multus' directory); these suites put every store (and the sriov beds) in a temp dir, so
+// the test process (and every plugin it starts, which inherits the environment) runs under a
+// test policy that allows the temp directory instead.
 inline const bool kTestPolicyInstalled = [] {
     const auto tmp = std::filesystem::temp_directory_path().string();
     const std::string file = tmp + "/rdmanet-ipam-test-policy-" + std::to_string(::getpid()) + ".json";
     std::ofstream(file, std::ios::trunc) << json{{"ipamDataDirs", {tmp}}, {"ipamConfigDirs", {tmp}},
-                                                 {"kubeconfigDirs", {tmp}}, {"logDir", tmp + "/rdmanet-ipam-test-logs"}}
+                                                 {"kubeconfigDirs", {tmp}}, {"deviceInfoDirs", {tmp}},
+                                                 {"logDir", tmp + "/rdmanet-ipam-test-logs"}}
                                                 .dump();
     ::setenv("RDMANET_POLICY_FILE", file.c_str(), 1);
     static const struct Remove {

@@ -81,6 +81,9 @@ TEST_CASE("no policy file: the safe defaults", "[unit][policy]") {
     CHECK(p.ipam_config_dirs == std::vector<std::string>{"/etc/cni/net.d"});
     CHECK(p.ipam_data_dirs == std::vector<std::string>{"/var/lib/cni/rdmanet"});
     CHECK(p.state_dir == "/var/lib/cni/rdmanet/state");
+    // Multus' own directory, both spellings (/var/run is usually a symlink to /run).
+    CHECK(p.device_info_dirs ==
+          std::vector<std::string>{"/var/run/k8s.cni.cncf.io/devinfo", "/run/k8s.cni.cncf.io/devinfo"});
     CHECK(p.masters.allow_uplink);
     CHECK_FALSE(p.devices.vfs_only);
     CHECK(policy_file_path([](const char*) { return std::nullopt; }) == "/etc/cni/net.d/rdmanet.d/policy.json");
@@ -93,7 +96,7 @@ TEST_CASE("policy file: every key read, normalised", "[unit][policy]") {
         "masters": {"names": ["bond0"], "allowUplink": false},
         "logDir": "/var/log/rdm/", "auditLog": "/var/log/rdm/audit.log",
         "kubeconfigDirs": ["/etc/cni/net.d/rdmanet.d"], "ipamConfigDirs": ["/etc/rdmanet"],
-        "ipamDataDirs": ["/data/ipam"], "stateDir": "/run/rdmanet"})",
+        "ipamDataDirs": ["/data/ipam"], "deviceInfoDirs": ["/run/devinfo/"], "stateDir": "/run/rdmanet"})",
                                      "f.json");
     CHECK(p.source == "f.json");
     CHECK(*p.modes == std::vector<std::string>{"hostdev", "sriov"});
@@ -105,6 +108,7 @@ TEST_CASE("policy file: every key read, normalised", "[unit][policy]") {
     CHECK(p.log_dir == "/var/log/rdm");
     CHECK(p.audit_log == "/var/log/rdm/audit.log");
     CHECK(p.state_dir == "/run/rdmanet");
+    CHECK(p.device_info_dirs == std::vector<std::string>{"/run/devinfo"});
 
     SECTION("the rendering round-trips") {
         json j = policy_to_json(p);
@@ -129,6 +133,7 @@ TEST_CASE("policy file mistakes fail closed, naming the key", "[unit][policy]") 
         {R"({"logDir": "/var/log/../etc"})", "logDir"},
         {R"({"kubeconfigDirs": ["relative"]})", "kubeconfigDirs"},
         {R"({"ipamDataDirs": "/data"})", "ipamDataDirs"},
+        {R"({"deviceInfoDirs": ["/run/../etc"]})", "deviceInfoDirs"},
         {R"({"modes": ["macvlan", "bridge"]})", "bridge"},
         {R"({"devices": {"vendorIds": ["mellanox"]}})", "vendorIds"},
         {R"({"masters": {"allowUplink": "no"}})", "allowUplink"},

@@ -235,9 +235,10 @@ TEST_CASE("in-use records refuse a VF held by a live netns and clean stale ones"
 
 TEST_CASE("device-info file for Multus", "[sriov][devinfo]") {
     TempDir dir;
+    const std::vector<std::string> allowed{(dir.path / "devinfo").string()};
     const std::string path = (dir.path / "devinfo/cni/net-abc_net1").string();
     SECTION("written fresh") {
-        write_device_info(path, kVf0, kPf, "mlx5_5");
+        write_device_info(allowed, path, kVf0, kPf, "mlx5_5");
         std::ifstream in(path);
         const auto j = nlohmann::json::parse(in);
         CHECK(j["type"] == "pci");
@@ -252,16 +253,62 @@ TEST_CASE("device-info file for Multus", "[sriov][devinfo]") {
     SECTION("the device plugin's copy is kept and completed") {
         fs::create_directories(fs::path(path).parent_path());
         std::ofstream(path) << R"({"type":"pci","version":"1.0.0","pci":{"pci-address":"x","representor-device":"pf0vf2"}})";
-        write_device_info(path, kVf0, kPf, "");
+        write_device_info(allowed, path, kVf0, kPf, "");
         std::ifstream in(path);
         const auto j = nlohmann::json::parse(in);
         CHECK(j["pci"]["representor-device"] == "pf0vf2");
         CHECK(j["pci"]["pci-address"] == kVf0);
         CHECK_FALSE(j["pci"].contains("rdma-device"));
     }
-    remove_device_info(path);
+    remove_device_info(allowed, path);
     CHECK_FALSE(fs::exists(path));
-    CHECK_NOTHROW(remove_device_info(path));
+    CHECK_NOTHROW(remove_device_info(allowed, path));
+    CHECK_NOTHROW(remove_device_info(allowed, (dir.path / "devinfo/gone/x").string()));
+}
+
+// The path is the NAD author's to choose (a literal runtimeConfig passes through libcni): the
+// root plugin must not write or delete anything outside deviceInfoDirs, nor through a symlink.
+TEST_CASE("device-info file stays inside deviceInfoDirs", "[sriov][devinfo][policy]") {
+    TempDir dir;
+    const std::vector<std::string> allowed{(dir.path / "devinfo").string()};
+    fs::create_directories(dir.path / "devinfo");
+    fs::create_directories(dir.path / "elsewhere");
+    const std::string victim = (dir.path / "elsewhere/victim").string();
+    std::ofstream(victim) << "keep";
+    auto content = [](const std::string& file) {
+        std::ifstream in(file);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    auto code_of = [&](const std::string& path) {
+        try {
+            write_device_info(allowed, path, kVf0, kPf, "");
+        } catch (const Error& e) {
+            return static_cast<int>(e.code());
+        }
+        return 0;
+    };
+
+    SECTION("outside the allowed directories: code 7, nothing written or removed") {
+        CHECK(code_of(victim) == 7);
+        CHECK(code_of((dir.path / "devinfo/../elsewhere/victim").string()) == 7);
+        CHECK(code_of((dir.path / "devinfo").string()) == 7);
+        remove_device_info(allowed, victim);
+        CHECK(content(victim) == "keep");
+    }
+    SECTION("a symlinked directory below the allowed one is not followed") {
+        fs::create_directory_symlink(dir.path / "elsewhere", dir.path / "devinfo/cni");
+        CHECK(code_of((dir.path / "devinfo/cni/victim").string()) == 5);
+        remove_device_info(allowed, (dir.path / "devinfo/cni/victim").string());
+        CHECK(content(victim) == "keep");
+        CHECK(fs::directory_iterator(dir.path / "elsewhere")->path() == fs::path(victim));
+    }
+    SECTION("a symlink in the file's place is neither followed nor replaced") {
+        const std::string link = (dir.path / "devinfo/net-abc_net1").string();
+        fs::create_symlink(victim, link);
+        CHECK(code_of(link) == 5);
+        CHECK(fs::is_symlink(link));
+        CHECK(content(victim) == "keep");
+    }
 }
 
 TEST_CASE("sriov attachment state survives the JSON round trip", "[sriov][state]") {

@@ -24,6 +24,8 @@
 //   kubeconfigDirs   where ipam.kubernetes.kubeconfig may be read from; default ["/etc/cni/net.d"]
 //   ipamConfigDirs   where ipam.configuration_path may be read from; default ["/etc/cni/net.d"]
 //   ipamDataDirs     where ipam.data_dir may point; default ["/var/lib/cni/rdmanet"]
+//   deviceInfoDirs   where runtimeConfig.CNIDeviceInfoFile may be written (and removed); default
+//                    Multus' ["/var/run/k8s.cni.cncf.io/devinfo", "/run/k8s.cni.cncf.io/devinfo"]
 //   stateDir         attachment state directory; default /var/lib/cni/rdmanet/state
 //                    (RDMANET_STATE_DIR in the runtime's environment overrides it)
 // Every list entry of a *Dirs key and logDir/stateDir must be an absolute path without "..".
@@ -35,8 +37,8 @@
 //     lower device of one (a VLAN's parent, ...), nor a device holding a global-scope address of
 //     the node (its primary addresses);
 //   - never move a device the attachment state records as attached to another live pod;
-//   - logFile, log_file, configuration_path, kubeconfig, data_dir outside the allowed
-//     directories -> code 7 naming the key and the allowed place; nothing opened or created;
+//   - logFile, log_file, configuration_path, kubeconfig, data_dir, CNIDeviceInfoFile outside the
+//     allowed directories -> code 7 naming the key and the allowed place; nothing opened or created;
 //   - files we create are 0600, directories 0700, opened with O_NOFOLLOW below the allowed dir.
 // Every refusal is logged (to the configured log, when allowed, and to auditLog) and explained
 // in the error message; secrets (kubeconfig contents, tokens) never appear in either.
@@ -64,6 +66,10 @@ inline constexpr std::string_view kDefaultPolicyFile = "/etc/cni/net.d/rdmanet.d
 inline constexpr std::string_view kDefaultLogDir = "/var/log/rdmanet";
 inline constexpr std::string_view kDefaultStateDir = "/var/lib/cni/rdmanet/state";
 inline constexpr std::string_view kDefaultIpamDataRoot = "/var/lib/cni/rdmanet";
+// Where Multus puts the device-info files it hands to delegates (REFERENCE 2.4); /var/run is a
+// symlink to /run on most distributions, and the runtime may spell it either way.
+inline constexpr std::string_view kMultusDevInfoDir = "/var/run/k8s.cni.cncf.io/devinfo";
+inline constexpr std::string_view kMultusDevInfoRunDir = "/run/k8s.cni.cncf.io/devinfo";
 
 struct DeviceRules {
     std::vector<std::string> names;          // globs on netdev names; empty = any
@@ -83,6 +89,7 @@ struct NodePolicy {
     std::vector<std::string> kubeconfig_dirs = {std::string(kDefaultCniConfigDir)};
     std::vector<std::string> ipam_config_dirs = {std::string(kDefaultCniConfigDir)};
     std::vector<std::string> ipam_data_dirs = {std::string(kDefaultIpamDataRoot)};
+    std::vector<std::string> device_info_dirs = {std::string(kMultusDevInfoDir), std::string(kMultusDevInfoRunDir)};
     std::string state_dir = std::string(kDefaultStateDir);
 
     // What the IPAM layer enforces on the ipam object's file keys.

@@ -136,8 +136,12 @@ void rebind_vf(const netns::Sysfs& sysfs, const std::string& pci, const std::str
 // into what the file already holds (the device plugin's copy may carry more keys), written
 // atomically (temp + rename, 0600). rdma-device and pf-pci-address are omitted when empty (a
 // function that is not a VF has no PF). Also used by hostdev for PCI netdevs.
-void write_device_info(const std::string& path, const std::string& pci, const std::string& pf_pci,
-                       const std::string& rdma_device);
-void remove_device_info(const std::string& path);   // missing is fine
+// `allowed_dirs` is the node policy's deviceInfoDirs: `path` must lie below one of them (code 7
+// otherwise), and nothing below that directory is followed if it is a symlink (code 5).
+void write_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path, const std::string& pci,
+                       const std::string& pf_pci, const std::string& rdma_device);
+// Missing is fine; a path outside `allowed_dirs` (recorded under another policy) is left alone
+// with a warning. Never throws: it runs in DEL and in rollbacks.
+void remove_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path);
 
 }  // namespace rdmanet::cni::sriov
