@@ -11,22 +11,11 @@ namespace fs = std::filesystem;
 
 SriovNode::SriovNode(const Workspace& workspace, const std::string& rdma_mode)
     : ws(workspace), pf(unique_name("pf")), ibpf(unique_name("ibpf")), kernel(workspace.path("kernel.json"), tree.root()) {
-    tree.add_pf(kPfPci, pf);
-    tree.add_vf(kPfPci, 0, kVfPci, vf0.name_a());
-    tree.add_vf(kPfPci, 1, kVfioPci, std::nullopt, "vfio-pci");
-    tree.add_rdma_device(kVfPci, "mlx5_7");
-    tree.add_pf(kIbPfPci, ibpf, /*infiniband=*/true);
-    tree.add_vf(kIbPfPci, 0, kIbVfPci, ibvf.name_a());
-    tree.add_rdma_device(kIbVfPci, "mlx5_9");
-
+    FakeSriovNode layout{pf, ibpf, vf0.name_a(), ibvf.name_a()};
+    layout.ib_vf_rdma = true;
     // The kernel's starting point, built with the in-memory fake (same model, same encoding).
     FakeVfControl vfs;
-    vfs.add_pf(pf, 2);
-    vfs.add_pf(ibpf, 1, /*infiniband=*/true);
-    netns::VfInfo& vf = vfs.vf(pf, 0);
-    vf.mac = "0a:00:00:00:00:aa";
-    vf.vlan = 7;
-    vf.max_tx_rate = 300;
+    layout.build(tree, vfs);
     kernel.write({{"vf", vfs.pfs_json()},
                   {"rdma",
                    {{"mode", rdma_mode},
@@ -34,13 +23,6 @@ SriovNode::SriovNode(const Workspace& workspace, const std::string& rdma_mode)
                      {{{"index", 1}, {"name", "mlx5_0"}, {"owner", 0}},
                       {{"index", 2}, {"name", "mlx5_7"}, {"owner", 0}, {"pci", kVfPci}},
                       {{"index", 3}, {"name", "mlx5_9"}, {"owner", 0}, {"pci", kIbVfPci}}}}}}});
-
-    netns::Rtnl host;
-    const auto link = host.link_by_name(vf0.name_a());
-    if (!link) throw std::runtime_error("veth " + vf0.name_a() + " missing");
-    host.set_mtu(link->index, 1450);
-    host.set_alias(link->index, "before-pod");
-    host.set_up(link->index, true);
 }
 
 std::map<std::string, std::string> SriovNode::env() const {

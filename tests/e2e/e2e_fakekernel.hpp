@@ -11,22 +11,21 @@
 #include "e2e/e2e_helpers.hpp"
 #include "support/fake_kernel_file.hpp"
 #include "support/fake_rdma_sysfs.hpp"
+#include "support/fake_sriov_node.hpp"
 #include "support/fake_sysfs.hpp"
 
 namespace rdmanet::test::e2e {
 
-// The node: a fake sysfs tree and fake-kernel state file for one Workspace, with
-//   PF kPfPci (netdev `pf`): VF 0 kVfPci (netdev vf0.name_a(), RDMA device mlx5_7),
-//                            VF 1 kVfioPci (bound to vfio-pci, no netdev);
-//   IB PF kIbPfPci (netdev `ibpf`): VF 0 kIbVfPci (netdev ibvf.name_a(), RDMA device mlx5_9).
-// VF 0 starts with admin MAC 0a:00:00:00:00:aa, vlan 7, max_tx_rate 300; its netdev with MTU 1450,
-// alias "before-pod", up. RDMA netns mode: `rdma_mode`.
+// The node: a fake sysfs tree and fake-kernel state file for one Workspace, laid out by
+// FakeSriovNode (support/fake_sriov_node.hpp) with the IB VF's RDMA device mlx5_9, and the RDMA
+// devices mlx5_0 (a PF's), mlx5_7 and mlx5_9 in the fake RDMA netlink. RDMA netns mode:
+// `rdma_mode`.
 struct SriovNode {
-    static constexpr const char* kPfPci = "0000:af:00.0";
-    static constexpr const char* kVfPci = "0000:af:00.2";
-    static constexpr const char* kVfioPci = "0000:af:00.3";
-    static constexpr const char* kIbPfPci = "0000:d8:00.0";
-    static constexpr const char* kIbVfPci = "0000:d8:00.1";
+    static constexpr const char* kPfPci = FakeSriovNode::kPfPci;
+    static constexpr const char* kVfPci = FakeSriovNode::kVfPci;
+    static constexpr const char* kVfioPci = FakeSriovNode::kVfioPci;
+    static constexpr const char* kIbPfPci = FakeSriovNode::kIbPfPci;
+    static constexpr const char* kIbVfPci = FakeSriovNode::kIbVfPci;
 
     explicit SriovNode(const Workspace& ws, const std::string& rdma_mode = "exclusive");
 

@@ -1,7 +1,7 @@
 #pragma once
-// A test bed for mode "sriov" in-process: a fake sysfs tree with a PF, an Ethernet VF whose
-// netdev is a real veth end (so the move/rename path runs on the real kernel), a vfio-bound VF,
-// an InfiniBand PF + VF, a pod netns, and a recording fake of PF-side VF netlink injected
+// A test bed for mode "sriov" in-process: the fake SR-IOV node (support/fake_sriov_node.hpp: a
+// PF, an Ethernet VF whose netdev is a real veth end so the move/rename path runs on the real
+// kernel, a vfio-bound VF, an InfiniBand PF + VF), a pod netns, and a recording fake of PF-side VF netlink injected
 // through run_plugin's KernelServices seam.
 #include <cstdlib>
 #include <filesystem>
@@ -13,16 +13,17 @@
 
 #include "netns_helpers.hpp"
 #include "rdmanet/cni/plugin.hpp"
+#include "support/fake_sriov_node.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/fake_vf_control.hpp"
 
 namespace rdmanet::test::sriov {
 
-inline constexpr const char* kPfPci = "0000:af:00.0";
-inline constexpr const char* kVfPci = "0000:af:00.2";
-inline constexpr const char* kVfioPci = "0000:af:00.3";
-inline constexpr const char* kIbPfPci = "0000:d8:00.0";
-inline constexpr const char* kIbVfPci = "0000:d8:00.1";
+inline constexpr const char* kPfPci = FakeSriovNode::kPfPci;
+inline constexpr const char* kVfPci = FakeSriovNode::kVfPci;
+inline constexpr const char* kVfioPci = FakeSriovNode::kVfioPci;
+inline constexpr const char* kIbPfPci = FakeSriovNode::kIbPfPci;
+inline constexpr const char* kIbVfPci = FakeSriovNode::kIbVfPci;
 
 // setenv for the test's lifetime (the plugin reads its state dir and sysfs root from the process
 // environment), restored on destruction.
@@ -69,24 +70,9 @@ public:
           work(make_workdir()),
           state_env("RDMANET_STATE_DIR", work + "/state"),
           sysfs_env("RDMANET_SYSFS_ROOT", tree.root()) {
-        tree.add_pf(kPfPci, pf);
-        tree.add_vf(kPfPci, 0, kVfPci, vf0.name_a());
-        tree.add_vf(kPfPci, 1, kVfioPci, std::nullopt, "vfio-pci");
-        tree.add_rdma_device(kVfPci, "mlx5_7");
-        tree.add_pf(kIbPfPci, ibpf, /*infiniband=*/true);
-        tree.add_vf(kIbPfPci, 0, kIbVfPci, ibvf.name_a());
-        fake.add_pf(pf, 2);
-        fake.add_pf(ibpf, 1, /*infiniband=*/true);
-        // A recognisable starting point that DEL must restore.
-        auto host = std::make_unique<netns::Rtnl>();
-        const int index = index_of(*host, vf0.name_a());
-        host->set_mtu(index, 1450);
-        host->set_alias(index, "before-pod");
-        host->set_up(index, true);
-        netns::VfInfo& vf = fake.vf(pf, 0);
-        vf.mac = "0a:00:00:00:00:aa";
-        vf.vlan = 7;
-        vf.max_tx_rate = 300;
+        // The same node as the e2e tests', without an RDMA device on the IB VF (this bed runs
+        // with the real kernel's RDMA netlink, which has none).
+        FakeSriovNode{pf, ibpf, vf0.name_a(), ibvf.name_a()}.build(tree, fake);
     }
     ~SriovBed() {
         std::error_code ec;

@@ -1,0 +1,33 @@
+#include "support/fake_sriov_node.hpp"
+
+#include <stdexcept>
+
+#include "rdmanet/netns/rtnl.hpp"
+
+namespace rdmanet::test {
+
+void FakeSriovNode::build(FakeSysfs& tree, FakeVfControl& vfs) const {
+    tree.add_pf(kPfPci, pf);
+    tree.add_vf(kPfPci, 0, kVfPci, vf0_netdev);
+    tree.add_vf(kPfPci, 1, kVfioPci, std::nullopt, "vfio-pci");
+    tree.add_rdma_device(kVfPci, "mlx5_7");
+    tree.add_pf(kIbPfPci, ibpf, /*infiniband=*/true);
+    tree.add_vf(kIbPfPci, 0, kIbVfPci, ibvf_netdev);
+    if (ib_vf_rdma) tree.add_rdma_device(kIbVfPci, "mlx5_9");
+
+    vfs.add_pf(pf, 2);
+    vfs.add_pf(ibpf, 1, /*infiniband=*/true);
+    netns::VfInfo& vf = vfs.vf(pf, 0);
+    vf.mac = kVfMac;
+    vf.vlan = 7;
+    vf.max_tx_rate = 300;
+
+    netns::Rtnl host;
+    const auto link = host.link_by_name(vf0_netdev);
+    if (!link) throw std::runtime_error("VF netdev " + vf0_netdev + " missing");
+    host.set_mtu(link->index, 1450);
+    host.set_alias(link->index, "before-pod");
+    host.set_up(link->index, true);
+}
+
+}  // namespace rdmanet::test
