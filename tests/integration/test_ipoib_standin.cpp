@@ -20,13 +20,8 @@ using namespace rdmanet::test;
 
 namespace {
 
-struct IpoibRig {
-    ScopedNetns host{"ibh"}, pod{"ibp"};
+struct IpoibRig : HostAndPod {
     ScopedVeth parent{&host, &host, "ib"};
-    netns::NetNamespace host_ns = host.open();
-    netns::NetNamespace pod_ns = pod.open();
-    std::unique_ptr<netns::Rtnl> host_rtnl = rtnl_in(host);
-    std::unique_ptr<netns::Rtnl> pod_rtnl = rtnl_in(pod);
     FakeRdmaSysfs sys;
     netns::Sysfs sysfs{sys.root()};
     StandInIpoibLinks links{*host_rtnl};
@@ -35,7 +30,7 @@ struct IpoibRig {
     Environment env;
     AttachmentState state;
 
-    IpoibRig() {
+    IpoibRig() : HostAndPod("ibh", "ibp") {
         kernel.ipoib = &links;
         conf.mode = Mode::ipoib;
         conf.ipoib.master = parent.name_a();

@@ -23,13 +23,8 @@ using netns::RdmaNetnsMode;
 
 namespace {
 
-struct Rig {
-    ScopedNetns host{"rih"}, pod{"rip"};
+struct Rig : HostAndPod {
     ScopedVeth veth{&host, &host, "rv"};
-    netns::NetNamespace host_ns = host.open();
-    netns::NetNamespace pod_ns = pod.open();
-    std::unique_ptr<netns::Rtnl> host_rtnl = rtnl_in(host);
-    std::unique_ptr<netns::Rtnl> pod_rtnl = rtnl_in(pod);
     FakeRdmaSysfs sys;
     netns::Sysfs sysfs{sys.root()};
     FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
@@ -41,7 +36,7 @@ struct Rig {
     int saves = 0;
 
     // The veth plays a RoCE function whose RDMA device `rdma_name` names it in its GID table.
-    explicit Rig(const std::string& rdma_name = "mlx5_7", bool movable = true) {
+    explicit Rig(const std::string& rdma_name = "mlx5_7", bool movable = true) : HostAndPod("rih", "rip") {
         kernel.rdma = &access;
         conf.mode = Mode::hostdev;
         conf.hostdev.device = veth.name_a();
@@ -215,13 +210,8 @@ TEST_CASE("macvlan with isolation required: refused before anything is created",
 namespace {
 
 // hostdev of a PCI netdev (a veth end standing in for a VF of a PF) with Multus' device-info file.
-struct DevinfoRig {
-    ScopedNetns host{"dih"}, pod{"dip"};
+struct DevinfoRig : HostAndPod {
     ScopedVeth veth{&host, &host, "dv"};
-    netns::NetNamespace host_ns = host.open();
-    netns::NetNamespace pod_ns = pod.open();
-    std::unique_ptr<netns::Rtnl> host_rtnl = rtnl_in(host);
-    std::unique_ptr<netns::Rtnl> pod_rtnl = rtnl_in(pod);
     FakeSysfs tree;
     netns::Sysfs sysfs{tree.root()};
     FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
@@ -232,7 +222,7 @@ struct DevinfoRig {
     AttachmentState state;
     std::string devinfo = tree.root() + "/devinfo/net-c1_net1";
 
-    DevinfoRig() {
+    DevinfoRig() : HostAndPod("dih", "dip") {
         kernel.rdma = &access;
         conf.mode = Mode::hostdev;
         conf.runtime.device_info_file = devinfo;
