@@ -60,6 +60,7 @@ void parse_rdma(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
         const auto* object = top.object("rdma");
         if (!object) return;
         const JsonFields rdma(*object, top.name("rdma"), top.code());
+        if (auto tos = rdma.uint("tos", 255)) conf.rdma.tos = static_cast<unsigned char>(*tos);
         auto isolation = rdma.string("isolation");
         if (!isolation) return;
         auto parsed = parse_rdma_isolation(*isolation);

@@ -7,6 +7,7 @@
 
 #include "rdmanet/cni/error.hpp"
 #include "rdmanet/netns/error.hpp"
+#include "rdmanet/netns/rdma_cm_configfs.hpp"
 #include "rdmanet/netns/rdma_sysfs.hpp"
 
 namespace rdmanet::cni {
@@ -131,11 +132,40 @@ std::string move_failure_hint(int err) {
     return "";
 }
 
+// The move reset the device's rdma_cm defaults (REFERENCE 4.5): set the TOS the network asks
+// for, from the host (rdma_cm's configfs finds the device by name in any namespace). A failure
+// fails ADD: RoCE traffic in the wrong class breaks a lossless fabric quietly.
+void apply_roce_tos(const AddRequest& req, const std::string& device, unsigned char tos) {
+    static const netns::RdmaCmConfigfs node_configfs;
+    const auto& configfs = req.kernel.rdma_cm ? *req.kernel.rdma_cm : node_configfs;
+    const std::string what = "rdma.tos " + std::to_string(tos) + " for RDMA device " + device;
+    if (!configfs.available())
+        throw Error(ErrorCode::kernel_failure, what + " cannot be set: " + configfs.root() + "/rdma_cm does not exist",
+                    "load the rdma_cm module and mount configfs on the node (mount -t configfs none "
+                    "/sys/kernel/config), or remove rdma.tos");
+    unsigned ports = 0;
+    try {
+        ports = configfs.set_default_roce_tos(device, tos);
+    } catch (const netns::KernelError& e) {
+        throw Error(ErrorCode::kernel_failure, what + " could not be set: " + e.what());
+    }
+    if (ports == 0) throw Error(ErrorCode::kernel_failure, what + " could not be set: rdma_cm lists no port of it");
+    spdlog::info("rdma isolation: default_roce_tos {} set on {} port(s) of {}", static_cast<unsigned>(tos), ports, device);
+}
+
+void log_tos_not_applied(const RdmaConf& conf, const std::string& why) {
+    if (conf.tos)
+        spdlog::warn("rdma.tos {} not applied: {} (the node's setting stays)", static_cast<unsigned>(*conf.tos), why);
+}
+
 }  // namespace
 
 void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
     const RdmaIsolation policy = req.conf.rdma.isolation;
-    if (policy == RdmaIsolation::off) return;
+    if (policy == RdmaIsolation::off) {
+        log_tos_not_applied(req.conf.rdma, "rdma.isolation is off");
+        return;
+    }
     const auto& sysfs = req.kernel.sysfs;
 
     RdmaFacts facts;
@@ -151,6 +181,7 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
     }
     if (facts.devices.empty() && policy == RdmaIsolation::auto_) {
         spdlog::debug("rdma isolation: {} has no RDMA device", facts.subject);
+        log_tos_not_applied(req.conf.rdma, facts.subject + " has no RDMA device");
         return;   // nothing to isolate: do not even open RDMA netlink
     }
 
@@ -162,6 +193,7 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         throw Error(ErrorCode::invalid_config, decision.message, decision.hint);
     if (decision.step == RdmaStep::nothing) {
         log_decision(decision);
+        log_tos_not_applied(req.conf.rdma, "the pod does not own the RDMA device");
         return;
     }
 
@@ -173,6 +205,7 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         if (policy == RdmaIsolation::required)
             throw Error(ErrorCode::device_busy, msg, "it may already belong to another pod");
         spdlog::warn("rdma isolation: {}: not moved", msg);
+        log_tos_not_applied(req.conf.rdma, "the pod does not own the RDMA device");
         return;
     }
 
@@ -197,6 +230,7 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
                      move_failure_hint(e.errno_value()));
         req.state.rdma_device.clear();
         req.save_state();
+        log_tos_not_applied(req.conf.rdma, "the pod does not own the RDMA device");
         return;
     }
 
@@ -206,9 +240,11 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         const std::string msg = "RDMA device " + name + " is not visible in the pod after the move";
         if (policy == RdmaIsolation::required) throw Error(ErrorCode::kernel_failure, msg);
         spdlog::warn("rdma isolation: {}", msg);
+        log_tos_not_applied(req.conf.rdma, msg);
         return;
     }
     spdlog::info("rdma isolation: moved RDMA device {} into {}", name, req.env.netns);
+    if (req.conf.rdma.tos) apply_roce_tos(req, name, *req.conf.rdma.tos);
 }
 
 void rdma_isolation_check_child(const AddRequest& req, const std::string& parent_netdev) {
@@ -227,6 +263,7 @@ void rdma_isolation_check_child(const AddRequest& req, const std::string& parent
     const RdmaDecision decision = decide_rdma_isolation(facts);
     if (decision.step == RdmaStep::fail) throw Error(ErrorCode::invalid_config, decision.message, decision.hint);
     log_decision(decision);
+    log_tos_not_applied(req.conf.rdma, "a child interface never owns its parent's RDMA device");
 }
 
 void rdma_isolation_del(const DelRequest& req) {

@@ -12,6 +12,7 @@
 #include "rdmanet/cni/backend.hpp"
 #include "rdmanet/cni/rdma_isolation.hpp"
 #include "rdmanet/netns/rdma_sysfs.hpp"
+#include "rdmanet/netns/rdma_cm_configfs.hpp"
 #include "support/fake_rdma.hpp"
 #include "support/fake_rdma_sysfs.hpp"
 #include "support/fake_sysfs.hpp"
@@ -29,7 +30,8 @@ struct Rig : HostAndPod {
     netns::Sysfs sysfs{sys.root()};
     FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
     RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }};
-    Kernel kernel{host_ns, *host_rtnl, pod_ns, *pod_rtnl, sysfs};   // .rdma set in the constructor
+    netns::RdmaCmConfigfs rdma_cm{sys.configfs_root()};
+    Kernel kernel{host_ns, *host_rtnl, pod_ns, *pod_rtnl, sysfs};   // .rdma, .rdma_cm set in the constructor
     NetConf conf;
     Environment env;
     AttachmentState state;
@@ -47,10 +49,13 @@ struct Rig : HostAndPod {
         sys.add_rdma_device(rdma_name, "", {{1, "4: ACTIVE", "Ethernet", {veth.name_a()}}});
         rdma.add_device("other0", true);
         rdma.add_device(rdma_name, movable);
-        // The kernel's host sysfs view loses a device that moves into a pod.
+        // The kernel's host sysfs view loses a device that moves into a pod, and the move
+        // re-creates its rdma_cm client, whose defaults start from 0 again.
         rdma.on_host_visibility = [this](const std::string& dev, bool home) {
             home ? sys.show_rdma_device(dev) : sys.hide_rdma_device(dev);
+            sys.reset_rdma_cm(dev);
         };
+        kernel.rdma_cm = &rdma_cm;
     }
     PodLink add(Rollback& rollback) {
         return hostdev_add(AddRequest{conf, env, kernel, rollback, state, [this] { ++saves; }});
@@ -182,6 +187,54 @@ TEST_CASE("hostdev, exclusive mode, rxe-like device that cannot move", "[rdma][h
         CHECK(rig.netdev_in_pod());
         CHECK(rig.state.rdma_device.empty());
         CHECK(rig.rdma.owner_of("rxe0") == rig.rdma.init_id());
+    }
+}
+
+TEST_CASE("rdma.tos: set on the moved device after the move reset it", "[rdma][hostdev][integration][tos]") {
+    Rig rig;
+    rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+    rig.conf.rdma.tos = 106;
+
+    SECTION("exclusive mode: every port of the pod's device gets it") {
+        rig.sys.add_rdma_cm("mlx5_7", 2);
+        Rollback rollback;
+        rig.add(rollback);
+        rollback.commit();
+        CHECK(rig.rdma.owner_of("mlx5_7") == netns_id_of_fd(rig.pod_ns.fd()));
+        CHECK(rig.sys.rdma_cm_tos("mlx5_7", 1) == "106");
+        CHECK(rig.sys.rdma_cm_tos("mlx5_7", 2) == "106");
+        CHECK(rig.rdma_cm.default_roce_tos("mlx5_7", 1) == 106u);
+        rig.del();   // back in the host: the kernel's reset, nothing of ours to undo
+        CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
+    }
+    SECTION("shared mode: the device is the node's, its value is left alone") {
+        rig.rdma.boot_mode(RdmaNetnsMode::shared);
+        rig.sys.add_rdma_cm("mlx5_7");
+        Rollback rollback;
+        rig.add(rollback);
+        rollback.commit();
+        CHECK(rig.netdev_in_pod());
+        CHECK(rig.sys.rdma_cm_tos("mlx5_7", 1) == "0");
+    }
+    SECTION("no rdma_cm configfs on the node: ADD fails, the device goes back") {
+        {
+            Rollback rollback;
+            const auto e = cni::testing::expect_cni_error([&] { rig.add(rollback); });
+            CHECK(e.code() == static_cast<int>(ErrorCode::kernel_failure));
+            CHECK_THAT(e.msg(), Catch::Contains("rdma.tos 106 for RDMA device mlx5_7 cannot be set"));
+            CHECK_THAT(e.details(), Catch::Contains("rdma_cm module"));
+        }
+        CHECK(rig.netdev_in_host());
+        CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
+    }
+    SECTION("rdma_cm without a port group for the device: ADD fails, the device goes back") {
+        rig.sys.add_rdma_cm();
+        {
+            Rollback rollback;
+            const auto e = cni::testing::expect_cni_error([&] { rig.add(rollback); });
+            CHECK_THAT(e.msg(), Catch::Contains("rdma_cm lists no port"));
+        }
+        CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
     }
 }
 

@@ -10,10 +10,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <unistd.h>
 
 #include "netns_helpers.hpp"
 #include "rdmanet/cni/backend.hpp"
 #include "rdmanet/cni/rdma_isolation.hpp"
+#include "rdmanet/netns/rdma_cm_configfs.hpp"
 #include "rdmanet/netns/rdma_sysfs.hpp"
 #include "support/rdma_scenarios.hpp"
 #include "unit/cni_test_helpers.hpp"
@@ -143,4 +145,19 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
         hostdev_del(del);
         CHECK(host.link_by_name(netdev));
     }
+}
+
+// rdma.tos on the real kernel: rdma_cm's configfs makes the device's group on mkdir with one
+// port group per port, and reads back what was written. (Whether a namespace move resets the
+// value cannot be shown here: rxe devices cannot move. It follows from ib_core re-creating
+// every client of a moved device; see rdma_cm_configfs.hpp.)
+TEST_CASE("real kernel: rdma_cm configfs default_roce_tos", "[.][rdma-real]") {
+    const std::string device = lab_env("RDMANET_LAB_RDMA_DEVICE");
+    const netns::RdmaCmConfigfs configfs;
+    REQUIRE(configfs.available());
+    CHECK(configfs.set_default_roce_tos(device, 106) == 1);
+    CHECK(configfs.default_roce_tos(device, 1) == 106u);
+    CHECK(configfs.set_default_roce_tos(device, 0) == 1);   // again: the group exists now
+    CHECK(configfs.default_roce_tos(device, 1) == 0u);
+    CHECK(::rmdir((configfs.root() + "/rdma_cm/" + device).c_str()) == 0);
 }

@@ -19,7 +19,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Kernel modules, each with its dependencies (insmod order). crc32_generic must be loaded by
 # hand before `rdma link add ... type rxe`: rdma_rxe asks the crypto API for "crc32" at link
 # creation, and that is not a module dependency.
-modules=(crc32_generic ib_core ib_uverbs rdma_rxe veth macvlan dummy 8021q bridge)
+# rdma_cm (with configfs): the rdma.tos checks write default_roce_tos through its configfs.
+modules=(crc32_generic ib_core ib_uverbs rdma_rxe rdma_cm configfs veth macvlan dummy 8021q bridge)
 
 # Host tools the guest runs (copied with their libraries). busybox provides the rest. The scripts
 # run in bash: Debian's busybox-static is built to prefer its own applets in its shell, so `ip`

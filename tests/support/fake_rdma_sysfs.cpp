@@ -92,4 +92,25 @@ void FakeRdmaSysfs::add_netdev(const std::string& ifname, unsigned type, const s
     if (!mode.empty()) write(dir / "mode", mode);
 }
 
+void FakeRdmaSysfs::add_rdma_cm(const std::string& device, unsigned ports) {
+    const fs::path dir = fs::path(configfs_root()) / "rdma_cm";
+    fs::create_directories(dir);
+    if (device.empty()) return;
+    for (unsigned port = 1; port <= ports; ++port)
+        write(dir / device / "ports" / std::to_string(port) / "default_roce_tos", "0");
+}
+
+void FakeRdmaSysfs::reset_rdma_cm(const std::string& device) {
+    const fs::path ports = fs::path(configfs_root()) / "rdma_cm" / device / "ports";
+    std::error_code ec;
+    for (const auto& port : fs::directory_iterator(ports, ec)) write(port.path() / "default_roce_tos", "0");
+}
+
+std::string FakeRdmaSysfs::rdma_cm_tos(const std::string& device, unsigned port) const {
+    std::ifstream in(fs::path(configfs_root()) / "rdma_cm" / device / "ports" / std::to_string(port) / "default_roce_tos");
+    std::string value;
+    in >> value;
+    return value;
+}
+
 }  // namespace rdmanet::test

@@ -39,6 +39,15 @@ public:
     void add_netdev(const std::string& ifname, unsigned type, const std::string& pkey = "",
                     const std::string& mode = "");
 
+    // rdma_cm's configfs, below configfs_root() (point netns::RdmaCmConfigfs there): rdma_cm/
+    // exists; with a device, its group too, as the kernel fills it on mkdir (a plain directory
+    // cannot make ports/<n> by itself): ports/1..ports with default_roce_tos "0".
+    std::string configfs_root() const { return root_ + "/configfs"; }
+    void add_rdma_cm(const std::string& device = "", unsigned ports = 1);
+    // What a namespace move does to the device's rdma_cm values: back to 0.
+    void reset_rdma_cm(const std::string& device);
+    std::string rdma_cm_tos(const std::string& device, unsigned port) const;   // "" = no such file
+
 private:
     std::string root_;
 };

@@ -4,6 +4,7 @@
 #include "cni_test_helpers.hpp"
 #include "rdmanet/cni/config.hpp"
 #include "rdmanet/cni/rdma_isolation.hpp"
+#include "rdmanet/netns/rdma_cm_configfs.hpp"
 
 using namespace rdmanet::cni;
 using rdmanet::netns::RdmaNetnsMode;
@@ -35,6 +36,23 @@ TEST_CASE("rdma.isolation defaults to auto and accepts auto|required|off", "[rdm
     CHECK(parse(hostdev({{"rdma", {{"isolation", "off"}}}})).rdma.isolation == RdmaIsolation::off);
     CHECK(parse(hostdev({{"rdma", {{"isolation", "auto"}}}})).rdma.isolation == RdmaIsolation::auto_);
     CHECK(parse(hostdev({{"rdma", json::object()}})).rdma.isolation == RdmaIsolation::auto_);
+}
+
+TEST_CASE("rdma.tos: absent by default, 0-255", "[rdma][config][unit][tos]") {
+    CHECK_FALSE(parse(hostdev()).rdma.tos);
+    CHECK(parse(hostdev({{"rdma", {{"tos", 106}}}})).rdma.tos == 106);
+    CHECK(parse(hostdev({{"rdma", {{"tos", 0}, {"isolation", "required"}}}})).rdma.tos == 0);
+    REQUIRE_CNI_ERROR(parse(hostdev({{"rdma", {{"tos", 256}}}})), ErrorCode::invalid_config, "rdma.tos");
+    REQUIRE_CNI_ERROR(parse(hostdev({{"rdma", {{"tos", -1}}}})), ErrorCode::invalid_config, "rdma.tos");
+    REQUIRE_CNI_ERROR(parse(hostdev({{"rdma", {{"tos", "106"}}}})), ErrorCode::invalid_config, "rdma.tos");
+}
+
+TEST_CASE("rdma_cm configfs: device names must be one path component", "[rdma][unit][tos]") {
+    const rdmanet::netns::RdmaCmConfigfs configfs("/nonexistent-configfs");
+    CHECK_FALSE(configfs.available());
+    for (const char* bad : {"", ".", "..", "../x", "a/b"})
+        CHECK_THROWS_AS(configfs.set_default_roce_tos(bad, 1), std::invalid_argument);
+    CHECK_FALSE(configfs.default_roce_tos("mlx5_0", 1));
 }
 
 TEST_CASE("bad rdma sections are config errors naming the key", "[rdma][config][unit]") {

@@ -15,6 +15,7 @@
 
 namespace rdmanet::netns {
 class IpoibLinks;
+class RdmaCmConfigfs;
 class VfControl;
 }
 
@@ -48,6 +49,8 @@ struct Kernel {
     const RdmaAccess* rdma = nullptr;
     // IPoIB child creation (netns/ipoib.hpp); null = the real kernel's rtnetlink.
     netns::IpoibLinks* ipoib = nullptr;
+    // rdma_cm's configfs for rdma.tos (netns/rdma_cm_configfs.hpp); null = /sys/kernel/config.
+    const netns::RdmaCmConfigfs* rdma_cm = nullptr;
 };
 
 // ADD: validates host state (device present, MTU bounds), records in `state` what DEL needs

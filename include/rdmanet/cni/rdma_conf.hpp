@@ -1,8 +1,9 @@
 #pragma once
-// The network configuration's "rdma" object (REFERENCE.md §4.3-4.4): whether the pod also gets the
-// RDMA device of its interface. Pure values; parsed by config_rdma.cpp.
+// The network configuration's "rdma" object (REFERENCE.md §4.3-4.5): whether the pod also gets the
+// RDMA device of its interface, and the RoCE type of service its rdma_cm connections start with.
+// Pure values; parsed by config_rdma.cpp.
 //
-//   "rdma": { "isolation": "auto" | "required" | "off" }
+//   "rdma": { "isolation": "auto" | "required" | "off", "tos": 0-255 }
 #include <optional>
 #include <string_view>
 
@@ -22,6 +23,9 @@ std::optional<RdmaIsolation> parse_rdma_isolation(std::string_view name);
 
 struct RdmaConf {
     RdmaIsolation isolation = RdmaIsolation::auto_;
+    // rdma_cm's default_roce_tos for the device the pod owns, set after the move (which resets
+    // it). nullopt = leave it; a device that is not moved (shared mode) keeps the node's value.
+    std::optional<unsigned char> tos;
 };
 
 }  // namespace rdmanet::cni

@@ -13,7 +13,9 @@ load_modules() {
     insmod "$path" $params || return 1
   done </lab/modules
 }
-check "kernel modules load (ib_core, ib_uverbs, rdma_rxe, crc32_generic, veth, macvlan, dummy, 8021q, bridge)" load_modules
+check "kernel modules load (ib_core, ib_uverbs, rdma_rxe, rdma_cm, configfs, crc32_generic, veth, macvlan, dummy, 8021q, bridge)" load_modules
+mount_configfs() { mount -t configfs configfs /sys/kernel/config && [ -d /sys/kernel/config/rdma_cm ]; }
+check "configfs mounted at /sys/kernel/config, rdma_cm's group there" mount_configfs
 
 for section in lab_rxe lab_rdma_tool lab_rdmanet lab_compat; do
   echo "== $section"
