@@ -1,5 +1,7 @@
 #include "sqlite.hpp"
 
+#include <cstring>
+
 #include "rdmanet/ipam/error.hpp"
 
 namespace rdmanet::ipam::sql {
@@ -25,9 +27,44 @@ Statement::Statement(sqlite3* db, const char* sql) {
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 
+namespace {
+
+// u128.hpp's to_be128/from_be128 with two byte swaps instead of a loop per byte: every offset
+// bound to or read from a statement goes through these.
+void store_be128(uint128 value, std::uint8_t* out) {
+    const std::uint64_t hi = __builtin_bswap64(static_cast<std::uint64_t>(value >> 64));
+    const std::uint64_t lo = __builtin_bswap64(static_cast<std::uint64_t>(value));
+    std::memcpy(out, &hi, 8);
+    std::memcpy(out + 8, &lo, 8);
+}
+
+uint128 load_be128(const std::uint8_t* bytes) {
+    std::uint64_t hi, lo;
+    std::memcpy(&hi, bytes, 8);
+    std::memcpy(&lo, bytes + 8, 8);
+    return (static_cast<uint128>(__builtin_bswap64(hi)) << 64) | __builtin_bswap64(lo);
+}
+
+// Process-wide settings, applied once before SQLite initialises (sqlite3_config refuses them
+// afterwards, e.g. when something else in the process opened a database first: they are only
+// speed-ups, so that is ignored). MEMSTATUS=0: SQLite otherwise takes a global mutex on every
+// malloc and free to keep memory statistics nobody reads, and Debian's build has no lookaside
+// allocator, so that is dozens of lock/unlock pairs per statement. (The connection mutex is
+// already gone: connections are opened NOMUTEX, one per thread.)
+void configure_sqlite_once() {
+    static const bool configured = [] {
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+        return true;
+    }();
+    (void)configured;
+}
+
+}  // namespace
+
 Db::Db(const std::string& path, int busy_timeout_ms) : path_(path) {
+    configure_sqlite_once();
     const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, wal_vfs_name());
     if (rc != SQLITE_OK) {
         // sqlite3_open_v2 hands back a handle even on failure; it must still be closed.
         std::string msg = "ipam datastore " + path + ": open: " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
@@ -63,14 +100,28 @@ Query& Query::bind(int index, std::int64_t value) {
 }
 
 Query& Query::bind(int index, std::string_view text) {
+    const int rc = sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+    if (rc != SQLITE_OK) fail(db_.get(), rc, "bind");
+    return *this;
+}
+
+Query& Query::bind(int index, std::string&& text) {
     const int rc = sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
     if (rc != SQLITE_OK) fail(db_.get(), rc, "bind");
     return *this;
 }
 
 Query& Query::bind_u128(int index, uint128 value) {
-    const Be128 bytes = to_be128(value);
-    const int rc = sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+    int rc;
+    if (index >= 1 && static_cast<std::size_t>(index) <= blobs_.size()) {
+        Be128& bytes = blobs_[static_cast<std::size_t>(index - 1)];
+        store_be128(value, bytes.data());
+        rc = sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
+    } else {
+        Be128 bytes;
+        store_be128(value, bytes.data());
+        rc = sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+    }
     if (rc != SQLITE_OK) fail(db_.get(), rc, "bind");
     return *this;
 }
@@ -101,7 +152,7 @@ uint128 Query::u128(int col) const {
     if (sqlite3_column_type(stmt_, col) != SQLITE_BLOB || sqlite3_column_bytes(stmt_, col) != 16) {
         throw IpamError(codes::io_failure, "ipam datastore " + db_.path() + ": malformed offset in " + sqlite3_sql(stmt_));
     }
-    return from_be128(static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, col)));
+    return load_be128(static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, col)));
 }
 
 // BEGIN and COMMIT as cached statements: sqlite3_exec would parse them again for every

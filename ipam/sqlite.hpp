@@ -3,6 +3,7 @@
 // prepared statements, a scoped use of a statement that always resets it, and a transaction that
 // rolls back unless committed - so an exception at any point can neither leak a handle nor leave a
 // transaction open.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -17,6 +18,11 @@ namespace rdmanet::ipam::sql {
 
 // Throws IpamError: try_again for SQLITE_BUSY/LOCKED (the busy timeout ran out), io_failure otherwise.
 [[noreturn]] void fail(sqlite3* db, int rc, std::string_view what);
+
+// The VFS every connection opens with (sqlite_wal_vfs.cpp): SQLite's "unix" VFS writing a
+// transaction's WAL frames in one syscall. nullptr (= SQLite's default VFS) if it could not be
+// registered.
+const char* wal_vfs_name();
 
 class Statement {
 public:
@@ -50,6 +56,11 @@ private:
 };
 
 // One execution of a cached statement; resets it and clears its bindings on scope exit.
+//
+// Bound text and blobs are not copied (SQLITE_STATIC): a copy is a malloc and a free per bind,
+// which showed in the in-process benchmark's profile. So text bound through a string_view or an
+// lvalue string must outlive the Query (it always does: a Query lives for one statement in one
+// scope); an rvalue string is copied, and u128 blobs are kept in the Query itself.
 class Query {
 public:
     Query(Db& db, const char* sql) : db_(db), stmt_(db.statement(sql)) {}
@@ -64,6 +75,7 @@ public:
     Query& bind(int index, std::string_view text);
     Query& bind(int index, const char* text) { return bind(index, std::string_view(text)); }
     Query& bind(int index, const std::string& text) { return bind(index, std::string_view(text)); }
+    Query& bind(int index, std::string&& text);   // a temporary: copied
     Query& bind_u128(int index, uint128 value);   // 16-byte big-endian BLOB
     Query& bind_null(int index);
 
@@ -80,6 +92,7 @@ public:
 private:
     Db& db_;
     sqlite3_stmt* stmt_;
+    std::array<Be128, 4> blobs_;   // bind_u128's bytes for parameters 1-4 (more are copied)
 };
 
 // BEGIN IMMEDIATE (write lock taken up front, so the read-decide-write sequence cannot be

@@ -20,41 +20,55 @@ namespace rdmanet::ipam {
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// Schema versions (PRAGMA user_version). Both are read and written by the same statements: every
+// statement below looks rows up by (pool, podref, ifname) or (container_id, ifname), which both
+// layouts index, never by (pool, offset).
+//   1: allocations keyed by (pool, offset), with a unique index on (pool, podref, ifname) and one
+//      on (container_id, ifname). Created by earlier versions; still opened as it is.
+//   2: allocations keyed by (pool, podref, ifname), with an index on (container_id, ifname).
+//      Created for new databases.
+// Why 2: every b-tree leaf a transaction modifies is one more WAL frame (a write, a checksum over
+// the page, a wal-index entry) plus the seek and cell shuffling to change it, and that is most of
+// the cost of an ADD or a DEL. Version 1 changes four leaves per ADD or DEL: the row, its two
+// lookup indexes and the runs; version 2 three, because the row itself sits in the b-tree of one
+// of the lookups. (pool, offset) no longer has a b-tree of its own, so its uniqueness is the runs
+// table's: the insert of an offset into the pool's run set, in the same transaction as the row,
+// refuses an offset that is already taken and aborts the transaction (the same way overlap
+// reservations have always been enforced), and verify() cross-checks runs against rows.
+constexpr int kSchemaV1 = 1;
+constexpr int kSchemaV2 = 2;
 
 // Run spaces: one per pool (offsets), one per (network_name, family) for overlap reservations
-// (absolute address values, so that pools of different CIDRs share them).
+// (absolute address values, so that pools of different CIDRs share them). The runs table is small:
+// both spaces of a network usually share one leaf.
 //
-// Why so few tables and indexes: every b-tree leaf a transaction modifies is one more WAL frame
-// (two pwrites, a checksum, a page-cache dirtying), about 5 us each on ext4, and that is most of
-// the cost of an ADD. An ADD writes four leaves: the allocation, its two lookup indexes (podref for
-// stickiness, container id for DEL) and the runs table (small: both the pool's and the
-// reservation space's runs usually share one page). There is no index on `network` (GC scans, it
-// is O(n) by nature) and no table of overlap reservations: the reservation space's runs hold the
-// set, and an insert into it that finds the address already there aborts the transaction, which
-// is the constraint.
-constexpr const char* kSchema = R"sql(
+// There is no index on `network` (GC scans, it is O(n) by nature) and no table of overlap
+// reservations: the reservation space's runs hold the set, and an insert into it that finds the
+// address already there aborts the transaction, which is the constraint.
+constexpr const char* kSchemaCommon = R"sql(
 CREATE TABLE IF NOT EXISTS pools(
     id           INTEGER PRIMARY KEY,
     network_name TEXT NOT NULL,
     range        TEXT NOT NULL,               -- normalised CIDR
     UNIQUE(network_name, range));
-CREATE TABLE IF NOT EXISTS allocations(
-    pool         INTEGER NOT NULL,
-    offset       BLOB NOT NULL,               -- 16-byte big-endian offset from the network address
-    container_id TEXT NOT NULL,
-    podref       TEXT NOT NULL,
-    ifname       TEXT NOT NULL,
-    network      TEXT NOT NULL,               -- CNI network name, scopes GC
-    reservation  TEXT,                        -- run space of the overlap reservation, NULL if none
-    PRIMARY KEY(pool, offset)) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS allocations_owner ON allocations(pool, podref, ifname);
-CREATE INDEX IF NOT EXISTS allocations_attachment ON allocations(container_id, ifname);
 CREATE TABLE IF NOT EXISTS runs(
     space        TEXT NOT NULL,
     lo           BLOB NOT NULL,
     hi           BLOB NOT NULL,
     PRIMARY KEY(space, lo)) WITHOUT ROWID;
+)sql";
+
+constexpr const char* kSchemaV2Allocations = R"sql(
+CREATE TABLE IF NOT EXISTS allocations(
+    pool         INTEGER NOT NULL,
+    podref       TEXT NOT NULL,
+    ifname       TEXT NOT NULL,
+    offset       BLOB NOT NULL,               -- 16-byte big-endian offset from the network address
+    container_id TEXT NOT NULL,
+    network      TEXT NOT NULL,               -- CNI network name, scopes GC
+    reservation  TEXT,                        -- run space of the overlap reservation, NULL if none
+    PRIMARY KEY(pool, podref, ifname)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS allocations_attachment ON allocations(container_id, ifname);
 )sql";
 
 std::string pool_space(std::int64_t pool_id) { return std::string("p").append(std::to_string(pool_id)); }
@@ -63,44 +77,72 @@ std::string reservation_space(std::string_view network_name, netns::IpAddress::F
     return (family == netns::IpAddress::Family::v4 ? "r4:" : "r6:") + std::string(network_name);
 }
 
-// runs.hpp backend over the runs table. Lives inside one transaction: it remembers the last
-// floor() answer until it writes, because the insert after a search asks again for the run below
-// the offset the search just settled on.
+// runs.hpp backend over the runs table. Lives inside one transaction, and answers most calls
+// from what it last read: one query fetches the run at or below x *and* the first run above x,
+// which together settle floor(y) and at(y) for every y between the two. An ADD asks floor(first),
+// then floor(end of that run + 1) (the search), then floor and at(offset + 1) again (the insert):
+// all from one query per run space instead of four. Statements, not pages, are most of the
+// CPU of a transaction once its pages are cached.
 class SqlRuns {
 public:
     SqlRuns(sql::Db& db, std::string space) : db_(db), space_(std::move(space)) {}
 
     std::optional<Interval> floor(uint128 x) {
-        if (last_floor_ && last_floor_->first == x) return last_floor_->second;
-        sql::Query q(db_, "SELECT lo, hi FROM runs WHERE space = ?1 AND lo <= ?2 ORDER BY lo DESC LIMIT 1");
-        q.bind(1, space_).bind_u128(2, x);
-        std::optional<Interval> run;
-        if (q.step()) run = Interval{q.u128(0), q.u128(1)};
-        last_floor_.emplace(x, run);
-        return run;
+        if (!knows(x)) read_around(x);
+        return window_->below;
     }
     std::optional<Interval> at(uint128 lo) {
-        sql::Query q(db_, "SELECT hi FROM runs WHERE space = ?1 AND lo = ?2");
-        q.bind(1, space_).bind_u128(2, lo);
-        if (!q.step()) return std::nullopt;
-        return Interval{lo, q.u128(0)};
+        if (!knows(lo)) read_around(lo);
+        if (window_->below && window_->below->lo == lo) return window_->below;
+        return std::nullopt;   // between below and above, no run starts at lo
     }
     void put(Interval run) {
-        last_floor_.reset();
+        if (window_ && window_->below && window_->below->lo == run.lo) {
+            // Known to exist: change its end in place (REPLACE would delete and re-insert the row).
+            sql::Query q(db_, "UPDATE runs SET hi = ?3 WHERE space = ?1 AND lo = ?2");
+            q.bind(1, space_).bind_u128(2, run.lo).bind_u128(3, run.hi).run();
+            window_->below = run;   // no run starts inside it, so the window still holds
+            return;
+        }
+        window_.reset();
         sql::Query q(db_, "INSERT OR REPLACE INTO runs(space, lo, hi) VALUES(?1, ?2, ?3)");
         q.bind(1, space_).bind_u128(2, run.lo).bind_u128(3, run.hi).run();
     }
-    void invalidate() { last_floor_.reset(); }
+    void invalidate() { window_.reset(); }
     void remove(uint128 lo) {
-        last_floor_.reset();
+        window_.reset();
         sql::Query q(db_, "DELETE FROM runs WHERE space = ?1 AND lo = ?2");
         q.bind(1, space_).bind_u128(2, lo).run();
     }
 
 private:
+    // The runs nearest to the last x read: `below` starts at or before it, `above` is the first
+    // starting after it. For every y with below.lo <= y < above.lo, floor(y) is `below` and no run
+    // starts at y unless y == below.lo (missing ends are unbounded).
+    struct Window {
+        std::optional<Interval> below, above;
+    };
+
+    bool knows(uint128 y) const {
+        return window_ && (!window_->below || y >= window_->below->lo) && (!window_->above || y < window_->above->lo);
+    }
+
+    void read_around(uint128 x) {
+        sql::Query q(db_, "SELECT lo, hi FROM (SELECT lo, hi FROM runs WHERE space = ?1 AND lo <= ?2 ORDER BY lo DESC LIMIT 1) "
+                          "UNION ALL "
+                          "SELECT lo, hi FROM (SELECT lo, hi FROM runs WHERE space = ?1 AND lo > ?2 ORDER BY lo LIMIT 1)");
+        q.bind(1, space_).bind_u128(2, x);
+        Window w;
+        while (q.step()) {
+            const Interval run{q.u128(0), q.u128(1)};
+            (run.lo <= x ? w.below : w.above) = run;
+        }
+        window_ = w;
+    }
+
     sql::Db& db_;
     std::string space_;
-    std::optional<std::pair<uint128, std::optional<Interval>>> last_floor_;
+    std::optional<Window> window_;
 };
 
 // The pool's own allocations, by offset.
@@ -175,10 +217,10 @@ struct SqliteStore::Impl {
     int busy_ms;
 
     void init_schema() {
-        // 1 KiB pages (SQLite's default is 4 KiB): an ADD or DEL changes ~4 pages (the row, two
-        // index leaves, the runs leaf), and each is appended to the WAL with a checksum over the
-        // whole page. Measured with ipam_bench at a 60k pool: 84 -> 67 us per ADD+DEL under the
-        // same load; 512-byte pages made the trees deeper and were no faster. Only a new database
+        // 1 KiB pages (SQLite's default is 4 KiB): an ADD or DEL changes 3-4 pages (see the
+        // schema versions), and each is appended to the WAL with a checksum over the whole page.
+        // Measured with ipam_bench at a 60k pool: 84 -> 67 us per ADD+DEL under the same load;
+        // 512-byte pages made the trees deeper and were no faster. Only a new database
         // takes it (the page size of a WAL database is fixed), so older stores keep working.
         db.exec("PRAGMA page_size=1024");
         // WAL is a property of the file: set once, seen by every later connection.
@@ -193,13 +235,14 @@ struct SqliteStore::Impl {
         // interior pages of big pools in memory instead of re-reading them on every call.
         db.exec("PRAGMA cache_size=-16384");
         db.exec("PRAGMA foreign_keys=OFF");
-        if (user_version() == kSchemaVersion) return;
+        if (const int v = user_version(); v == kSchemaV1 || v == kSchemaV2) return;
         sql::Transaction t(db, sql::Transaction::Kind::write);
         const int version = user_version();   // re-read under the write lock: another process may have won
         if (version == 0) {
-            db.exec(kSchema);
-            db.exec("PRAGMA user_version=1");
-        } else if (version != kSchemaVersion) {
+            db.exec(kSchemaCommon);
+            db.exec(kSchemaV2Allocations);
+            db.exec("PRAGMA user_version=2");
+        } else if (version != kSchemaV1 && version != kSchemaV2) {
             throw IpamError(codes::io_failure, "ipam datastore " + db.path() + ": schema version " +
                                                    std::to_string(version) + " is not supported by this rdmanet");
         }
@@ -276,18 +319,27 @@ struct SqliteStore::Impl {
     }
 
     // `pool_runs`/`res_runs`: the run sets the search just read (so their floor answers are reused).
-    void insert_allocation(std::int64_t pool, uint128 offset, const Owner& owner, std::string_view network,
-                           const std::optional<std::string>& reservation, SqlRuns& pool_runs, SqlRuns* res_runs) {
+    // `if_new`: insert nothing and return false when (pool, owner.podref, owner.ifname) already has a
+    // row; otherwise that conflict is an error like any other.
+    bool insert_allocation(std::int64_t pool, uint128 offset, const Owner& owner, std::string_view network,
+                           const std::optional<std::string>& reservation, SqlRuns& pool_runs, SqlRuns* res_runs,
+                           bool if_new = false) {
         {
-            sql::Query q(db, "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
-                             "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+            // (pool, podref, ifname) is unique in both schema versions (the key in 2, an index in
+            // 1), so it can be the upsert's conflict target; a conflict on anything else still fails.
+            sql::Query q(db, if_new ? "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
+                                      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(pool, podref, ifname) DO NOTHING"
+                                    : "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
+                                      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
             q.bind(1, pool).bind_u128(2, offset).bind(3, owner.container_id).bind(4, owner.podref);
             q.bind(5, owner.ifname).bind(6, network);
             if (reservation) q.bind(7, *reservation); else q.bind_null(7);
             q.run();
+            if (if_new && sqlite3_changes(db.get()) == 0) return false;
         }
-        // The row's PRIMARY KEY already refused a second holder of (pool, offset); the runs must
-        // agree, and a reservation must be new. Throwing rolls the whole transaction back.
+        // The pool's run set refuses an offset it already holds: that is what keeps (pool, offset)
+        // unique in schema 2 (in schema 1 the row's PRIMARY KEY has refused it already). A
+        // reservation must be new too. Throwing rolls the whole transaction back.
         const PoolKey& key = key_of(pool);
         if (!runs::insert(pool_runs, offset)) {
             throw IpamError(codes::io_failure, "ipam datastore: runs of pool " + key.name() +
@@ -302,13 +354,11 @@ struct SqliteStore::Impl {
                                                            "network_name \"" + key.network_name + "\"");
             }
         }
+        return true;
     }
 
-    void delete_allocation(std::int64_t pool, uint128 offset, const std::optional<std::string>& reservation) {
-        {
-            sql::Query q(db, "DELETE FROM allocations WHERE pool = ?1 AND offset = ?2");
-            q.bind(1, pool).bind_u128(2, offset).run();
-        }
+    // The run-set half of deleting an allocation row.
+    void erase_runs(std::int64_t pool, uint128 offset, const std::optional<std::string>& reservation) {
         SqlRuns pool_runs(db, pool_space(pool));
         runs::erase(pool_runs, offset);
         if (reservation) {
@@ -332,10 +382,19 @@ struct SqliteStore::Impl {
         return r;
     }
 
+    // By (pool, podref, ifname): indexed in both schema versions.
+    void delete_allocation(const Row& row) {
+        {
+            sql::Query q(db, "DELETE FROM allocations WHERE pool = ?1 AND podref = ?2 AND ifname = ?3");
+            q.bind(1, row.pool).bind(2, row.owner.podref).bind(3, row.owner.ifname).run();
+        }
+        erase_runs(row.pool, row.offset, row.reservation);
+    }
+
     std::vector<Allocation> release_rows(const std::vector<Row>& rows) {
         std::vector<Allocation> released;
         for (const auto& row : rows) {
-            delete_allocation(row.pool, row.offset, row.reservation);
+            delete_allocation(row);
             released.push_back(make_allocation(row.pool, row.offset, row.owner, row.network));
         }
         return released;
@@ -369,14 +428,6 @@ Allocation SqliteStore::allocate_once(const AllocateRequest& request) {
     const PoolKey key = request.pool();
     const std::int64_t pool = impl_->ensure_pool(key);
 
-    std::optional<Impl::Row> existing;
-    {
-        sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
-                         "FROM allocations WHERE pool = ?1 AND podref = ?2 AND ifname = ?3");
-        q.bind(1, pool).bind(2, request.owner.podref).bind(3, request.owner.ifname);
-        if (q.step()) existing = Impl::read_row(q);
-    }
-
     SqlRuns pool_runs(db, pool_space(pool));
     PoolCoverage pool_taken(pool_runs);
     std::optional<std::string> reservation;
@@ -390,15 +441,41 @@ Allocation SqliteStore::allocate_once(const AllocateRequest& request) {
         taken.push_back(&*res_taken);
     }
 
+    // The usual ADD is a new attachment: decide as if it held nothing and let the insert find out
+    // (its conflict on (pool, podref, ifname)), instead of looking the owner up first. If it does hold
+    // an address - a re-ADD, or a full pool that may still have its address - nothing has been
+    // written yet, and the general path below decides with what it holds.
+    if (!request.requested) {
+        std::optional<Decision> fresh;
+        try {
+            fresh = decide(request.range, std::nullopt, std::nullopt, taken);
+        } catch (const IpamError& e) {
+            if (e.code != codes::range_full) throw;
+        }
+        if (fresh && impl_->insert_allocation(pool, fresh->offset, request.owner, request.network, reservation, pool_runs,
+                                              res_runs ? &*res_runs : nullptr, /*if_new=*/true)) {
+            t.commit();
+            return impl_->make_allocation(pool, fresh->offset, request.owner, request.network);
+        }
+    }
+
+    std::optional<Impl::Row> existing;
+    {
+        sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
+                         "FROM allocations WHERE pool = ?1 AND podref = ?2 AND ifname = ?3");
+        q.bind(1, pool).bind(2, request.owner.podref).bind(3, request.owner.ifname);
+        if (q.step()) existing = Impl::read_row(q);
+    }
     const Decision d = decide(request.range, existing ? std::optional(existing->offset) : std::nullopt,
                               request.requested, taken);
     if (d.reuse) {
         // whereabouts' stickiness: the same podRef+ifname keeps its address under the new container id.
-        sql::Query q(db, "UPDATE allocations SET container_id = ?1, network = ?2 WHERE pool = ?3 AND offset = ?4");
-        q.bind(1, request.owner.container_id).bind(2, request.network).bind(3, pool).bind_u128(4, d.offset).run();
+        sql::Query q(db, "UPDATE allocations SET container_id = ?1, network = ?2 WHERE pool = ?3 AND podref = ?4 AND ifname = ?5");
+        q.bind(1, request.owner.container_id).bind(2, request.network).bind(3, pool);
+        q.bind(4, request.owner.podref).bind(5, request.owner.ifname).run();
     } else {
         if (d.drop_existing) {
-            impl_->delete_allocation(pool, existing->offset, existing->reservation);
+            impl_->delete_allocation(*existing);
             pool_runs.invalidate();   // changed behind their backs
             if (res_runs) res_runs->invalidate();
         }
@@ -416,6 +493,8 @@ std::vector<Allocation> SqliteStore::release(std::span<const PoolKey> /*pools*/,
     // address the attachment got from the old one.
     auto& db = impl_->db;
     sql::Transaction t(db, sql::Transaction::Kind::write);
+    // Not DELETE ... RETURNING: SQLite gathers the returned rows in an ephemeral table, which opens
+    // and closes a temporary pager per statement (measured: +40 us per DEL).
     std::vector<Impl::Row> rows;
     {
         sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
@@ -538,7 +617,10 @@ std::vector<std::string> SqliteStore::verify() {
         while (q.step()) {
             const std::int64_t pool = q.int64(0);
             const uint128 offset = q.u128(1);
-            expected[pool_space(pool)].insert(offset);
+            // Schema 2 has no (pool, offset) key: a second row for an offset is only caught here.
+            if (!expected[pool_space(pool)].insert(offset)) {
+                problems.push_back("offset " + to_decimal(offset) + " of " + impl_->key_of(pool).name() + " is allocated twice");
+            }
             if (!q.is_null(2)) {
                 const uint128 ip = impl_->key_of(pool).range.address.to_u128() + offset;
                 if (!expected[q.text(2)].insert(ip)) {

@@ -15,14 +15,19 @@
 //    the decision and its write see the same state; waiting is bounded by the busy timeout, after
 //    which IpamError(try_again) is thrown.
 //  - Offsets are 16-byte big-endian BLOBs, so 128-bit values compare numerically in indexes.
-//  - PRIMARY KEY(pool, offset) and UNIQUE(pool, podref, ifname) make a double hand-out impossible
-//    whatever the code above does.
-//  - Taken offsets are also kept as runs of consecutive values (runs.hpp) in an indexed table, so
-//    finding the lowest free offset reads O(1) rows however full the pool is. Overlap reservations
-//    (enable_overlapping_ranges) are a run set per (network_name, family) over address values: an
-//    insert that finds the address already reserved aborts the transaction.
-//  - An ADD modifies four b-tree leaves, a DEL the same four; see the schema comment for why that
-//    number matters (it is most of the cost).
+//  - Taken offsets are kept as runs of consecutive values (runs.hpp) in an indexed table, so
+//    finding the lowest free offset reads O(1) rows however full the pool is. The insert of an
+//    offset into its pool's run set, in the allocation's transaction, refuses an offset already
+//    taken and aborts the transaction: that, and UNIQUE(pool, podref, ifname), make a double
+//    hand-out impossible whatever the allocator decides. (Stores created before schema version 2
+//    also have PRIMARY KEY(pool, offset); see sqlite_store.cpp.) Overlap reservations
+//    (enable_overlapping_ranges) are a run set per (network_name, family) over address values,
+//    enforced the same way.
+//  - An ADD modifies three b-tree leaves, a DEL the same three (four in a schema-1 store); see the
+//    schema comment for why that number matters (it is most of the cost).
+//  - Connections use SQLite's unix VFS with one change: a transaction's WAL frames go to the kernel
+//    in one pwrite, sent before SQLite publishes the commit, instead of two pwrites per frame
+//    (sqlite_wal_vfs.cpp). Locking, syncing and what a killed process leaves are the unix VFS's.
 //  - The directory is created 0700, the database file 0600 (SQLite gives -wal/-shm the same mode).
 //
 // One SqliteStore is one connection: use it from one thread, and open it after fork() (a child
