@@ -1,5 +1,6 @@
 #include "sqlite.hpp"
 
+#include <bit>
 #include <cstring>
 
 #include "rdmanet/ipam/error.hpp"
@@ -31,9 +32,14 @@ namespace {
 
 // u128.hpp's to_be128/from_be128 with two byte swaps instead of a loop per byte: every offset
 // bound to or read from a statement goes through these.
+std::uint64_t to_big_endian(std::uint64_t v) {
+    if constexpr (std::endian::native == std::endian::little) return __builtin_bswap64(v);
+    return v;
+}
+
 void store_be128(uint128 value, std::uint8_t* out) {
-    const std::uint64_t hi = __builtin_bswap64(static_cast<std::uint64_t>(value >> 64));
-    const std::uint64_t lo = __builtin_bswap64(static_cast<std::uint64_t>(value));
+    const std::uint64_t hi = to_big_endian(static_cast<std::uint64_t>(value >> 64));
+    const std::uint64_t lo = to_big_endian(static_cast<std::uint64_t>(value));
     std::memcpy(out, &hi, 8);
     std::memcpy(out + 8, &lo, 8);
 }
@@ -42,7 +48,7 @@ uint128 load_be128(const std::uint8_t* bytes) {
     std::uint64_t hi, lo;
     std::memcpy(&hi, bytes, 8);
     std::memcpy(&lo, bytes + 8, 8);
-    return (static_cast<uint128>(__builtin_bswap64(hi)) << 64) | __builtin_bswap64(lo);
+    return (static_cast<uint128>(to_big_endian(hi)) << 64) | to_big_endian(lo);   // the swap is its own inverse
 }
 
 // Process-wide settings, applied once before SQLite initialises (sqlite3_config refuses them
