@@ -1,10 +1,10 @@
 // ADD, DEL, CHECK, GC over a Store: the in-process IPAM the plugin calls.
 #include "rdmanet/ipam/ipam.hpp"
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/kube_store.hpp"
-#include "rdmanet/ipam/sqlite_store.hpp"
-#include "rdmanet/ipam/static_ips.hpp"
+#include "rdmanet/ipam/local/sqlite_store.hpp"
+#include "rdmanet/ipam/core/static_ips.hpp"
 
 namespace rdmanet::ipam {
 

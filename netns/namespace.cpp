@@ -41,13 +41,13 @@ NetnsStatus probe_netns(const std::string& path) {
     struct statfs fs {};
     if (::statfs(path.c_str(), &fs) != 0) return NetnsStatus::missing;
     if (static_cast<unsigned long>(fs.f_type) != NSFS_MAGIC) return NetnsStatus::not_nsfs;
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) return errno == ENOENT ? NetnsStatus::missing : NetnsStatus::not_nsfs;
     return is_net_namespace(fd.get()) ? NetnsStatus::ok : NetnsStatus::not_nsfs;
 }
 
 NetNamespace NetNamespace::open(const std::string& path) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) throw KernelError(errno, "open netns " + path);
     struct statfs fs {};
     if (::fstatfs(fd.get(), &fs) != 0) throw KernelError(errno, "statfs netns " + path);
@@ -59,7 +59,7 @@ NetNamespace NetNamespace::open(const std::string& path) {
 }
 
 NetNamespace NetNamespace::current() {
-    UniqueFd fd(::open(kThreadNetns, O_RDONLY | O_CLOEXEC));
+    base::UniqueFd fd(::open(kThreadNetns, O_RDONLY | O_CLOEXEC));
     if (!fd) throw KernelError(errno, std::string("open ") + kThreadNetns);
     // /proc/thread-self means something else in every thread: name the thread for messages.
     const std::string path = "/proc/" + std::to_string(::getpid()) + "/task/" +

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmanet/netns/fd.hpp"
+#include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::netns::detail {
 
@@ -59,7 +59,7 @@ public:
                         const ReplyFn& on_reply = {});
 
 private:
-    UniqueFd fd_;
+    base::UniqueFd fd_;
     std::uint32_t seq_;
 };
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "rdmanet/netns/error.hpp"
-#include "rdmanet/netns/fd.hpp"
+#include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::netns {
 
@@ -58,7 +58,7 @@ unsigned RdmaCmConfigfs::set_default_roce_tos(const std::string& device, unsigne
     unsigned written = 0;
     for (unsigned port : port_numbers(dir + "/ports")) {
         const std::string file = dir + "/ports/" + std::to_string(port) + "/default_roce_tos";
-        UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+        base::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
         if (!fd) throw KernelError(errno, "open " + file);
         errno = 0;
         if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size()))
@@ -70,7 +70,7 @@ unsigned RdmaCmConfigfs::set_default_roce_tos(const std::string& device, unsigne
 
 std::optional<unsigned> RdmaCmConfigfs::default_roce_tos(const std::string& device, unsigned port) const {
     const std::string file = device_dir(device) + "/ports/" + std::to_string(port) + "/default_roce_tos";
-    UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    base::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) return std::nullopt;
     char buf[16];
     const ssize_t n = ::read(fd.get(), buf, sizeof buf);

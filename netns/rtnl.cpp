@@ -51,18 +51,18 @@ std::string format_hwaddr(const void* data, std::size_t len) {
     return out;
 }
 
-std::optional<IpAddress> ip_from_nl_addr(const nl_addr* addr) {
+std::optional<base::IpAddress> ip_from_nl_addr(const nl_addr* addr) {
     if (!addr) return std::nullopt;
     auto* raw = const_cast<nl_addr*>(addr);  // libnl's getters are not const-correct
     const unsigned len = nl_addr_get_len(raw);
     if (len != 4 && len != 16) return std::nullopt;
     const auto* bytes = static_cast<const std::uint8_t*>(nl_addr_get_binary_addr(raw));
-    uint128 value = 0;
+    base::uint128 value = 0;
     for (unsigned i = 0; i < len; ++i) value = value << 8 | bytes[i];
-    return IpAddress::from_u128(len == 4 ? IpAddress::Family::v4 : IpAddress::Family::v6, value);
+    return base::IpAddress::from_u128(len == 4 ? base::IpAddress::Family::v4 : base::IpAddress::Family::v6, value);
 }
 
-NlAddrPtr nl_addr_from_ip(const IpAddress& ip, int prefix) {
+NlAddrPtr nl_addr_from_ip(const base::IpAddress& ip, int prefix) {
     NlAddrPtr addr(nl_addr_build(ip.af(), ip.data(), ip.size()));
     if (!addr) throw KernelError(ENOMEM, "allocate address " + ip.str());
     nl_addr_set_prefixlen(addr.get(), prefix);

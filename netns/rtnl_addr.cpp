@@ -10,7 +10,7 @@ namespace rdmanet::netns {
 using detail::NlMsgPtr;
 using detail::NlObjPtr;
 
-void Rtnl::add_address(int index, const IpNetwork& address, bool nodad) {
+void Rtnl::add_address(int index, const base::IpNetwork& address, bool nodad) {
     const std::string what = "add address " + address.str() + " to link #" + std::to_string(index);
     NlObjPtr<rtnl_addr> addr(rtnl_addr_alloc());
     if (!addr) throw KernelError(ENOMEM, what);
@@ -38,8 +38,8 @@ void Rtnl::add_address(int index, const IpNetwork& address, bool nodad) {
     impl_->run(msg.get(), what);
 }
 
-std::vector<IpNetwork> Rtnl::addresses(int index) {
-    std::vector<IpNetwork> result;
+std::vector<base::IpNetwork> Rtnl::addresses(int index) {
+    std::vector<base::IpNetwork> result;
     impl_->dump(
         "dump addresses of link #" + std::to_string(index),
         [] {
@@ -56,7 +56,7 @@ std::vector<IpNetwork> Rtnl::addresses(int index) {
             NlObjPtr<rtnl_addr> addr = detail::parse_as<rtnl_addr>(reply, "RTM_NEWADDR");
             // libnl reports IPv6's lone IFA_ADDRESS as the local address too.
             auto ip = detail::ip_from_nl_addr(rtnl_addr_get_local(addr.get()));
-            if (ip) result.push_back(IpNetwork{*ip, rtnl_addr_get_prefixlen(addr.get())});
+            if (ip) result.push_back(base::IpNetwork{*ip, rtnl_addr_get_prefixlen(addr.get())});
         });
     return result;
 }

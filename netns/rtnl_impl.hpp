@@ -36,9 +36,9 @@ std::optional<MacBytes> parse_mac(const std::string& mac);
 // Lower-case colon hex of any hardware address length; empty for length 0.
 std::string format_hwaddr(const void* data, std::size_t len);
 // IpAddress from the raw bytes of an nl_addr (4 or 16 bytes); nullopt for other lengths.
-std::optional<IpAddress> ip_from_nl_addr(const nl_addr* addr);
+std::optional<base::IpAddress> ip_from_nl_addr(const nl_addr* addr);
 // An nl_addr holding `ip` with prefix length `prefix`.
-NlAddrPtr nl_addr_from_ip(const IpAddress& ip, int prefix);
+NlAddrPtr nl_addr_from_ip(const base::IpAddress& ip, int prefix);
 
 // libnl's parse of one rtnetlink message into its object (rtnl_link for RTM_NEWLINK, rtnl_addr
 // for RTM_NEWADDR ...); throws KernelError naming `what` when libnl cannot parse it.

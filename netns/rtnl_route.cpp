@@ -49,7 +49,7 @@ std::optional<RouteInfo> to_route_info(rtnl_route* route, int ifindex) {
     if (dst && nl_addr_get_prefixlen(dst) > 0) {
         auto ip = detail::ip_from_nl_addr(dst);
         if (!ip) return std::nullopt;
-        info.dst = IpNetwork{*ip, static_cast<int>(nl_addr_get_prefixlen(dst))};
+        info.dst = base::IpNetwork{*ip, static_cast<int>(nl_addr_get_prefixlen(dst))};
     }
     // The first nexthop on the requested link (a multipath route may have several).
     bool on_link = false;
@@ -89,7 +89,7 @@ void Rtnl::add_route(const RouteInfo& r) {
     // produced the reference plugins' routes, masks them, and so do we.
     detail::NlAddrPtr dst;
     if (r.dst) {
-        const IpNetwork net = r.dst->masked();
+        const base::IpNetwork net = r.dst->masked();
         dst = detail::nl_addr_from_ip(net.address, net.prefix);
     } else {
         // A default route: a zero-length destination with prefix 0 (no RTA_DST is sent).

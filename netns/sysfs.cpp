@@ -11,7 +11,7 @@
 #include <system_error>
 
 #include "rdmanet/netns/error.hpp"
-#include "rdmanet/netns/fd.hpp"
+#include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::netns {
 namespace fs = std::filesystem;
@@ -140,7 +140,7 @@ void write_sysctl(const std::string& key, const std::string& value) {
     if (!safe_relative_path(key)) throw KernelError(EINVAL, "write sysctl " + key + ": bad key");
     const std::string path = "/proc/sys/" + key;
     // /proc/sys/net resolves to the netns of the calling thread at open time.
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    base::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
     if (!fd) throw KernelError(errno, "write sysctl " + key);
     const ssize_t n = ::write(fd.get(), value.data(), value.size());
     if (n < 0) throw KernelError(errno, "write sysctl " + key + "=" + value);

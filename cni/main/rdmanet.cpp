@@ -1,7 +1,7 @@
 // rdmanet: the CNI plugin executable.
 #include <iostream>
 
-#include "rdmanet/cni/plugin.hpp"
+#include "rdmanet/cni/plugin/plugin.hpp"
 
 int main() {
     std::ios::sync_with_stdio(false);

@@ -1,7 +1,7 @@
 // rdmanet-ipam: the embedded IPAM as a stand-alone CNI IPAM plugin.
 #include <iostream>
 
-#include "rdmanet/cni/ipam_plugin.hpp"
+#include "rdmanet/cni/plugin/ipam_plugin.hpp"
 
 int main() {
     std::ios::sync_with_stdio(false);

@@ -17,10 +17,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "ctl_admin_cli.hpp"
-#include "ctl_rdma_cli.hpp"
-#include "rdmanet/cni/ctl.hpp"
-#include "rdmanet/ipam/config.hpp"
+#include "../ctl/admin_cli.hpp"
+#include "../ctl/rdma_cli.hpp"
+#include "rdmanet/cni/ctl/pool.hpp"
+#include "rdmanet/ipam/core/config.hpp"
 
 namespace {
 

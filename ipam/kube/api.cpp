@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::ipam::kube {
 

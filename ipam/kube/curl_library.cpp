@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::ipam::kube {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "curl_library.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/retry.hpp"
 
 namespace rdmanet::ipam::kube {

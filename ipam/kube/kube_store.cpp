@@ -13,11 +13,11 @@
 #include <set>
 #include <sstream>
 
-#include "rdmanet/cni/failpoint.hpp"
-#include "rdmanet/ipam/allocator.hpp"
-#include "rdmanet/ipam/error.hpp"
-#include "rdmanet/ipam/naming.hpp"
-#include "rdmanet/ipam/runs.hpp"
+#include "rdmanet/base/failpoint.hpp"
+#include "rdmanet/ipam/core/allocator.hpp"
+#include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/core/naming.hpp"
+#include "rdmanet/ipam/core/runs.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -44,8 +44,8 @@ bool safe_component(std::string_view s) {
     return true;
 }
 
-netns::IpAddress address_of(const PoolKey& key, uint128 offset) {
-    return netns::IpAddress::from_u128(key.range.address.family(), key.range.address.to_u128() + offset);
+base::IpAddress address_of(const PoolKey& key, uint128 offset) {
+    return base::IpAddress::from_u128(key.range.address.family(), key.range.address.to_u128() + offset);
 }
 
 Allocation make_allocation(const PoolKey& key, uint128 offset, Owner owner, std::string network, bool reused) {
@@ -134,7 +134,7 @@ bool KubeStore::patch_pool(const PoolObject& pool, const std::vector<PoolChange>
     return try_patch(pool, changes, whole_pool) == PatchOutcome::applied;
 }
 
-bool KubeStore::reserve(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner) {
+bool KubeStore::reserve(std::string_view network_name, const base::IpAddress& ip, const Owner& owner) {
     const std::string name = reservation_object_name(network_name, ip);
     for (int attempt = 0;; ++attempt) {
         const std::string path = collection_path(ns(), kReservations);
@@ -150,7 +150,7 @@ bool KubeStore::reserve(std::string_view network_name, const netns::IpAddress& i
     }
 }
 
-void KubeStore::drop_reservation(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner) {
+void KubeStore::drop_reservation(std::string_view network_name, const base::IpAddress& ip, const Owner& owner) {
     const std::string path = object_path(ns(), kReservations, reservation_object_name(network_name, ip));
     for (int attempt = 0;; ++attempt) {
         const HttpResponse g = api_.call("GET", path);
@@ -249,8 +249,8 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
             }
         }
         // The pool holds the address now. From here on, a failure takes it out again.
-        cni::failpoint(cni::Failpoint::add_after_pool_write);
-        const netns::IpAddress ip = address_of(key, d.offset);
+        base::failpoint(base::Failpoint::add_after_pool_write);
+        const base::IpAddress ip = address_of(key, d.offset);
         try {
             if (drop) drop_reservation(key.network_name, address_of(key, existing->first), existing->second);
             if (request.overlapping_check && !reserve(key.network_name, ip, owner)) {
@@ -289,7 +289,7 @@ std::vector<Allocation> KubeStore::release(std::span<const PoolKey> pools, const
             if (entries.empty()) break;
             // Reservations first: see kube_store.hpp (a crash in between leaves what DEL finds).
             for (const auto& [offset, owner] : entries) drop_reservation(key.network_name, address_of(key, offset), owner);
-            cni::failpoint(cni::Failpoint::del_after_reservation_drop);
+            base::failpoint(base::Failpoint::del_after_reservation_drop);
             std::vector<PoolChange> changes;
             for (const auto& entry : entries) changes.push_back({entry.first, std::nullopt, entry.second});
             if (patch_pool(*pool, changes)) {
@@ -328,7 +328,7 @@ std::vector<PoolKey> KubeStore::pools() {
     std::vector<PoolKey> keys;
     for (const auto& item : list(kPools)) {
         if (!item.contains("spec") || !item["spec"].is_object()) continue;
-        auto range = netns::IpNetwork::parse(item["spec"].value("range", ""));
+        auto range = base::IpNetwork::parse(item["spec"].value("range", ""));
         const std::string name = item.contains("metadata") ? item["metadata"].value("name", "") : "";
         if (!range) continue;
         if (auto nn = network_name_of(name, range->masked())) keys.push_back(PoolKey{*nn, range->masked()});

@@ -9,9 +9,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "rdmanet/ipam/confined_file.hpp"
+#include "rdmanet/ipam/core/confined_file.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::ipam::kube {
 

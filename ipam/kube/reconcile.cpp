@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "rdmanet/ipam/error.hpp"
-#include "rdmanet/ipam/naming.hpp"
+#include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/core/naming.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -30,15 +30,15 @@ std::vector<std::string> list_pods(KubeApi& api) {
 
 std::optional<PoolObject> parse_listed_pool(const json& item) {
     if (!item.contains("spec") || !item["spec"].is_object() || !item.contains("metadata")) return std::nullopt;
-    auto range = netns::IpNetwork::parse(item["spec"].value("range", ""));
+    auto range = base::IpNetwork::parse(item["spec"].value("range", ""));
     if (!range) return std::nullopt;
     auto nn = network_name_of(item["metadata"].value("name", ""), range->masked());
     if (!nn) return std::nullopt;
     return parse_pool(item, *nn);
 }
 
-netns::IpAddress ip_of(const PoolKey& key, uint128 offset) {
-    return netns::IpAddress::from_u128(key.range.address.family(), key.range.address.to_u128() + offset);
+base::IpAddress ip_of(const PoolKey& key, uint128 offset) {
+    return base::IpAddress::from_u128(key.range.address.family(), key.range.address.to_u128() + offset);
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 
 #include "rdmanet/ipam/kube/json_scan.hpp"
 
-#include "rdmanet/ipam/error.hpp"
-#include "rdmanet/ipam/naming.hpp"
+#include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/core/naming.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -230,7 +230,7 @@ PoolObject PoolReader::finish(std::string network_name) && {
     if (!has_metadata_) throw malformed(metadata_not_object_ ? "metadata is not an object" : "metadata is missing");
     if (!has_spec_) throw malformed(spec_not_object_ ? "IPPool spec must be an object" : "spec is missing");
     if (!has_range_ || range_not_string_) throw malformed("IPPool spec.range is missing");
-    auto net = netns::IpNetwork::parse(range_);
+    auto net = base::IpNetwork::parse(range_);
     if (!net) throw malformed("IPPool spec.range \"" + range_ + "\" is not a CIDR");
     if (allocations_not_object_) throw malformed("IPPool spec.allocations must be an object");
     PoolObject p;
@@ -312,7 +312,7 @@ PoolObject parse_pool(const json& object, std::string network_name) {
     return parse_pool_body(object.dump(), std::move(network_name));
 }
 
-std::optional<std::string> network_name_of(std::string_view object_name, const netns::IpNetwork& range) {
+std::optional<std::string> network_name_of(std::string_view object_name, const base::IpNetwork& range) {
     const std::string suffix = normalize_range_name(range.masked().str());
     if (object_name == suffix) return std::string();
     if (object_name.size() > suffix.size() + 1 && object_name.ends_with(suffix) &&
@@ -354,7 +354,7 @@ json pool_patch(const PoolObject& pool, const std::vector<PoolChange>& changes, 
     return ops;
 }
 
-json new_reservation(std::string_view ns, std::string_view network_name, const netns::IpAddress& ip, const Owner& owner) {
+json new_reservation(std::string_view ns, std::string_view network_name, const base::IpAddress& ip, const Owner& owner) {
     return {{"apiVersion", kApiVersion},
             {"kind", "OverlappingRangeIPReservation"},
             {"metadata", {{"name", reservation_object_name(network_name, ip)}, {"namespace", ns}}},

@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmanet/ipam/ipam.hpp"
-#include "rdmanet/ipam/sqlite_store.hpp"
+#include "rdmanet/ipam/local/sqlite_store.hpp"
 
 using namespace rdmanet::ipam;
 using Clock = std::chrono::steady_clock;

@@ -11,9 +11,9 @@
 #include <exception>
 #include <string>
 
-#include "rdmanet/ipam/config.hpp"
-#include "rdmanet/ipam/error.hpp"
-#include "rdmanet/ipam/sqlite_store.hpp"
+#include "rdmanet/ipam/core/config.hpp"
+#include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/local/sqlite_store.hpp"
 
 using namespace rdmanet::ipam;
 

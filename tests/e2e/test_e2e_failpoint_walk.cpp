@@ -17,7 +17,7 @@
 #include "e2e/e2e_fakekernel.hpp"
 #include "e2e/e2e_helpers.hpp"
 #include "fixture.hpp"
-#include "rdmanet/cni/failpoint.hpp"
+#include "rdmanet/base/failpoint.hpp"
 
 using namespace rdmanet::test;
 using namespace rdmanet::test::e2e;
@@ -131,7 +131,7 @@ TEST_CASE("failpoint walk: macvlan recovers from a kill at every step", "[e2e][f
     ScopedVeth uplink(nullptr, nullptr, "fm");
     set_link_up(nullptr, uplink.name_a());
     const auto conf = plugin_stdin("fp-macvlan", "1.1.0", macvlan_plugin(uplink.name_a(), embedded_ipam(ws)));
-    for (const auto step : rdmanet::cni::kFailpoints) {
+    for (const auto step : rdmanet::base::kFailpoints) {
         // macvlan saves no state before the kernel change (nothing in the host to restore).
         const bool reached = !kube_store_step(step) && step != "add_after_state_saved";
         DYNAMIC_SECTION("kill at " << step) {
@@ -144,7 +144,7 @@ TEST_CASE("failpoint walk: hostdev recovers from a kill at every step", "[e2e][f
     Workspace ws;
     ScopedVeth dev(nullptr, nullptr, "fh");
     const auto conf = plugin_stdin("fp-hostdev", "1.1.0", hostdev_plugin(dev.name_a(), embedded_ipam(ws)));
-    for (const auto step : rdmanet::cni::kFailpoints) {
+    for (const auto step : rdmanet::base::kFailpoints) {
         DYNAMIC_SECTION("kill at " << step) {
             walk_one(ws, conf, std::string(step), !kube_store_step(step), dev.name_a(), dev.name_b());
         }
@@ -198,7 +198,7 @@ TEST_CASE("failpoint walk: sriov Ethernet VF recovers from a kill at every step"
                                      {"mtu", 1400},
                                      {"runtimeConfig", {{"deviceID", SriovNode::kVfPci}, {"CNIDeviceInfoFile", devinfo}}}});
     const auto conf = plugin_stdin("fp-sriov", "1.1.0", plugin);
-    for (const auto step : rdmanet::cni::kFailpoints) {
+    for (const auto step : rdmanet::base::kFailpoints) {
         DYNAMIC_SECTION("kill at " << step) {
             walk_sriov_one(ws, node, conf, std::string(step), node.pf, 0, node.vf0.name_a(), SriovNode::kVfPci,
                            "mlx5_7", devinfo);
@@ -215,7 +215,7 @@ TEST_CASE("failpoint walk: sriov InfiniBand VF GUID is restored after a kill at 
                                      {"runtimeConfig", {{"deviceID", SriovNode::kIbVfPci},
                                                         {"infinibandGUID", "c2:11:22:33:44:55:66:77"}}}});
     const auto conf = plugin_stdin("fp-sriov-ib", "1.1.0", plugin);
-    for (const auto step : rdmanet::cni::kFailpoints) {
+    for (const auto step : rdmanet::base::kFailpoints) {
         DYNAMIC_SECTION("kill at " << step) {
             walk_sriov_one(ws, node, conf, std::string(step), node.ibpf, 0, node.ibvf.name_a(), SriovNode::kIbVfPci,
                            "mlx5_9", "");
@@ -229,7 +229,7 @@ TEST_CASE("failpoint walk: sriov DPDK (vfio) VF recovers from a kill at every st
     auto plugin = fakekernel_plugin("sriov", embedded_ipam(ws),
                                     {{"deviceID", SriovNode::kVfioPci}, {"mac", "0a:58:0a:01:00:07"}, {"vlan", 30}});
     const auto conf = plugin_stdin("fp-sriov-dpdk", "1.1.0", plugin);
-    for (const auto step : rdmanet::cni::kFailpoints) {
+    for (const auto step : rdmanet::base::kFailpoints) {
         DYNAMIC_SECTION("kill at " << step) {
             walk_sriov_one(ws, node, conf, std::string(step), node.pf, 1, "", SriovNode::kVfioPci, "", "");
         }
@@ -241,7 +241,7 @@ TEST_CASE("failpoint walk: ipoib recovers from a kill at every step", "[e2e][fai
     IpoibNode node(ws);
     const auto conf = plugin_stdin("fp-ipoib", "1.1.0",
                                    fakekernel_plugin("ipoib", embedded_ipam(ws), {{"master", node.parent.name_a()}}));
-    for (const auto step : rdmanet::cni::kFailpoints) {
+    for (const auto step : rdmanet::base::kFailpoints) {
         DYNAMIC_SECTION("kill at " << step) {
             ScopedNetns pod("fi");
             kill_and_recover(ws, conf, std::string(step), pod, !kube_store_step(step), fakekernel(node.env()));
@@ -289,7 +289,7 @@ TEST_CASE("failpoint walk: macvlan on the Kubernetes datastore leaves no pool en
                        {"kubernetes", {{"kubeconfig", kubeconfig}}},
                        {"data_dir", ws.path("ipam-db")}};
     const auto conf = plugin_stdin("fp-kube", "1.1.0", macvlan_plugin(uplink.name_a(), ipam));
-    for (const auto step : rdmanet::cni::kFailpoints) {
+    for (const auto step : rdmanet::base::kFailpoints) {
         DYNAMIC_SECTION("kill at " << step) {
             ScopedNetns pod("fk");
             // macvlan saves no state before the kernel change; the store's steps are all reached.

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "e2e/e2e_helpers.hpp"
-#include "rdmanet/netns/fd.hpp"
+#include "rdmanet/base/fd.hpp"
 #include "support/fake_sysfs.hpp"
 
 using namespace rdmanet::test;
@@ -102,7 +102,7 @@ public:
     }
 
 private:
-    rdmanet::netns::UniqueFd fd_;
+    rdmanet::base::UniqueFd fd_;
 };
 
 }  // namespace

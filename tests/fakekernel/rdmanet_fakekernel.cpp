@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "rdmanet/cni/plugin.hpp"
+#include "rdmanet/cni/plugin/plugin.hpp"
 #include "rdmanet/netns/rtnl.hpp"
 #include "support/fake_kernel_file.hpp"
 

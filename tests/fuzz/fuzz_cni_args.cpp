@@ -1,7 +1,7 @@
 // CNI_ARGS from the runtime/Multus: must never throw, whatever the bytes.
 #include "fuzz_support.hpp"
 
-#include "rdmanet/cni/args.hpp"
+#include "rdmanet/cni/protocol/args.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto args = rdmanet::cni::parse_cni_args(rdmanet::fuzz::as_text(data, size));

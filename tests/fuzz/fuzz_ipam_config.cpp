@@ -2,8 +2,8 @@
 // an IpamConfig or an IPAM/CNI error; strict and lenient parsing alike.
 #include "fuzz_support.hpp"
 
-#include "rdmanet/cni/json.hpp"
-#include "rdmanet/ipam/config.hpp"
+#include "rdmanet/cni/protocol/json.hpp"
+#include "rdmanet/ipam/core/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rdmanet::fuzz::expect_clean_rejection([&] {

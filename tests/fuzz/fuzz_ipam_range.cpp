@@ -6,8 +6,8 @@
 
 #include "fuzz_support.hpp"
 
-#include "rdmanet/ipam/allocator.hpp"
-#include "rdmanet/ipam/config.hpp"
+#include "rdmanet/ipam/core/allocator.hpp"
+#include "rdmanet/ipam/core/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<std::string> lines;

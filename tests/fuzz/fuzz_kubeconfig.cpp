@@ -3,7 +3,7 @@
 // leak. Files a kubeconfig names are "missing" here (the reader refuses every path).
 #include "fuzz_support.hpp"
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 
 namespace {

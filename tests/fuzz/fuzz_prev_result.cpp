@@ -2,9 +2,9 @@
 // Result must convert to every supported version without throwing.
 #include "fuzz_support.hpp"
 
-#include "rdmanet/cni/json.hpp"
-#include "rdmanet/cni/result.hpp"
-#include "rdmanet/cni/version.hpp"
+#include "rdmanet/cni/protocol/json.hpp"
+#include "rdmanet/cni/protocol/result.hpp"
+#include "rdmanet/cni/protocol/version.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rdmanet::fuzz::expect_clean_rejection([&] {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "rdmanet/cni/error.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/cni/protocol/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::fuzz {
 

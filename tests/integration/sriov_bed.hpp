@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "netns_helpers.hpp"
-#include "rdmanet/cni/plugin.hpp"
+#include "rdmanet/cni/plugin/plugin.hpp"
 #include "support/fake_sriov_node.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/fake_vf_control.hpp"

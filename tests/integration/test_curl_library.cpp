@@ -4,7 +4,7 @@
 #include <string>
 
 #include "../../ipam/kube/curl_library.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "support/process.hpp"
 
 using namespace rdmanet::ipam;

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "rdmanet/cni/ctl_admin.hpp"
+#include "rdmanet/cni/ctl/admin.hpp"
 #include "support/process.hpp"
 
 using nlohmann::json;

@@ -16,14 +16,14 @@
 #include <thread>
 
 #include "../unit/ipam_test_util.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
-#include "rdmanet/ipam/sqlite_store.hpp"
+#include "rdmanet/ipam/local/sqlite_store.hpp"
 
 using namespace rdmanet::ipam;
 using ipam_test::TempDir;
 using nlohmann::json;
-using rdmanet::netns::IpAddress;
+using rdmanet::base::IpAddress;
 
 namespace {
 

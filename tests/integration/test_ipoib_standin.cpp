@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "netns_helpers.hpp"
-#include "rdmanet/cni/backend.hpp"
-#include "rdmanet/cni/rdma_isolation.hpp"
+#include "rdmanet/cni/modes/backend.hpp"
+#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "support/fake_rdma.hpp"
 #include "support/fake_rdma_sysfs.hpp"
 #include "unit/cni_test_helpers.hpp"

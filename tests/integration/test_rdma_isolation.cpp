@@ -9,8 +9,8 @@
 
 #include "unit/cni_test_helpers.hpp"
 #include "netns_helpers.hpp"
-#include "rdmanet/cni/backend.hpp"
-#include "rdmanet/cni/rdma_isolation.hpp"
+#include "rdmanet/cni/modes/backend.hpp"
+#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/netns/rdma_sysfs.hpp"
 #include "rdmanet/netns/rdma_cm_configfs.hpp"
 #include "support/fake_rdma.hpp"

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "netns_helpers.hpp"
-#include "rdmanet/cni/backend.hpp"
-#include "rdmanet/cni/rdma_isolation.hpp"
+#include "rdmanet/cni/modes/backend.hpp"
+#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/netns/rdma_cm_configfs.hpp"
 #include "rdmanet/netns/rdma_sysfs.hpp"
 #include "support/rdma_scenarios.hpp"

@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 #include "rdmanet/netns/error.hpp"
-#include "rdmanet/netns/fd.hpp"
+#include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::test {
 
@@ -68,7 +68,7 @@ public:
     }
 
 private:
-    netns::UniqueFd fd_;
+    base::UniqueFd fd_;
 };
 
 }  // namespace
@@ -93,7 +93,7 @@ void FakeKernelFile::write(const json& state) const {
     const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
     const std::string text = state.dump(2);
     {
-        netns::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+        base::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
         if (!fd) throw netns::KernelError(errno, "fake kernel: create " + tmp);
         if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
             throw netns::KernelError(errno, "fake kernel: write " + tmp);

@@ -28,8 +28,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmanet/cni/plugin.hpp"
-#include "rdmanet/cni/rdma_isolation.hpp"
+#include "rdmanet/cni/plugin/plugin.hpp"
+#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/netns/ipoib.hpp"
 #include "rdmanet/netns/rtnl.hpp"
 #include "rdmanet/netns/vf.hpp"

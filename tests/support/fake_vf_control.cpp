@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "rdmanet/cni/sriov_state.hpp"
+#include "rdmanet/cni/config/sriov_state.hpp"
 #include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::test {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "rdmanet/cni/error.hpp"
+#include "rdmanet/cni/protocol/error.hpp"
 
 namespace rdmanet::cni::testing {
 

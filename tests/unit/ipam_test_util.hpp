@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmanet/ipam/config.hpp"
-#include "rdmanet/ipam/store.hpp"
+#include "rdmanet/ipam/core/config.hpp"
+#include "rdmanet/ipam/core/store.hpp"
 
 namespace ipam_test {
 

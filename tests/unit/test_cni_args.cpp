@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "rdmanet/cni/args.hpp"
+#include "rdmanet/cni/protocol/args.hpp"
 
 using namespace rdmanet::cni;
 using Strings = std::vector<std::string>;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "cni_test_helpers.hpp"
-#include "rdmanet/cni/config.hpp"
+#include "rdmanet/cni/config/config.hpp"
 
 using namespace rdmanet::cni;
 using nlohmann::json;

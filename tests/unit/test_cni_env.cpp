@@ -3,7 +3,7 @@
 #include <map>
 
 #include "cni_test_helpers.hpp"
-#include "rdmanet/cni/env.hpp"
+#include "rdmanet/cni/protocol/env.hpp"
 
 using namespace rdmanet::cni;
 using Vars = std::map<std::string, std::string>;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "rdmanet/cni/error.hpp"
+#include "rdmanet/cni/protocol/error.hpp"
 
 using namespace rdmanet::cni;
 using nlohmann::json;

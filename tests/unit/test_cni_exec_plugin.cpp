@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "cni_test_helpers.hpp"
-#include "rdmanet/cni/exec_plugin.hpp"
+#include "rdmanet/cni/protocol/exec_plugin.hpp"
 
 using namespace rdmanet::cni;
 using nlohmann::json;

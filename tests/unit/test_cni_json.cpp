@@ -3,7 +3,7 @@
 #include <string>
 
 #include "cni_test_helpers.hpp"
-#include "rdmanet/cni/json.hpp"
+#include "rdmanet/cni/protocol/json.hpp"
 
 using namespace rdmanet::cni;
 

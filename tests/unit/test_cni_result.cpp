@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "cni_test_helpers.hpp"
-#include "rdmanet/cni/result.hpp"
+#include "rdmanet/cni/protocol/result.hpp"
 
 using namespace rdmanet::cni;
 using nlohmann::json;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "rdmanet/cni/version.hpp"
+#include "rdmanet/cni/protocol/version.hpp"
 
 using namespace rdmanet::cni;
 

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "ipam_test_util.hpp"
-#include "rdmanet/cni/ctl_admin.hpp"
+#include "rdmanet/cni/ctl/admin.hpp"
 
 using namespace rdmanet::cni::ctl;
 namespace fs = std::filesystem;

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "ipam_test_util.hpp"
-#include "rdmanet/cni/ctl_admin.hpp"
-#include "rdmanet/cni/policy.hpp"
+#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/config/policy.hpp"
 
 using namespace rdmanet::cni::ctl;
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "rdmanet/cni/ctl_admin.hpp"
+#include "rdmanet/cni/ctl/admin.hpp"
 
 using namespace rdmanet::cni::ctl;
 using nlohmann::json;

@@ -7,7 +7,7 @@
 #include <iterator>
 #include <string>
 
-#include "rdmanet/cni/ctl_admin.hpp"
+#include "rdmanet/cni/ctl/admin.hpp"
 
 using namespace rdmanet::cni::ctl;
 using nlohmann::json;

@@ -8,12 +8,12 @@
 #include <string>
 #include <string_view>
 
-#include "rdmanet/netns/ip.hpp"
+#include "rdmanet/base/ip.hpp"
 #include "support/catch_ip.hpp"
 
-using rdmanet::netns::IpAddress;
-using rdmanet::netns::IpNetwork;
-using rdmanet::netns::uint128;
+using rdmanet::base::IpAddress;
+using rdmanet::base::IpNetwork;
+using rdmanet::base::uint128;
 using Family = IpAddress::Family;
 
 namespace {

@@ -5,14 +5,14 @@
 #include <set>
 
 #include "ipam_test_util.hpp"
-#include "rdmanet/ipam/allocator.hpp"
-#include "rdmanet/ipam/error.hpp"
-#include "rdmanet/ipam/naming.hpp"
-#include "rdmanet/ipam/runs.hpp"
+#include "rdmanet/ipam/core/allocator.hpp"
+#include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/core/naming.hpp"
+#include "rdmanet/ipam/core/runs.hpp"
 
 using namespace rdmanet::ipam;
-using rdmanet::netns::IpAddress;
-using rdmanet::netns::IpNetwork;
+using rdmanet::base::IpAddress;
+using rdmanet::base::IpNetwork;
 
 namespace {
 

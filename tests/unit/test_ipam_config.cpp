@@ -4,13 +4,13 @@
 #include <fstream>
 
 #include "ipam_test_util.hpp"
-#include "rdmanet/ipam/config.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/config.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
 
 using namespace rdmanet::ipam;
 using nlohmann::json;
-using rdmanet::netns::IpAddress;
+using rdmanet::base::IpAddress;
 
 namespace {
 

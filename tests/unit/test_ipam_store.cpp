@@ -10,9 +10,9 @@
 #include <random>
 
 #include "ipam_test_util.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
-#include "rdmanet/ipam/sqlite_store.hpp"
+#include "rdmanet/ipam/local/sqlite_store.hpp"
 
 using namespace rdmanet::ipam;
 using ipam_test::TempDir;
@@ -249,7 +249,7 @@ TEST_CASE("ipam store: random operations keep runs and allocations consistent", 
     std::set<std::string> ips;
     for (const auto& pool : store.pools()) {
         for (const auto& [offset, owner] : store.dump(pool).allocations) {
-            const std::string ip = rdmanet::netns::IpAddress::from_u128(pool.range.address.family(),
+            const std::string ip = rdmanet::base::IpAddress::from_u128(pool.range.address.family(),
                                                                          pool.range.address.to_u128() + offset)
                                        .str();
             CHECK(ips.insert(ip).second);

@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 

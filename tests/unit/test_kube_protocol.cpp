@@ -1,7 +1,7 @@
 // Kubernetes datastore: request building (whereabouts wire format), Status mapping, retry policy.
 #include <catch2/catch.hpp>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/retry.hpp"
 #include "rdmanet/ipam/kube/status.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
@@ -14,8 +14,8 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 
 namespace {
-netns::IpNetwork net(const char* s) { return *netns::IpNetwork::parse(s); }
-netns::IpAddress ip(const char* s) { return *netns::IpAddress::parse(s); }
+base::IpNetwork net(const char* s) { return *base::IpNetwork::parse(s); }
+base::IpAddress ip(const char* s) { return *base::IpAddress::parse(s); }
 
 json pool_json(const std::string& name, const std::string& range, json allocations) {
     return {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "IPPool"},

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "ipam_test_util.hpp"
-#include "rdmanet/cni/policy.hpp"
-#include "rdmanet/ipam/confined_file.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 
 using namespace rdmanet::cni;
 using rdmanet::ipam::ConfinedFileError;

@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include "cni_test_helpers.hpp"
-#include "rdmanet/cni/config.hpp"
-#include "rdmanet/cni/rdma_isolation.hpp"
+#include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/netns/rdma_cm_configfs.hpp"
 
 using namespace rdmanet::cni;

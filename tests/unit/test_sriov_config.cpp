@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "cni_test_helpers.hpp"
-#include "rdmanet/cni/args.hpp"
-#include "rdmanet/cni/config.hpp"
+#include "rdmanet/cni/protocol/args.hpp"
+#include "rdmanet/cni/config/config.hpp"
 
 using namespace rdmanet::cni;
 

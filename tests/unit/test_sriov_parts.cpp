@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "cni_test_helpers.hpp"
-#include "rdmanet/cni/attachment_state.hpp"
-#include "rdmanet/cni/sriov.hpp"
+#include "rdmanet/cni/config/attachment_state.hpp"
+#include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/fake_vf_control.hpp"
 

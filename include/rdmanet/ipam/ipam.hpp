@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmanet/ipam/config.hpp"
-#include "rdmanet/ipam/store.hpp"
+#include "rdmanet/ipam/core/config.hpp"
+#include "rdmanet/ipam/core/store.hpp"
 
 namespace rdmanet::ipam {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "rdmanet/netns/fd.hpp"
+#include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::netns {
 
@@ -25,8 +25,8 @@ public:
     bool same_as(const NetNamespace& other) const;
 
 private:
-    NetNamespace(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
-    UniqueFd fd_;
+    NetNamespace(base::UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+    base::UniqueFd fd_;
     std::string path_;
 };
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "rdmanet/netns/ip.hpp"
+#include "rdmanet/base/ip.hpp"
 
 namespace rdmanet::netns {
 
@@ -37,8 +37,8 @@ struct MacvlanSpec {
 };
 
 struct RouteInfo {
-    std::optional<IpNetwork> dst;       // nullopt = default route
-    std::optional<IpAddress> gateway;
+    std::optional<base::IpNetwork> dst;       // nullopt = default route
+    std::optional<base::IpAddress> gateway;
     int ifindex = 0;
     unsigned priority = 0;              // RTA_PRIORITY (metric)
     unsigned table = 254;               // RT_TABLE_MAIN
@@ -84,9 +84,9 @@ public:
 
     // nodad sets IFA_F_NODAD (IPv6) so the address is usable at once. IPv4 addresses shorter
     // than /31 get their broadcast address. EEXIST when the link already has the address.
-    void add_address(int index, const IpNetwork& address, bool nodad = true);
+    void add_address(int index, const base::IpNetwork& address, bool nodad = true);
     // Every address of the link, both families, IPv6 link-local included, in kernel order.
-    std::vector<IpNetwork> addresses(int index);
+    std::vector<base::IpNetwork> addresses(int index);
     // RTPROT_BOOT unicast route; host bits of `dst` are masked off; EEXIST when it exists.
     void add_route(const RouteInfo& route);
     // Unicast routes of the main table, both families, whose nexthop (the first one on the

@@ -37,7 +37,7 @@
 #include "rdmanet/ipam/kube/api.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
-#include "rdmanet/ipam/store.hpp"
+#include "rdmanet/ipam/core/store.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -67,7 +67,7 @@ public:
     bool patch_pool(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool = false);
     // Deletes the reservation of `ip` if podref+ifname of `owner` hold it; returns whether it is
     // gone (absent or deleted).
-    void drop_reservation(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner);
+    void drop_reservation(std::string_view network_name, const base::IpAddress& ip, const Owner& owner);
 
 private:
     // lost: a test failed; unsure: a test failed on a resent PATCH (the first may have applied);
@@ -76,7 +76,7 @@ private:
     PatchOutcome try_patch(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool = false);
     PoolObject read_or_create_pool(const PoolKey& key, const EntrySelector* select);
     // Creates the reservation; true when it is (now) held by `owner`, false when someone else holds it.
-    bool reserve(std::string_view network_name, const netns::IpAddress& ip, const Owner& owner);
+    bool reserve(std::string_view network_name, const base::IpAddress& ip, const Owner& owner);
     // Takes `offset` out of the pool again if `owner` still holds it there (rollback).
     void unwind(const PoolKey& key, uint128 offset, const Owner& owner);
     void journal_add(std::string_view network, const AttachmentId& a);

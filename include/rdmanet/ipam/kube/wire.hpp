@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmanet/ipam/runs.hpp"
-#include "rdmanet/ipam/store.hpp"
+#include "rdmanet/ipam/core/runs.hpp"
+#include "rdmanet/ipam/core/store.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -65,7 +65,7 @@ PoolObject parse_pool(const nlohmann::json& object, std::string network_name);
 
 // The network_name a pool object belongs to, from its name and spec.range (name =
 // [<network_name>-]<normalised range>); nullopt when the name does not fit the range.
-std::optional<std::string> network_name_of(std::string_view object_name, const netns::IpNetwork& range);
+std::optional<std::string> network_name_of(std::string_view object_name, const base::IpNetwork& range);
 
 // A new, empty pool (created on first use).
 nlohmann::json new_pool(std::string_view ns, const PoolKey& key);
@@ -93,7 +93,7 @@ struct PoolChange {
 nlohmann::json pool_patch(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool = false);
 
 // OverlappingRangeIPReservation for `ip`, named as whereabouts names it.
-nlohmann::json new_reservation(std::string_view ns, std::string_view network_name, const netns::IpAddress& ip,
+nlohmann::json new_reservation(std::string_view ns, std::string_view network_name, const base::IpAddress& ip,
                                const Owner& owner);
 // Whether a reservation object is held by podref+ifname (whereabouts keys reservations that way).
 bool reservation_held_by(const nlohmann::json& reservation, const Owner& owner);

@@ -1,0 +1,251 @@
+// The node policy file: parsing (pure), loading (one read of the admin's file), rendering.
+#include "rdmanet/cni/config/policy.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rdmanet/cni/protocol/json.hpp"
+#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/base/fd.hpp"
+
+namespace rdmanet::cni {
+
+namespace {
+
+using nlohmann::json;
+
+// The NAD author cannot fix the admin's file: code 4-ish "environment" error naming the file.
+[[noreturn]] void policy_error(const std::string& source, const std::string& what) {
+    throw Error(ErrorCode::invalid_environment, "node policy " + source + ": " + what,
+                "the node admin must fix the policy file (see README, Security model)");
+}
+
+bool is_clean_absolute(const std::string& path) {
+    // A directory is "clean" when a file below it would pass is_path_inside.
+    return ipam::is_path_inside(path + "/x", path);
+}
+
+void reject_unknown_keys(const json& obj, const std::set<std::string>& known, const std::string& source,
+                         const std::string& where) {
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+        if (!known.count(it.key()))
+            policy_error(source, "unknown key " + where + it.key() + " (a typo would silently change the policy)");
+}
+
+std::string get_string(const json& obj, const char* key, const std::string& fallback, const std::string& source,
+                       const std::string& where) {
+    auto it = obj.find(key);
+    if (it == obj.end()) return fallback;
+    if (!it->is_string()) policy_error(source, where + key + " must be a string");
+    return it->get<std::string>();
+}
+
+bool get_bool(const json& obj, const char* key, bool fallback, const std::string& source, const std::string& where) {
+    auto it = obj.find(key);
+    if (it == obj.end()) return fallback;
+    if (!it->is_boolean()) policy_error(source, where + key + " must be true or false");
+    return it->get<bool>();
+}
+
+std::vector<std::string> get_list(const json& obj, const char* key, std::vector<std::string> fallback,
+                                  const std::string& source, const std::string& where) {
+    auto it = obj.find(key);
+    if (it == obj.end()) return fallback;
+    if (!it->is_array()) policy_error(source, where + key + " must be a list of strings");
+    std::vector<std::string> out;
+    for (const auto& item : *it) {
+        if (!item.is_string() || item.get<std::string>().empty())
+            policy_error(source, where + key + " must be a list of non-empty strings");
+        out.push_back(item.get<std::string>());
+    }
+    return out;
+}
+
+std::string dir_value(const json& obj, const char* key, const std::string& fallback, const std::string& source) {
+    auto dir = get_string(obj, key, fallback, source, "");
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    if (!is_clean_absolute(dir)) policy_error(source, std::string(key) + " \"" + dir + "\" must be an absolute path without \"..\"");
+    return dir;
+}
+
+std::vector<std::string> dir_list(const json& obj, const char* key, const std::vector<std::string>& fallback,
+                                  const std::string& source) {
+    auto dirs = get_list(obj, key, fallback, source, "");
+    for (auto& dir : dirs) {
+        while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+        if (!is_clean_absolute(dir))
+            policy_error(source, std::string(key) + " entry \"" + dir + "\" must be an absolute path without \"..\"");
+    }
+    return dirs;
+}
+
+std::string normalise_vendor(std::string id, const std::string& source) {
+    for (auto& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (id.starts_with("0x")) id = id.substr(2);
+    bool hex = id.size() == 4;
+    for (char c : id) hex = hex && std::isxdigit(static_cast<unsigned char>(c));
+    if (!hex) policy_error(source, "vendorIds entry \"" + id + "\" must be four hex digits such as \"15b3\"");
+    return id;
+}
+
+DeviceRules parse_rules(const json& obj, const char* key, bool masters, const std::string& source) {
+    DeviceRules rules;
+    auto it = obj.find(key);
+    if (it == obj.end()) return rules;
+    const std::string where = std::string(key) + ".";
+    if (!it->is_object()) policy_error(source, std::string(key) + " must be an object");
+    reject_unknown_keys(*it, masters ? std::set<std::string>{"names", "pciAddresses", "vendorIds", "allowUplink"}
+                                     : std::set<std::string>{"names", "pciAddresses", "vendorIds", "vfsOnly"},
+                        source, where);
+    rules.names = get_list(*it, "names", {}, source, where);
+    rules.pci_addresses = get_list(*it, "pciAddresses", {}, source, where);
+    for (auto& pci : rules.pci_addresses)
+        for (auto& c : pci) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (auto& id : get_list(*it, "vendorIds", {}, source, where)) rules.vendor_ids.push_back(normalise_vendor(id, source));
+    if (masters) rules.allow_uplink = get_bool(*it, "allowUplink", true, source, where);
+    else rules.vfs_only = get_bool(*it, "vfsOnly", false, source, where);
+    return rules;
+}
+
+json rules_to_json(const DeviceRules& rules, bool masters) {
+    json j = {{"names", rules.names}, {"pciAddresses", rules.pci_addresses}, {"vendorIds", rules.vendor_ids}};
+    if (masters) j["allowUplink"] = rules.allow_uplink;
+    else j["vfsOnly"] = rules.vfs_only;
+    return j;
+}
+
+// The modes the plugin knows today; the policy may name future ones (sriov, ipoib) too, so the
+// file can be written before a mode lands, but a misspelt name is an error.
+const std::set<std::string>& known_modes() {
+    static const std::set<std::string> modes = {"macvlan", "hostdev", "sriov", "ipoib"};
+    return modes;
+}
+
+}  // namespace
+
+ipam::PathLimits NodePolicy::ipam_limits() const {
+    ipam::PathLimits limits;
+    limits.enforced = true;
+    limits.config_dirs = ipam_config_dirs;
+    limits.kubeconfig_dirs = kubeconfig_dirs;
+    limits.data_dirs = ipam_data_dirs;
+    limits.log_dir = log_dir;
+    return limits;
+}
+
+std::string policy_file_path(const EnvLookup& lookup) {
+    if (auto path = lookup(std::string(kPolicyFileEnv).c_str()); path && !path->empty()) return *path;
+    return std::string(kDefaultPolicyFile);
+}
+
+NodePolicy parse_node_policy(std::string_view text, const std::string& source) {
+    json j;
+    try {
+        j = parse_json_bounded(text);
+    } catch (const std::exception& e) {
+        policy_error(source, std::string("is not valid JSON: ") + e.what());
+    }
+    if (!j.is_object()) policy_error(source, "must be a JSON object");
+    reject_unknown_keys(j,
+                        {"version", "modes", "devices", "masters", "logDir", "auditLog", "kubeconfigDirs",
+                         "ipamConfigDirs", "ipamDataDirs", "deviceInfoDirs", "stateDir"},
+                        source, "");
+    if (auto v = j.find("version"); v != j.end() && (!v->is_number_integer() || v->get<int>() != 1))
+        policy_error(source, "version must be 1");
+
+    NodePolicy p;
+    p.source = source;
+    if (j.contains("modes")) {
+        p.modes = get_list(j, "modes", {}, source, "");
+        for (const auto& mode : *p.modes)
+            if (!known_modes().count(mode))
+                policy_error(source, "modes entry \"" + mode + "\" is not a mode (macvlan, hostdev, sriov, ipoib)");
+    }
+    p.devices = parse_rules(j, "devices", false, source);
+    p.masters = parse_rules(j, "masters", true, source);
+    p.log_dir = dir_value(j, "logDir", p.log_dir, source);
+    p.audit_log = get_string(j, "auditLog", p.log_dir + "/policy.log", source, "");
+    if (!p.audit_log.empty() && !ipam::is_path_inside(p.audit_log, p.log_dir))
+        policy_error(source, "auditLog \"" + p.audit_log + "\" must lie inside logDir " + p.log_dir);
+    p.kubeconfig_dirs = dir_list(j, "kubeconfigDirs", p.kubeconfig_dirs, source);
+    p.ipam_config_dirs = dir_list(j, "ipamConfigDirs", p.ipam_config_dirs, source);
+    p.ipam_data_dirs = dir_list(j, "ipamDataDirs", p.ipam_data_dirs, source);
+    p.device_info_dirs = dir_list(j, "deviceInfoDirs", p.device_info_dirs, source);
+    p.state_dir = dir_value(j, "stateDir", p.state_dir, source);
+    return p;
+}
+
+NodePolicy load_node_policy(const EnvLookup& lookup) {
+    const std::string path = policy_file_path(lookup);
+    // The admin's file in the admin's directory: only its last component must not be a symlink
+    // (a swapped-in link could point the plugin at a policy the admin never wrote).
+    base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (!fd) {
+        if (errno == ENOENT) return NodePolicy{};   // no file: the built-in (safe) defaults
+        policy_error(path, std::string("cannot be opened: ") + std::strerror(errno));
+    }
+    struct stat st{};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) policy_error(path, "is not a regular file");
+    if (st.st_size > (1 << 20)) policy_error(path, "is larger than 1 MiB");
+    std::string text(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) policy_error(path, std::string("cannot be read: ") + std::strerror(n < 0 ? errno : EIO));
+        done += static_cast<std::size_t>(n);
+    }
+    return parse_node_policy(text, path);
+}
+
+const NodePolicy& node_policy() {
+    static const NodePolicy policy = load_node_policy(process_env_lookup());
+    return policy;
+}
+
+const NodePolicy& node_policy_or_defaults() {
+    static const NodePolicy policy = [] {
+        try {
+            return node_policy();
+        } catch (const Error&) {
+            return NodePolicy{};   // teardown must work even when the admin's file is broken
+        }
+    }();
+    return policy;
+}
+
+json policy_to_json(const NodePolicy& p) {
+    json j = {
+        {"source", p.source.empty() ? "built-in defaults (no policy file)" : p.source},
+        {"version", 1},
+        {"modes", p.modes ? json(*p.modes) : json(std::vector<std::string>(known_modes().begin(), known_modes().end()))},
+        {"devices", rules_to_json(p.devices, false)},
+        {"masters", rules_to_json(p.masters, true)},
+        {"logDir", p.log_dir},
+        {"auditLog", p.audit_log},
+        {"kubeconfigDirs", p.kubeconfig_dirs},
+        {"ipamConfigDirs", p.ipam_config_dirs},
+        {"ipamDataDirs", p.ipam_data_dirs},
+        {"deviceInfoDirs", p.device_info_dirs},
+        {"stateDir", p.state_dir},
+        {"builtIn",
+         {"never moved into a pod: loopback, a device holding a default route or a global address of the node, "
+          "the lower device of a default-route device, a device attached to another live pod",
+          "files named by a network configuration only inside logDir / kubeconfigDirs / ipamConfigDirs / "
+          "ipamDataDirs / deviceInfoDirs, opened without following symlinks; files 0600, directories 0700"}},
+    };
+    return j;
+}
+
+std::string default_policy_file_content() {
+    json j = policy_to_json(NodePolicy{});
+    j.erase("source");
+    j.erase("builtIn");
+    return j.dump(2) + "\n";
+}
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,251 @@
+#include "sections.hpp"
+
+#include <array>
+
+#include "rdmanet/cni/protocol/value_checks.hpp"
+#include "rdmanet/base/ip.hpp"
+#include "rdmanet/cni/protocol/result_parse.hpp"
+#include "rdmanet/cni/protocol/text.hpp"
+
+namespace rdmanet::cni {
+
+namespace {
+
+constexpr auto kInvalid = ErrorCode::invalid_config;
+constexpr std::string_view kMacHint =
+    "write six hex octets such as \"0a:58:0a:01:00:05\", not multicast, not all zeros";
+constexpr std::string_view kIfnameRule = "must be 1-15 characters without '/', ':' or whitespace";
+
+// `value` must be one of `allowed`; the message lists them.
+template <std::size_t N>
+std::string one_of(const JsonFields& f, std::string_view key, const std::string& value,
+                   const std::array<std::string_view, N>& allowed, std::string_view hint = {}) {
+    std::string list;
+    for (auto option : allowed) {
+        if (option == value) return value;
+        list += (list.empty() ? "" : ", ") + text::quote(option);
+    }
+    f.invalid(key, text::quote(value) + " is not supported: use one of " + list, std::string(hint));
+}
+
+std::optional<std::string> assignable_mac(const JsonFields& f, std::string_view key) {
+    auto mac = f.string(key);
+    if (!mac) return std::nullopt;
+    if (!checks::is_assignable_mac(*mac))
+        f.invalid(key, text::quote(*mac) + " is not a usable MAC address: " + std::string(kMacHint));
+    return checks::lowercase(*mac);
+}
+
+std::optional<std::string> interface_name(const JsonFields& f, std::string_view key) {
+    auto name = f.string(key);
+    if (name && !is_valid_ifname(*name))
+        f.invalid(key, text::quote(*name) + " is not a valid interface name: " +
+                           std::string(kIfnameRule));
+    return name;
+}
+
+// A list of "IP" or "IP/prefix" strings, as runtimeConfig.ips and args.cni.ips carry them.
+std::vector<std::string> ip_list(const JsonFields& f, std::string_view key) {
+    auto ips = f.strings(key);
+    for (const auto& ip : ips)
+        if (!base::IpNetwork::parse_address_or_cidr(ip))
+            f.invalid(key, "entry " + text::quote(ip) + " is not an IP address or CIDR",
+                      "example: \"192.168.100.7/24\"");
+    return ips;
+}
+
+// The section object `key` of the top level, or nullopt when absent.
+std::optional<JsonFields> section(const JsonFields& top, std::string_view key) {
+    const auto* object = top.object(key);
+    if (!object) return std::nullopt;
+    return JsonFields(*object, top.name(key), top.code());
+}
+
+// PCI address or auxiliary id from one of the deviceID keys; nullopt when the key is absent or
+// holds a device plugin index, which names no device.
+std::optional<std::string> device_id(const JsonFields& f, std::string_view key,
+                                     const std::optional<std::string>& value) {
+    if (!value || value->empty() || checks::is_device_plugin_index(*value)) return std::nullopt;
+    if (checks::is_pci_address(*value)) return checks::lowercase(*value);
+    if (checks::is_auxiliary_device_id(*value)) return *value;
+    f.invalid(key, text::quote(*value) +
+                       " is neither a PCI address (like \"0000:af:06.0\") nor an auxiliary "
+                       "device id (like \"mlx5_core.sf.4\")");
+}
+
+}  // namespace
+
+void parse_logging(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
+    attempt([&] {
+        auto file = top.string("logFile").value_or("");
+        if (!file.empty() && !checks::is_safe_absolute_path(file))
+            top.invalid("logFile", text::quote(file) + " must be an absolute path without \"..\"");
+        conf.log_file = file;
+    });
+    attempt([&] {
+        constexpr std::array<std::string_view, 6> kLevels = {"trace", "debug", "info",
+                                                             "warn",  "error", "off"};
+        if (auto level = top.string("logLevel")) conf.log_level = one_of(top, "logLevel", *level, kLevels);
+    });
+}
+
+void parse_runtime_config(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
+    std::optional<JsonFields> rc;
+    attempt([&] { rc = section(top, "runtimeConfig"); });
+    if (!rc) return;
+    auto& runtime = conf.runtime;
+    attempt([&] { runtime.mac = assignable_mac(*rc, "mac"); });
+    attempt([&] { runtime.ips = ip_list(*rc, "ips"); });
+    // Kept as given: only hostdev mode reads it as a device (see parse_hostdev).
+    attempt([&] { runtime.device_id = rc->string("deviceID"); });
+    attempt([&] {
+        auto guid = rc->string("infinibandGUID");
+        if (guid && !checks::is_guid(*guid))
+            rc->invalid("infinibandGUID", text::quote(*guid) +
+                                              " is not a GUID: write eight hex octets such as "
+                                              "\"c2:11:22:33:44:55:66:77\"");
+        if (guid) runtime.infiniband_guid = checks::lowercase(*guid);
+    });
+    attempt([&] {
+        auto file = rc->string("CNIDeviceInfoFile");
+        if (file && !checks::is_safe_absolute_path(*file))
+            rc->invalid("CNIDeviceInfoFile",
+                        text::quote(*file) + " must be an absolute path without \"..\"");
+        runtime.device_info_file = file;
+    });
+}
+
+void parse_args(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
+    attempt([&] {
+        auto args = section(top, "args");
+        if (!args) return;
+        auto cni = section(*args, "cni");
+        if (cni) conf.args_cni_ips = ip_list(*cni, "ips");
+    });
+}
+
+void parse_ipam(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
+    attempt([&] {
+        auto ipam = section(top, "ipam");
+        if (!ipam) return;
+        auto type = ipam->string("type").value_or("");
+        // The type becomes a file name looked up in CNI_PATH; refuse anything that is a path.
+        if (!type.empty() && !checks::is_plain_file_name(type))
+            ipam->invalid("type", text::quote(type) +
+                                      " must be the plain file name of an IPAM plugin in CNI_PATH");
+        conf.ipam.type = type;
+        conf.ipam.raw = *top.get("ipam");
+    });
+}
+
+void parse_dns(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
+    attempt([&] {
+        if (const auto* dns = top.get("dns")) conf.dns = parse_dns_at(*dns, "dns", kInvalid);
+    });
+}
+
+void parse_prev_result(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required) {
+    attempt([&] {
+        const auto* prev = top.get("prevResult");
+        if (!prev && required)
+            top.invalid("prevResult", "is required for CHECK",
+                        "the runtime passes the result it cached after ADD");
+        if (prev) conf.prev_result = parse_result_at(*prev, "prevResult", kInvalid);
+    });
+}
+
+void parse_mode(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required) {
+    attempt([&] {
+        auto mode = top.string("mode");
+        if (!mode) {
+            if (required) top.invalid("mode", "is required: set it to \"macvlan\", \"hostdev\", \"sriov\" or \"ipoib\"");
+            return;
+        }
+        // The reference macvlan plugin calls its macvlan mode "mode"; say where that goes.
+        constexpr std::array<std::string_view, 4> kModes = {"macvlan", "hostdev", "sriov", "ipoib"};
+        one_of(top, "mode", *mode, kModes, "the macvlan mode (bridge, private, ...) goes in \"macvlanMode\"");
+        conf.mode = *mode == "hostdev" ? Mode::hostdev : *mode == "sriov" ? Mode::sriov
+                    : *mode == "ipoib" ? Mode::ipoib : Mode::macvlan;
+    });
+}
+
+void parse_macvlan(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required) {
+    auto& macvlan = conf.macvlan;
+    attempt([&] {
+        auto master = interface_name(top, "master");
+        if (!master && required)
+            top.invalid("master", "is required in macvlan mode: set it to the host interface the "
+                                  "macvlan is created on (e.g. \"ens1f0\")");
+        macvlan.master = master.value_or("");
+    });
+    attempt([&] {
+        constexpr std::array<std::string_view, 4> kMacvlanModes = {"bridge", "private", "vepa",
+                                                                   "passthru"};
+        if (auto mode = top.string("macvlanMode"))
+            macvlan.mode = one_of(top, "macvlanMode", *mode, kMacvlanModes);
+    });
+    attempt([&] {
+        // The kernel keeps MTUs in an int; 0 means "the master's".
+        macvlan.mtu = top.uint("mtu", 0x7fffffff).value_or(0);
+    });
+    attempt([&] { macvlan.mac = assignable_mac(top, "mac"); });
+}
+
+void parse_hostdev(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required) {
+    auto& hostdev = conf.hostdev;
+    attempt([&] { hostdev.device = interface_name(top, "device").value_or(""); });
+    attempt([&] {
+        auto hwaddr = top.string("hwaddr");
+        if (hwaddr && !checks::is_mac(*hwaddr))
+            top.invalid("hwaddr", text::quote(*hwaddr) +
+                                      " is not a MAC address: write six hex octets such as "
+                                      "\"0a:58:0a:01:00:05\"");
+        hostdev.hwaddr = checks::lowercase(hwaddr.value_or(""));
+    });
+    attempt([&] {
+        auto path = top.string("kernelpath").value_or("");
+        if (!path.empty() && !checks::is_sys_devices_path(path))
+            top.invalid("kernelpath", text::quote(path) +
+                                          " must be an absolute path under /sys/devices/ without \"..\"");
+        hostdev.kernelpath = path;
+    });
+    attempt([&] {
+        // Precedence runtimeConfig.deviceID > deviceID > pciBusID (Multus writes all three).
+        // Only for naming the key in errors: the value was read by parse_runtime_config.
+        static const nlohmann::json kNoObject = nlohmann::json::object();
+        const JsonFields runtime_fields(kNoObject, "runtimeConfig", kInvalid);
+        std::optional<std::string> id = device_id(runtime_fields, "deviceID", conf.runtime.device_id);
+        if (!id) id = device_id(top, "deviceID", top.string("deviceID"));
+        if (!id) id = device_id(top, "pciBusID", top.string("pciBusID"));
+        hostdev.pci_address = id.value_or("");
+    });
+    if (required && hostdev.device.empty() && hostdev.hwaddr.empty() &&
+        hostdev.kernelpath.empty() && hostdev.pci_address.empty())
+        throw Error(kInvalid,
+                    "hostdev mode needs a device: set one of \"device\", \"hwaddr\", "
+                    "\"kernelpath\" or \"pciBusID\", or let Multus pass deviceID from a device "
+                    "plugin");
+}
+
+void parse_valid_attachments(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
+    attempt([&] {
+        // Absent stays nullopt (do nothing destructive); present-but-empty is an empty list.
+        std::string_view key = top.has("cni.dev/valid-attachments") ? "cni.dev/valid-attachments"
+                                                                    : "cni.dev/attachments";
+        const auto* list = top.array(key);
+        if (!list) return;
+        std::vector<AttachmentKey> keys;
+        for (std::size_t i = 0; i < list->size(); ++i) {
+            auto entry = JsonFields::of_object((*list)[i], top.name(key) + "[" + std::to_string(i) + "]",
+                                               kInvalid);
+            auto container_id = entry.string("containerID");
+            auto ifname = entry.string("ifname");
+            if (!container_id) entry.invalid("containerID", "is required");
+            if (!ifname) entry.invalid("ifname", "is required");
+            keys.push_back({*container_id, *ifname});
+        }
+        conf.valid_attachments = std::move(keys);
+    });
+}
+
+}  // namespace rdmanet::cni

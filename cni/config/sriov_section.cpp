@@ -1,0 +1,193 @@
+// mode "sriov": the VF's PCI address and the PF-side VF settings, validated the way sriov-cni
+// (pkg/config) and ib-sriov-cni do, each bad key named in a code-7 error (REFERENCE 3.5, 3.8).
+#include <array>
+
+#include "rdmanet/cni/protocol/value_checks.hpp"
+#include "sections.hpp"
+#include "rdmanet/cni/protocol/text.hpp"
+
+namespace rdmanet::cni {
+
+namespace {
+
+constexpr auto kInvalid = ErrorCode::invalid_config;
+
+bool all_same_octet(std::string_view guid, char digit) {
+    for (std::size_t i = 0; i < guid.size(); ++i)
+        if (i % 3 != 2 && (guid[i] | 0x20) != digit) return false;
+    return true;
+}
+
+// Eight hex octets, not all zero (the "no GUID" value) and not all ones (what a VF without
+// an assigned GUID or a vfio VF reports): both break InfiniBand addressing.
+std::optional<std::string> usable_guid_problem(const std::string& guid) {
+    if (!checks::is_guid(guid))
+        return text::quote(guid) + " is not a GUID: write eight hex octets such as \"c2:11:22:33:44:55:66:77\"";
+    if (all_same_octet(guid, '0') || all_same_octet(guid, 'f'))
+        return text::quote(guid) + " is not a usable GUID: all zeros and all ones are reserved";
+    return std::nullopt;
+}
+
+std::optional<bool> on_off(const JsonFields& f, std::string_view key) {
+    auto value = f.string(key);
+    if (!value) return std::nullopt;
+    if (*value == "on") return true;
+    if (*value == "off") return false;
+    f.invalid(key, text::quote(*value) + " is not supported: use \"on\" or \"off\"");
+}
+
+std::optional<unsigned> bounded(const JsonFields& f, std::string_view key, unsigned max,
+                                const std::string& rule) {
+    auto value = f.uint(key);
+    if (value && *value > max) f.invalid(key, std::to_string(*value) + " is out of range: " + rule);
+    return value;
+}
+
+// "0x8001", "8001" (hex) or a JSON integer; 16 bits whose low 15 (the key) are not zero.
+std::optional<unsigned> pkey(const JsonFields& f) {
+    const auto* raw = f.get("pkey");
+    if (!raw) return std::nullopt;
+    unsigned value = 0;
+    bool ok = false;
+    if (raw->is_number_unsigned()) {
+        const auto n = raw->get<std::uint64_t>();
+        ok = n <= 0xffff;
+        value = static_cast<unsigned>(n);
+    } else if (raw->is_string()) {
+        std::string text = raw->get<std::string>();
+        if (text.starts_with("0x") || text.starts_with("0X")) text = text.substr(2);
+        ok = !text.empty() && text.size() <= 4;
+        for (char c : text) {
+            const bool hex = (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+            ok = ok && hex;
+            if (hex) value = value * 16 + static_cast<unsigned>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+        }
+    }
+    if (!ok || (value & 0x7fff) == 0)
+        f.invalid("pkey", "must be a 16-bit InfiniBand partition key such as \"0x8001\" (its low 15 "
+                          "bits non-zero), got " + raw->dump());
+    return value;
+}
+
+}  // namespace
+
+std::optional<std::string> SriovConf::requested_guid(const RuntimeConfig& runtime, const CniArgs& args) const {
+    if (runtime.infiniband_guid) return runtime.infiniband_guid;
+    if (args_guid) return args_guid;
+    auto arg = args.get("guid");   // ib-sriov-cni's spelling; GUID too
+    if (!arg) arg = args.guid();
+    if (arg) {
+        if (auto problem = usable_guid_problem(*arg))
+            throw Error(ErrorCode::invalid_environment, "CNI_ARGS guid: " + *problem, "CNI_ARGS");
+        return checks::lowercase(*arg);
+    }
+    return guid;
+}
+
+void parse_sriov(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required) {
+    auto& sriov = conf.sriov;
+    attempt([&] {
+        // Precedence runtimeConfig.deviceID > deviceID > pciBusID, as for hostdev; but a VF is
+        // always a PCI function, so an auxiliary id (an SF) is refused here.
+        static const nlohmann::json kNoObject = nlohmann::json::object();
+        const JsonFields runtime_fields(kNoObject, "runtimeConfig", kInvalid);
+        struct Source { const JsonFields* fields; std::string_view key; std::optional<std::string> value; };
+        const std::array<Source, 3> sources = {{{&runtime_fields, "deviceID", conf.runtime.device_id},
+                                                {&top, "deviceID", top.string("deviceID")},
+                                                {&top, "pciBusID", top.string("pciBusID")}}};
+        for (const auto& s : sources) {
+            if (!s.value || s.value->empty() || checks::is_device_plugin_index(*s.value)) continue;
+            if (!checks::is_pci_address(*s.value))
+                s.fields->invalid(s.key, text::quote(*s.value) +
+                                             " is not a PCI address: sriov mode needs a VF's address "
+                                             "like \"0000:af:06.0\"",
+                                  checks::is_auxiliary_device_id(*s.value)
+                                      ? "an auxiliary device (SF) is not a VF: use mode \"hostdev\""
+                                      : "");
+            sriov.pci_address = checks::lowercase(*s.value);
+            return;
+        }
+        if (required)
+            top.invalid("deviceID", "is required in sriov mode: the VF's PCI address, normally passed "
+                                    "by Multus from the SR-IOV device plugin (or set \"pciBusID\")");
+    });
+    attempt([&] {
+        auto mac = top.string("mac");
+        if (mac && !checks::is_assignable_mac(*mac))
+            top.invalid("mac", text::quote(*mac) + " is not a usable MAC address: write six hex octets "
+                                                   "such as \"0a:58:0a:01:00:05\", not multicast, not all zeros");
+        if (mac) sriov.mac = checks::lowercase(*mac);
+    });
+    attempt([&] {
+        sriov.vlan_set = top.has("vlan") || top.has("vlanQoS") || top.has("vlanProto");
+        sriov.vlan = bounded(top, "vlan", 4094, "a VLAN id must be 0-4094 (0 = untagged)").value_or(0);
+        sriov.vlan_qos = bounded(top, "vlanQoS", 7, "the VLAN QoS (802.1p priority) must be 0-7").value_or(0);
+        if (sriov.vlan == 0 && sriov.vlan_qos != 0)
+            top.invalid("vlanQoS", "needs a non-zero \"vlan\": QoS applies to tagged traffic only");
+        if (auto proto = top.string("vlanProto")) {
+            const std::string lower = checks::lowercase(*proto);
+            if (lower != "802.1q" && lower != "802.1ad")
+                top.invalid("vlanProto", text::quote(*proto) + " is not supported: use \"802.1q\" or \"802.1ad\"");
+            if (lower == "802.1ad" && sriov.vlan == 0)
+                top.invalid("vlanProto", "\"802.1ad\" needs a non-zero \"vlan\"");
+            sriov.vlan_proto = lower;
+        }
+    });
+    attempt([&] { sriov.spoofchk = on_off(top, "spoofchk"); });
+    attempt([&] { sriov.trust = on_off(top, "trust"); });
+    attempt([&] {
+        auto state = top.string("link_state");
+        if (state && *state != "auto" && *state != "enable" && *state != "disable")
+            top.invalid("link_state", text::quote(*state) +
+                                          " is not supported: use \"auto\", \"enable\" or \"disable\"");
+        sriov.link_state = state;
+    });
+    attempt([&] {
+        sriov.min_tx_rate = top.uint("min_tx_rate");
+        sriov.max_tx_rate = top.uint("max_tx_rate");
+        if (sriov.min_tx_rate && sriov.max_tx_rate && *sriov.max_tx_rate != 0 &&
+            *sriov.min_tx_rate > *sriov.max_tx_rate)
+            top.invalid("min_tx_rate", std::to_string(*sriov.min_tx_rate) + " is above max_tx_rate " +
+                                           std::to_string(*sriov.max_tx_rate) +
+                                           ": the guaranteed rate cannot exceed the limit (Mbps)");
+    });
+    attempt([&] {
+        auto guid = top.string("guid");
+        if (guid) {
+            if (auto problem = usable_guid_problem(*guid)) top.invalid("guid", *problem);
+            sriov.guid = checks::lowercase(*guid);
+        }
+    });
+    attempt([&] {
+        // args.cni.guid: what ib-sriov-cni reads after runtimeConfig.infinibandGUID (Multus puts a
+        // pod's "cni-args" there).
+        const auto* args = top.object("args");
+        if (!args) return;
+        const JsonFields args_fields(*args, top.name("args"), kInvalid);
+        const auto* cni = args_fields.object("cni");
+        if (!cni) return;
+        const JsonFields cni_fields(*cni, args_fields.name("cni"), kInvalid);
+        auto guid = cni_fields.string("guid");
+        if (!guid) return;
+        if (auto problem = usable_guid_problem(*guid)) cni_fields.invalid("guid", *problem);
+        sriov.args_guid = checks::lowercase(*guid);
+    });
+    attempt([&] {
+        // runtimeConfig.infinibandGUID passed the shape check in parse_runtime_config; a VF
+        // also refuses the reserved values.
+        if (!conf.runtime.infiniband_guid) return;
+        if (auto problem = usable_guid_problem(*conf.runtime.infiniband_guid)) {
+            static const nlohmann::json kNoObject = nlohmann::json::object();
+            JsonFields(kNoObject, "runtimeConfig", kInvalid).invalid("infinibandGUID", *problem);
+        }
+    });
+    attempt([&] { sriov.pkey = pkey(top); });
+    attempt([&] {
+        auto mtu = top.uint("mtu");
+        if (mtu && *mtu != 0 && (*mtu < 68 || *mtu > 65535))
+            top.invalid("mtu", std::to_string(*mtu) + " is out of range: use 68-65535, or 0 to keep the VF's MTU");
+        sriov.mtu = mtu.value_or(0);
+    });
+}
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,280 @@
+// rdmanetctl install: what the DaemonSet's installer does on each node.
+//   - copies the plugin binaries into the host's CNI bin dir atomically: the kubelet/runtime may
+//     exec the plugin at any moment, so it must see either the old file or the new one, never a
+//     half-written one (temporary file in the same directory, fsync, rename, fsync the directory);
+//   - writes the IPAM kubeconfig (service-account token + CA + API server, context namespace =
+//     the IPPool namespace) under the CNI config dir, 0600, and rewrites it when the projected
+//     token rotates (--watch);
+//   - writes the node policy file with its defaults when the admin has none;
+//   - optionally persists the RDMA netns mode for the next boot (modprobe.d), since switching at
+//     runtime fails with EBUSY once devices are in use (REFERENCE 7.4).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <ostream>
+#include <stdexcept>
+#include <thread>
+
+#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/ctl/rdma.hpp"
+#include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/base/fd.hpp"
+
+namespace rdmanet::cni::ctl {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void sys_fail(const std::string& what, const std::string& path) {
+    throw std::runtime_error(what + " " + path + ": " + std::strerror(errno));
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string trim_newlines(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+// Removes the temporary file unless it was renamed into place.
+struct TempFile {
+    std::string path;
+    bool keep = false;
+    ~TempFile() {
+        if (!keep && !path.empty()) ::unlink(path.c_str());
+    }
+};
+
+void fsync_dir(const std::string& dir) {
+    base::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) sys_fail("cannot open directory", dir);
+    if (::fsync(fd.get()) != 0) sys_fail("cannot fsync directory", dir);
+}
+
+std::string base64(const std::string& in) {
+    static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
+        out += kAlphabet[v >> 18 & 63];
+        out += kAlphabet[v >> 12 & 63];
+        out += kAlphabet[v >> 6 & 63];
+        out += kAlphabet[v & 63];
+    }
+    if (i + 1 == in.size()) {
+        unsigned v = (unsigned char)in[i] << 16;
+        out += kAlphabet[v >> 18 & 63];
+        out += kAlphabet[v >> 12 & 63];
+        out += "==";
+    } else if (i + 2 == in.size()) {
+        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
+        out += kAlphabet[v >> 18 & 63];
+        out += kAlphabet[v >> 12 & 63];
+        out += kAlphabet[v >> 6 & 63];
+        out += '=';
+    }
+    return out;
+}
+
+// A value written into the kubeconfig as a YAML double-quoted scalar: refuse anything that would
+// need escaping rather than escape it (tokens are JWTs, names are DNS labels, servers URLs).
+std::string yaml_safe(const std::string& value, const std::string& what) {
+    for (unsigned char c : value)
+        if (c < 0x21 || c > 0x7e || c == '"' || c == '\\')
+            throw std::runtime_error(what + " contains a character that is not printable ASCII");
+    if (value.empty()) throw std::runtime_error(what + " is empty");
+    return value;
+}
+
+std::string env_or_empty(const InstallOptions& options, const char* name) {
+    if (options.getenv) return options.getenv(name).value_or("");
+    const char* v = std::getenv(name);
+    return v ? v : "";
+}
+
+std::string api_server(const InstallOptions& options) {
+    if (!options.api_server.empty()) return options.api_server;
+    const auto host = env_or_empty(options, "KUBERNETES_SERVICE_HOST");
+    auto port = env_or_empty(options, "KUBERNETES_SERVICE_PORT");
+    if (host.empty())
+        throw std::runtime_error(
+            "KUBERNETES_SERVICE_HOST is not set: run inside a pod or pass --api-server https://HOST:PORT");
+    if (port.empty()) port = "443";
+    const bool ipv6 = host.find(':') != std::string::npos;
+    return "https://" + (ipv6 ? "[" + host + "]" : host) + ":" + port;
+}
+
+// Writes `content` only when the file does not already hold it; true when written.
+bool write_if_changed(const std::string& path, const std::string& content, unsigned mode) {
+    if (auto current = read_file(path); current && *current == content) {
+        // Same bytes; still tighten the mode if someone loosened it.
+        ::chmod(path.c_str(), mode);
+        return false;
+    }
+    write_file_atomic(path, content, mode);
+    return true;
+}
+
+bool install_kubeconfig(const InstallOptions& options) {
+    const fs::path sa(options.service_account_dir);
+    auto token = read_file((sa / "token").string());
+    if (!token)
+        throw std::runtime_error("cannot read the service account token " + (sa / "token").string() +
+                                 ": run in a pod with a service account, or pass --service-account-dir DIR "
+                                 "(or --service-account-dir \"\" to skip the kubeconfig)");
+    auto ca = read_file((sa / "ca.crt").string());
+    if (!ca || ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+        throw std::runtime_error("no PEM CA certificate at " + (sa / "ca.crt").string());
+    const auto content =
+        make_kubeconfig(api_server(options), *ca, trim_newlines(*token), options.ipam_namespace);
+    const fs::path target = fs::path(options.cni_conf_dir) / options.kubeconfig_rel;
+    fs::create_directories(target.parent_path());
+    ::chmod(target.parent_path().c_str(), 0700);
+    return write_if_changed(target.string(), content, 0600);
+}
+
+bool install_modprobe(const InstallOptions& options) {
+    if (options.rdma_netns_mode.empty()) return false;
+    if (options.rdma_netns_mode != "exclusive" && options.rdma_netns_mode != "shared")
+        throw std::runtime_error("--rdma-netns-mode must be exclusive or shared");
+    const std::string value = options.rdma_netns_mode == "exclusive" ? "0" : "1";
+    const std::string content =
+        "# Written by rdmanetctl install: RDMA network namespace mode at boot (0 = exclusive, 1 = shared).\n"
+        "# The mode cannot change while RDMA devices are in use; this takes effect on the next boot\n"
+        "# (or the next load of ib_core).\n"
+        "options ib_core netns_mode=" + value + "\n";
+    fs::create_directories(options.modprobe_dir);
+    return write_if_changed((fs::path(options.modprobe_dir) / kModprobeConfName).string(), content, 0644);
+}
+
+// The node policy is the admin's: written with its defaults only when absent, never replaced.
+// Returns the path written, "" when one was there.
+std::string install_policy_if_absent(const InstallOptions& options) {
+    const fs::path target = fs::path(options.cni_conf_dir) / "rdmanet.d" / "policy.json";
+    std::error_code ec;
+    if (fs::exists(target, ec)) return "";
+    fs::create_directories(target.parent_path());
+    write_file_atomic(target.string(), default_policy_file_content(), 0644);
+    return target.string();
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& content, unsigned mode) {
+    const fs::path target(path);
+    const std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
+    TempFile temp;
+    std::string pattern = (fs::path(dir) / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+    base::UniqueFd fd(::mkostemp(pattern.data(), O_CLOEXEC));
+    if (!fd) sys_fail("cannot create a temporary file in", dir);
+    temp.path = pattern;
+    const char* p = content.data();
+    std::size_t left = content.size();
+    while (left > 0) {
+        ssize_t n = ::write(fd.get(), p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) sys_fail("cannot write", temp.path);
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+    if (::fchmod(fd.get(), mode) != 0) sys_fail("cannot chmod", temp.path);
+    if (::fsync(fd.get()) != 0) sys_fail("cannot fsync", temp.path);
+    if (::close(fd.release()) != 0) sys_fail("cannot close", temp.path);
+    if (::rename(temp.path.c_str(), path.c_str()) != 0) sys_fail("cannot rename into", path);
+    temp.keep = true;
+    fsync_dir(dir);
+}
+
+bool install_binary_atomic(const std::string& source, const std::string& target) {
+    auto bytes = read_file(source);
+    if (!bytes) throw std::runtime_error("cannot read " + source);
+    if (auto current = read_file(target); current && *current == *bytes) return false;
+    write_file_atomic(target, *bytes, 0755);
+    return true;
+}
+
+std::string make_kubeconfig(const std::string& server, const std::string& ca_pem, const std::string& token,
+                            const std::string& ns) {
+    return "# Written by rdmanetctl install from the service account of the rdmanet DaemonSet;\n"
+           "# rewritten when the token rotates. Used by rdmanet-ipam's kubernetes datastore.\n"
+           "apiVersion: v1\n"
+           "kind: Config\n"
+           "clusters:\n"
+           "- name: rdmanet\n"
+           "  cluster:\n"
+           "    server: \"" + yaml_safe(server, "the API server URL") + "\"\n"
+           "    certificate-authority-data: \"" + base64(ca_pem) + "\"\n"
+           "users:\n"
+           "- name: rdmanet\n"
+           "  user:\n"
+           "    token: \"" + yaml_safe(token, "the service account token") + "\"\n"
+           "contexts:\n"
+           "- name: rdmanet\n"
+           "  context:\n"
+           "    cluster: rdmanet\n"
+           "    user: rdmanet\n"
+           "    namespace: \"" + yaml_safe(ns, "the IPAM namespace") + "\"\n"
+           "current-context: rdmanet\n";
+}
+
+InstallReport install_once(const InstallOptions& options, std::ostream& out) {
+    InstallReport report;
+    if (!options.skip_binaries) {
+        fs::create_directories(options.cni_bin_dir);
+        for (const auto& name : options.binaries) {
+            const auto source = (fs::path(options.source_dir) / name).string();
+            const auto target = (fs::path(options.cni_bin_dir) / name).string();
+            if (install_binary_atomic(source, target)) {
+                report.binaries_replaced.push_back(name);
+                out << "installed " << target << '\n';
+            }
+        }
+    }
+    if (!options.cni_conf_dir.empty()) {
+        if (const auto written = install_policy_if_absent(options); !written.empty())
+            out << "wrote " << written << " (the node policy's defaults: edit it; install never replaces it)\n";
+    }
+    if (!options.service_account_dir.empty() && install_kubeconfig(options)) {
+        report.kubeconfig_written = true;
+        // The path only: the file holds a bearer token.
+        out << "wrote " << (fs::path(options.cni_conf_dir) / options.kubeconfig_rel).string() << '\n';
+    }
+    if (install_modprobe(options)) {
+        report.modprobe_written = true;
+        out << "wrote " << (fs::path(options.modprobe_dir) / kModprobeConfName).string()
+            << " (RDMA netns mode " << options.rdma_netns_mode << " from the next boot)\n";
+    }
+    out.flush();
+    return report;
+}
+
+int install(const InstallOptions& options, std::ostream& out, std::ostream& err) {
+    auto sleep = options.sleep ? options.sleep : [](std::chrono::seconds s) { std::this_thread::sleep_for(s); };
+    for (unsigned round = 1;; ++round) {
+        try {
+            install_once(options, out);
+        } catch (const std::exception& e) {
+            err << "rdmanetctl install: " << e.what() << '\n';
+            // Once: the init container must fail visibly. Watching: keep trying, the next round
+            // may find the token or the directory back.
+            if (!options.watch) return 1;
+        }
+        if (!options.watch || (options.max_rounds && round >= options.max_rounds)) return 0;
+        sleep(options.interval);
+    }
+}
+
+}  // namespace rdmanet::cni::ctl

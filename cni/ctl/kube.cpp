@@ -1,0 +1,24 @@
+#include "kube.hpp"
+
+#include "rdmanet/ipam/core/error.hpp"
+
+namespace rdmanet::cni::ctl {
+
+std::unique_ptr<ipam::kube::KubeStore> open_kube_store(const KubeOptions& options) {
+    ipam::kube::KubeConfig config;
+    if (!options.kubeconfig.empty()) {
+        config = ipam::kube::load_kubeconfig(options.kubeconfig);
+    } else {
+        auto in_cluster = ipam::kube::in_cluster_config();
+        if (!in_cluster) {
+            throw ipam::IpamError(ipam::codes::invalid_config,
+                                  "--in-cluster: not running in a pod (KUBERNETES_SERVICE_HOST unset or no token in " +
+                                      std::string(ipam::kube::kServiceAccountDir) + "); use --kubeconfig");
+        }
+        config = std::move(*in_cluster);
+    }
+    if (!options.ns.empty()) config.namespace_ = options.ns;
+    return std::make_unique<ipam::kube::KubeStore>(std::move(config), ipam::kube::Deadline::in(kCtlBudget), "");
+}
+
+}  // namespace rdmanet::cni::ctl

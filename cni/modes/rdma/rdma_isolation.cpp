@@ -1,0 +1,296 @@
+// rdma.isolation: the pure decision and the three effects backends call (rdma_isolation.hpp).
+#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
+
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "rdmanet/cni/protocol/error.hpp"
+#include "rdmanet/netns/error.hpp"
+#include "rdmanet/netns/rdma_cm_configfs.hpp"
+#include "rdmanet/netns/rdma_sysfs.hpp"
+
+namespace rdmanet::cni {
+
+namespace {
+
+using netns::RdmaNetnsMode;
+
+constexpr const char* kExclusiveHint =
+    "set the node's RDMA netns mode to exclusive at boot: `options ib_core netns_mode=0` in "
+    "/etc/modprobe.d/rdmanet-ib_core.conf (rdmanetctl rdma mode exclusive --persist writes it), then reload "
+    "the RDMA drivers or reboot; or set rdma.isolation to \"auto\" or \"off\"";
+
+std::string join(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+RdmaDecision fail(std::string message, std::string hint) {
+    return RdmaDecision{RdmaStep::fail, "", std::move(message), std::move(hint), false};
+}
+RdmaDecision nothing(std::string why, bool warn = false) {
+    return RdmaDecision{RdmaStep::nothing, "", std::move(why), "", warn};
+}
+
+RdmaDecision decide_child(const RdmaFacts& f) {
+    const bool exclusive = f.mode == RdmaNetnsMode::exclusive;
+    const std::string devices = f.devices.empty() ? "no RDMA device" : "RDMA device " + join(f.devices);
+    if (f.policy == RdmaIsolation::required)
+        return fail("rdma.isolation is \"required\" but the pod gets a child interface of " + f.subject +
+                        " (" + devices + "), and a child cannot own its parent's RDMA device",
+                    "use mode \"hostdev\" or \"sriov\" with a whole function (VF/SF) for RDMA isolation, "
+                    "or set rdma.isolation to \"auto\" or \"off\"");
+    if (exclusive && !f.devices.empty())
+        return nothing("the node is in exclusive RDMA netns mode: " + join(f.devices) + " of " + f.subject +
+                           " stays in the host namespace and the pod will not see it (the parent's RDMA "
+                           "device cannot be shared); use shared mode for macvlan/IPoIB over a shared HCA",
+                       true);
+    return nothing("child interface: RDMA devices stay where they are");
+}
+
+}  // namespace
+
+RdmaDecision decide_rdma_isolation(const RdmaFacts& f) {
+    if (f.policy == RdmaIsolation::off) return nothing("rdma.isolation is off");
+    if (f.child) return decide_child(f);
+    const bool required = f.policy == RdmaIsolation::required;
+    if (f.devices.empty())
+        return required ? fail("rdma.isolation is \"required\" but " + f.subject + " has no RDMA device",
+                               "check that the RDMA driver is loaded for it (rdmanetctl devices) or set "
+                               "rdma.isolation to \"auto\"")
+                        : nothing(f.subject + " has no RDMA device");
+    if (f.devices.size() > 1) {
+        // rdma-cni likewise insists on exactly one: moving several is never what a pod expects.
+        const std::string msg = f.subject + " has " + std::to_string(f.devices.size()) +
+                                " RDMA devices (" + join(f.devices) + "); rdmanet moves exactly one";
+        return required ? fail(msg, "give the pod a function with a single RDMA device")
+                        : nothing(msg + ": left in the host", true);
+    }
+    if (!f.mode)
+        return required ? fail("rdma.isolation is \"required\" but the kernel has no RDMA network "
+                               "namespace support (RDMA netlink SYS_GET failed)",
+                               "RDMA namespaces need Linux >= 5.3 with ib_core loaded")
+                        : nothing("the kernel reports no RDMA netns mode: " + f.devices.front() +
+                                      " stays in the host",
+                                  true);
+    if (*f.mode == RdmaNetnsMode::shared)
+        return required ? fail("rdma.isolation is \"required\" but the node's RDMA netns mode is shared: " +
+                                   f.devices.front() + " cannot be moved into the pod",
+                               kExclusiveHint)
+                        : nothing("RDMA netns mode is shared: " + f.devices.front() +
+                                  " stays in the host (visible to every namespace)");
+    return RdmaDecision{RdmaStep::move, f.devices.front(), "", "", false};
+}
+
+const RdmaAccess& kernel_rdma_access() {
+    static const RdmaAccess access{[](const netns::NetNamespace& ns) {
+        return netns::in_netns(ns, [] { return netns::open_rdma_netlink(); });
+    }};
+    return access;
+}
+
+namespace {
+
+const RdmaAccess& access_of(const RdmaAccess* a) { return a ? *a : kernel_rdma_access(); }
+
+// The netns mode from the host's view; nullopt when the kernel has no RDMA netlink or netns
+// support. Any other failure (EPERM ...) is an error: it does not tell us the mode.
+std::optional<RdmaNetnsMode> read_mode(netns::RdmaNetlink* nl) {
+    if (!nl) return std::nullopt;
+    try {
+        return nl->netns_mode();
+    } catch (const netns::KernelError& e) {
+        const int err = e.errno_value();
+        if (err == EINVAL || err == EOPNOTSUPP || err == EPROTONOSUPPORT) return std::nullopt;
+        throw;
+    }
+}
+
+std::unique_ptr<netns::RdmaNetlink> open_or_null(const RdmaAccess& access, const netns::NetNamespace& ns) {
+    try {
+        return access.open_in(ns);
+    } catch (const netns::KernelError& e) {
+        if (e.errno_value() == EPROTONOSUPPORT) return nullptr;   // no RDMA netlink at all
+        throw;
+    }
+}
+
+void log_decision(const RdmaDecision& d) {
+    if (d.warn)
+        spdlog::warn("rdma isolation: {}", d.message);
+    else
+        spdlog::info("rdma isolation: {}", d.message);
+}
+
+std::string move_failure_hint(int err) {
+    if (err == EOPNOTSUPP)
+        return "the RDMA driver cannot disassociate open verbs contexts (soft-RoCE/rxe cannot; mlx5 "
+               "VFs/SFs can), or the node's RDMA netns mode is shared";
+    if (err == EPERM) return "the plugin needs CAP_NET_ADMIN over the pod's network namespace";
+    return "";
+}
+
+// The move reset the device's rdma_cm defaults (REFERENCE 4.5): set the TOS the network asks
+// for, from the host (rdma_cm's configfs finds the device by name in any namespace). A failure
+// fails ADD: RoCE traffic in the wrong class breaks a lossless fabric quietly.
+void apply_roce_tos(const AddRequest& req, const std::string& device, unsigned char tos) {
+    static const netns::RdmaCmConfigfs node_configfs;
+    const auto& configfs = req.kernel.rdma_cm ? *req.kernel.rdma_cm : node_configfs;
+    const std::string what = "rdma.tos " + std::to_string(tos) + " for RDMA device " + device;
+    if (!configfs.available())
+        throw Error(ErrorCode::kernel_failure, what + " cannot be set: " + configfs.root() + "/rdma_cm does not exist",
+                    "load the rdma_cm module and mount configfs on the node (mount -t configfs none "
+                    "/sys/kernel/config), or remove rdma.tos");
+    unsigned ports = 0;
+    try {
+        ports = configfs.set_default_roce_tos(device, tos);
+    } catch (const netns::KernelError& e) {
+        throw Error(ErrorCode::kernel_failure, what + " could not be set: " + e.what());
+    }
+    if (ports == 0) throw Error(ErrorCode::kernel_failure, what + " could not be set: rdma_cm lists no port of it");
+    spdlog::info("rdma isolation: default_roce_tos {} set on {} port(s) of {}", static_cast<unsigned>(tos), ports, device);
+}
+
+void log_tos_not_applied(const RdmaConf& conf, const std::string& why) {
+    if (conf.tos)
+        spdlog::warn("rdma.tos {} not applied: {} (the node's setting stays)", static_cast<unsigned>(*conf.tos), why);
+}
+
+}  // namespace
+
+void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
+    const RdmaIsolation policy = req.conf.rdma.isolation;
+    if (policy == RdmaIsolation::off) {
+        log_tos_not_applied(req.conf.rdma, "rdma.isolation is off");
+        return;
+    }
+    const auto& sysfs = req.kernel.sysfs;
+
+    RdmaFacts facts;
+    facts.policy = policy;
+    if (!function.function_id.empty()) {
+        facts.devices = netns::pci_rdma_devices(sysfs, function.function_id);
+        if (facts.devices.empty()) facts.devices = netns::aux_rdma_devices(sysfs, function.function_id);
+        facts.subject = "device " + function.function_id;
+    }
+    if (facts.devices.empty() && !function.netdev.empty()) {
+        facts.devices = netns::netdev_rdma_devices(sysfs, function.netdev);
+        if (function.function_id.empty()) facts.subject = "interface " + function.netdev;
+    }
+    if (facts.devices.empty() && policy == RdmaIsolation::auto_) {
+        spdlog::debug("rdma isolation: {} has no RDMA device", facts.subject);
+        log_tos_not_applied(req.conf.rdma, facts.subject + " has no RDMA device");
+        return;   // nothing to isolate: do not even open RDMA netlink
+    }
+
+    const auto& access = access_of(req.kernel.rdma);
+    auto host_nl = open_or_null(access, req.kernel.host_ns);
+    facts.mode = read_mode(host_nl.get());
+    const RdmaDecision decision = decide_rdma_isolation(facts);
+    if (decision.step == RdmaStep::fail)
+        throw Error(ErrorCode::invalid_config, decision.message, decision.hint);
+    if (decision.step == RdmaStep::nothing) {
+        log_decision(decision);
+        log_tos_not_applied(req.conf.rdma, "the pod does not own the RDMA device");
+        return;
+    }
+
+    const std::string name = decision.device;
+    auto device = host_nl->device_by_name(name);
+    if (!device) {
+        const std::string msg = "RDMA device " + name + " of " + facts.subject +
+                                " is not visible through RDMA netlink in the host namespace";
+        if (policy == RdmaIsolation::required)
+            throw Error(ErrorCode::device_busy, msg, "it may already belong to another pod");
+        spdlog::warn("rdma isolation: {}: not moved", msg);
+        log_tos_not_applied(req.conf.rdma, "the pod does not own the RDMA device");
+        return;
+    }
+
+    // Recorded before the move so that DEL (or a crash between here and the end of ADD) knows
+    // where to look.
+    req.state.rdma_device = name;
+    req.save_state();
+    const netns::NetNamespace& pod_ns = req.kernel.pod_ns;
+    const netns::NetNamespace& host_ns = req.kernel.host_ns;
+    req.rollback.push("move RDMA device " + name + " back to the host", [&access, &pod_ns, &host_ns, name] {
+        auto in_pod = access.open_in(pod_ns);
+        if (auto dev = in_pod->device_by_name(name)) in_pod->move_device(dev->index, host_ns.fd());
+    });
+    try {
+        host_nl->move_device(device->index, pod_ns.fd());
+    } catch (const netns::KernelError& e) {
+        const std::string msg = "could not move RDMA device " + name + " into the pod: " +
+                                std::strerror(e.errno_value());
+        if (policy == RdmaIsolation::required)
+            throw Error(ErrorCode::kernel_failure, msg, move_failure_hint(e.errno_value()));
+        spdlog::warn("rdma isolation: {} ({}); the pod gets the netdev without its RDMA device", msg,
+                     move_failure_hint(e.errno_value()));
+        req.state.rdma_device.clear();
+        req.save_state();
+        log_tos_not_applied(req.conf.rdma, "the pod does not own the RDMA device");
+        return;
+    }
+
+    // `required` means the pod ends up owning it: check from the pod's side.
+    auto pod_nl = access.open_in(pod_ns);
+    if (!pod_nl->device_by_name(name)) {
+        const std::string msg = "RDMA device " + name + " is not visible in the pod after the move";
+        if (policy == RdmaIsolation::required) throw Error(ErrorCode::kernel_failure, msg);
+        spdlog::warn("rdma isolation: {}", msg);
+        log_tos_not_applied(req.conf.rdma, msg);
+        return;
+    }
+    spdlog::info("rdma isolation: moved RDMA device {} into {}", name, req.env.netns);
+    if (req.conf.rdma.tos) apply_roce_tos(req, name, *req.conf.rdma.tos);
+}
+
+void rdma_isolation_check_child(const AddRequest& req, const std::string& parent_netdev) {
+    const RdmaIsolation policy = req.conf.rdma.isolation;
+    if (policy == RdmaIsolation::off) return;
+    RdmaFacts facts;
+    facts.policy = policy;
+    facts.child = true;
+    facts.subject = "master " + parent_netdev;
+    facts.devices = netns::netdev_rdma_devices(req.kernel.sysfs, parent_netdev);
+    if (facts.devices.empty() && policy == RdmaIsolation::auto_) return;
+    if (!facts.devices.empty()) {
+        auto host_nl = open_or_null(access_of(req.kernel.rdma), req.kernel.host_ns);
+        facts.mode = read_mode(host_nl.get());
+    }
+    const RdmaDecision decision = decide_rdma_isolation(facts);
+    if (decision.step == RdmaStep::fail) throw Error(ErrorCode::invalid_config, decision.message, decision.hint);
+    log_decision(decision);
+    log_tos_not_applied(req.conf.rdma, "a child interface never owns its parent's RDMA device");
+}
+
+void rdma_isolation_del(const DelRequest& req) {
+    if (!req.state || req.state->rdma_device.empty()) return;
+    const std::string& name = req.state->rdma_device;
+    if (!req.pod_ns) {
+        spdlog::info("rdma isolation: pod netns gone, the kernel returned {} to the host", name);
+        return;
+    }
+    const auto& access = access_of(req.rdma);
+    auto pod_nl = open_or_null(access, *req.pod_ns);
+    if (!pod_nl) return;
+    // In shared mode every namespace sees every device: visible there does not mean owned.
+    if (read_mode(pod_nl.get()) != RdmaNetnsMode::exclusive) return;
+    auto device = pod_nl->device_by_name(name);
+    if (!device) {
+        spdlog::info("rdma isolation: {} is not in the pod (already returned or never moved)", name);
+        return;
+    }
+    try {
+        pod_nl->move_device(device->index, req.host_ns.fd());
+    } catch (const netns::KernelError& e) {
+        // Gone between the lookup and the move (EINVAL for an index this netns no longer sees).
+        if (e.errno_value() == EINVAL || e.errno_value() == ENODEV) return;
+        throw;
+    }
+    spdlog::info("rdma isolation: returned RDMA device {} to the host", name);
+}
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,329 @@
+// Verb dispatch and the steps shared by every backend: netns handles, IPAM, addresses, state,
+// results. The data flow of ADD follows ARCHITECTURE.md: every step pushes its undo.
+#include "rdmanet/cni/plugin/plugin.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "rdmanet/cni/config/attachment_state.hpp"
+#include "rdmanet/cni/modes/backend.hpp"
+#include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/protocol/error.hpp"
+#include "rdmanet/base/failpoint.hpp"
+#include "rdmanet/cni/plugin/ipam_client.hpp"
+#include "rdmanet/cni/plugin/logging.hpp"
+#include "rdmanet/cni/config/pod_config.hpp"
+#include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/plugin/skel.hpp"
+#include "rdmanet/cni/protocol/version.hpp"
+#include "rdmanet/netns/error.hpp"
+
+namespace rdmanet::cni {
+
+namespace {
+
+using netns::NetNamespace;
+using netns::Rtnl;
+
+// The sysfs root can be redirected for tests that build a fake PCI tree.
+netns::Sysfs node_sysfs() {
+    const char* root = std::getenv("RDMANET_SYSFS_ROOT");
+    return netns::Sysfs(root && *root ? root : "/sys");
+}
+
+NetNamespace open_pod_netns(const std::string& path) {
+    switch (netns::probe_netns(path)) {
+    case netns::NetnsStatus::missing:
+        throw Error(ErrorCode::invalid_environment, "CNI_NETNS \"" + path + "\" does not exist",
+                    "the pod's network namespace is gone or the path is wrong");
+    case netns::NetnsStatus::not_nsfs:
+        throw Error(ErrorCode::invalid_environment, "CNI_NETNS \"" + path + "\" is not a network namespace");
+    case netns::NetnsStatus::ok:
+        break;
+    }
+    return NetNamespace::open(path);
+}
+
+// DEL: nullopt when the pod netns is empty, gone or no longer nsfs (REFERENCE §7.1).
+std::optional<NetNamespace> open_pod_netns_if_alive(const std::string& path) {
+    if (path.empty() || netns::probe_netns(path) != netns::NetnsStatus::ok) return std::nullopt;
+    try {
+        return NetNamespace::open(path);
+    } catch (const netns::KernelError& e) {
+        spdlog::info("pod netns {} unusable ({}): treated as gone", path, e.what());
+        return std::nullopt;
+    }
+}
+
+std::unique_ptr<Rtnl> rtnl_in(const NetNamespace& ns) {
+    return netns::in_netns(ns, [] { return std::make_unique<Rtnl>(); });
+}
+
+std::optional<Mode> mode_from_name(std::string_view name) {
+    if (name == mode_name(Mode::macvlan)) return Mode::macvlan;
+    if (name == mode_name(Mode::hostdev)) return Mode::hostdev;
+    if (name == mode_name(Mode::sriov)) return Mode::sriov;
+    if (name == mode_name(Mode::ipoib)) return Mode::ipoib;
+    return std::nullopt;
+}
+
+PodLink backend_add(Mode mode, const AddRequest& req) {
+    if (mode == Mode::sriov) return sriov_add(req);
+    if (mode == Mode::ipoib) return ipoib_add(req);
+    return mode == Mode::hostdev ? hostdev_add(req) : macvlan_add(req);
+}
+
+void backend_del(Mode mode, const DelRequest& req) {
+    if (mode == Mode::sriov) return sriov_del(req);
+    if (mode == Mode::ipoib) return ipoib_del(req);
+    mode == Mode::hostdev ? hostdev_del(req) : macvlan_del(req);
+}
+
+void backend_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {
+    if (conf.mode == Mode::sriov) return sriov_check(conf, env, kernel, expected);
+    if (conf.mode == Mode::ipoib) return ipoib_check(conf, env, kernel, expected);
+    conf.mode == Mode::hostdev ? hostdev_check(conf, env, kernel, expected)
+                               : macvlan_check(conf, env, kernel, expected);
+}
+
+// Our own contribution to the result: one interface, the IPAM's addresses on it and its routes.
+Result own_result(const NetConf& conf, const Environment& env, const PodLink& link, const Result& ipam) {
+    Result r;
+    r.cni_version = conf.cni_version;
+    r.interfaces.push_back(Interface{env.ifname, link.mac, link.mtu, env.netns, "", link.pci_id});
+    for (auto ip : ipam.ips) {
+        ip.interface = 0;
+        r.ips.push_back(ip);
+    }
+    r.routes = ipam.routes;
+    r.dns = conf.dns.empty() ? ipam.dns : conf.dns;
+    return r;
+}
+
+// Chained use: the previous plugins' result with ours appended (interface indexes shifted).
+Result merge_into_prev(const NetConf& conf, const Result& own) {
+    if (!conf.prev_result) return own;
+    Result merged = *conf.prev_result;
+    merged.cni_version = conf.cni_version;
+    const int offset = static_cast<int>(merged.interfaces.size());
+    merged.interfaces.insert(merged.interfaces.end(), own.interfaces.begin(), own.interfaces.end());
+    for (auto ip : own.ips) {
+        if (ip.interface) *ip.interface += offset;
+        merged.ips.push_back(ip);
+    }
+    merged.routes.insert(merged.routes.end(), own.routes.begin(), own.routes.end());
+    if (!own.dns.empty()) merged.dns = own.dns;
+    return merged;
+}
+
+// DEL and GC go through every step and report all failures at the end as one "try again" error
+// (the skel logs it), so that one stuck step never leaks the others.
+void throw_if_any(const std::vector<std::string>& failures, const std::string& prefix) {
+    if (failures.empty()) return;
+    std::string msg = prefix;
+    for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
+    throw Error(ErrorCode::try_again, msg);
+}
+
+void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out, const KernelServices& services) {
+    const StateStore store(StateStore::default_dir());
+    const auto host_ns = NetNamespace::current();
+    const auto pod_ns = open_pod_netns(env.netns);
+    if (pod_ns.same_as(host_ns) && !std::getenv("CNI_NETNS_OVERRIDE"))
+        throw Error(8, "CNI_NETNS " + env.netns + " is the plugin's own network namespace",
+                    "the runtime must call the plugin from the host namespace");
+    Rtnl host;
+    const auto pod = rtnl_in(pod_ns);
+    if (pod->link_by_name(env.ifname))
+        throw Error(ErrorCode::device_busy, "interface " + env.ifname + " already exists in " + env.netns,
+                    "choose another interface name for this network");
+    const auto sysfs = node_sysfs();
+    Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
+    kernel.vf = services.vf;
+    kernel.rdma = services.rdma;
+    kernel.ipoib = services.ipoib;
+
+    AttachmentState state;
+    state.network = conf.name;
+    state.container_id = env.container_id;
+    state.ifname = env.ifname;
+    state.mode = std::string(mode_name(conf.mode));
+    state.netns = env.netns;
+    state.ipam_type = conf.ipam.type;
+
+    Rollback rollback;
+    rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
+    const Result ipam = ipam_add(conf, env);
+    rollback.push("release IPAM", [&] { ipam_del(conf, env); });
+    base::failpoint(base::Failpoint::add_after_ipam);
+
+    const PodLink link = backend_add(conf.mode, AddRequest{conf, env, kernel, rollback, state,
+                                                           [&] {
+                                                               store.save(state);
+                                                               base::failpoint(base::Failpoint::add_after_state_saved);
+                                                           }});
+    base::failpoint(base::Failpoint::add_after_move);
+    // A DPDK VF has no netdev in the pod: its addresses are reported, not applied (REFERENCE 3.7).
+    if (!link.userspace) configure_pod_interface(pod_ns, *pod, link.index, env.ifname, ipam, 0);
+    base::failpoint(base::Failpoint::add_after_configure);
+
+    const Result own = own_result(conf, env, link, ipam);
+    state.result = result_to_json(own, kLatestVersion);
+    state.complete = true;
+    store.save(state);
+    base::failpoint(base::Failpoint::add_before_commit);
+    rollback.commit();
+    out << result_to_json(merge_into_prev(conf, own), conf.cni_version).dump() << '\n';
+}
+
+void cmd_del(const NetConf& conf, const Environment& env, const KernelServices& services) {
+    const StateStore store(StateStore::default_dir());
+    const auto state = store.load(conf.name, env.container_id, env.ifname);
+    std::vector<std::string> failures;
+
+    // IPAM first: a failure later must never leak the address (REFERENCE §7.1).
+    try {
+        ipam_del(conf, env);
+    } catch (const std::exception& e) {
+        failures.push_back(std::string("IPAM release: ") + e.what());
+    }
+    base::failpoint(base::Failpoint::del_after_ipam);
+
+    const Mode mode = state ? mode_from_name(state->mode).value_or(conf.mode) : conf.mode;
+    try {
+        const auto host_ns = NetNamespace::current();
+        Rtnl host;
+        const auto pod_ns = open_pod_netns_if_alive(env.netns);
+        std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
+        const auto sysfs = node_sysfs();
+        DelRequest del{env, state, host, host_ns, pod.get(), sysfs};
+        del.pod_ns = pod_ns ? &*pod_ns : nullptr;
+        del.vf = services.vf;
+        del.rdma = services.rdma;
+        backend_del(mode, del);
+    } catch (const std::exception& e) {
+        failures.push_back(std::string("interface teardown: ") + e.what());
+    }
+
+    // On failure the state is kept so that the retry knows what to undo.
+    throw_if_any(failures, "DEL incomplete (will be retried): ");
+    base::failpoint(base::Failpoint::del_after_teardown);
+    store.remove(conf.name, env.container_id, env.ifname);
+    spdlog::info("DEL done");
+}
+
+void cmd_check(const NetConf& conf, const Environment& env, const KernelServices& services) {
+    if (!conf.prev_result)
+        throw Error(ErrorCode::invalid_config, "CHECK needs prevResult", "the runtime passes the ADD result");
+    const auto& prev = *conf.prev_result;
+    int index = -1;
+    for (std::size_t i = 0; i < prev.interfaces.size(); ++i)
+        if (prev.interfaces[i].name == env.ifname && prev.interfaces[i].sandbox == env.netns)
+            index = static_cast<int>(i);
+    if (index < 0)
+        throw Error(ErrorCode::invalid_config,
+                    "prevResult has no interface " + env.ifname + " in sandbox " + env.netns);
+
+    ipam_check(conf, env);
+    const auto host_ns = NetNamespace::current();
+    const auto pod_ns = open_pod_netns(env.netns);
+    Rtnl host;
+    const auto pod = rtnl_in(pod_ns);
+    const auto sysfs = node_sysfs();
+    Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
+    kernel.vf = services.vf;
+    kernel.rdma = services.rdma;
+    kernel.ipoib = services.ipoib;
+    backend_check(conf, env, kernel, prev.interfaces[index]);
+
+    // Addresses as the final result lists them on our interface; routes only those we added
+    // (later plugins may change routes, and CHECK verifies only what we own).
+    Result expected;
+    for (const auto& ip : prev.ips)
+        if (ip.interface && *ip.interface == index) expected.ips.push_back(ip);
+    const StateStore store(StateStore::default_dir());
+    if (auto state = store.load(conf.name, env.container_id, env.ifname)) {
+        expected.routes = result_from_json(state->result).routes;
+    }
+    auto link = pod->link_by_name(env.ifname);
+    if (!link) return;   // sriov DPDK VF: no netdev, no addresses applied (backend_check saw to the rest)
+    check_pod_interface(*pod, link->index, env.ifname, expected, index);
+}
+
+void cmd_gc(const NetConf& conf, const Environment& env, const KernelServices& services) {
+    if (!conf.valid_attachments) {
+        spdlog::info("GC without cni.dev/valid-attachments: nothing to do");
+        return;
+    }
+    const StateStore store(StateStore::default_dir());
+    std::vector<std::string> failures;   // one stuck attachment must not keep the others leaked
+    for (const auto& state : store.list(conf.name)) {
+        const AttachmentKey key{state.container_id, state.ifname};
+        if (std::find(conf.valid_attachments->begin(), conf.valid_attachments->end(), key) !=
+            conf.valid_attachments->end())
+            continue;
+        spdlog::info("GC: releasing stale attachment {} {}", state.container_id, state.ifname);
+        Environment stale = env;
+        stale.container_id = state.container_id;
+        stale.ifname = state.ifname;
+        stale.netns = state.netns;
+        try {
+            cmd_del(conf, stale, services);
+        } catch (const Error& e) {
+            failures.push_back(state.container_id + "/" + state.ifname + ": " + e.msg());
+        }
+    }
+    ipam_gc(conf, env);
+    throw_if_any(failures, "GC could not release every stale attachment: ");
+}
+
+void cmd_status(const NetConf& conf, const Environment& env) {
+    try {
+        ipam_status(conf, env);
+    } catch (const Error& e) {
+        throw Error(ErrorCode::not_available, "IPAM " + conf.ipam.type + " not available: " + e.msg(),
+                    e.details());
+    }
+}
+
+}  // namespace
+
+int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err) {
+    return run_plugin(lookup, in, out, err, KernelServices{});
+}
+
+int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err,
+               const KernelServices& services) {
+    return run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
+                    [&services](const Environment& env, const std::string& input, std::ostream& result_out) {
+                        const NetConf conf = parse_net_conf(input, env.command);
+                        // The node policy: ADD/CHECK fail closed on a broken policy file, teardown
+                        // and reports run with the defaults then (README "Security model").
+                        const bool strict = env.command == Command::add || env.command == Command::check;
+                        const NodePolicy& policy = strict ? node_policy() : node_policy_or_defaults();
+                        setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
+                                              conf.name + " " + env.container_id + " " + env.ifname, strict);
+                        if (strict) check_mode_allowed(policy, mode_name(conf.mode));
+                        // Before anything changes: a literal runtimeConfig in the NAD must not make
+                        // the root plugin write a file anywhere on the node.
+                        if (env.command == Command::add && conf.runtime.device_info_file)
+                            check_path_in(policy, "runtimeConfig.CNIDeviceInfoFile", *conf.runtime.device_info_file,
+                                          policy.device_info_dirs);
+                        spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode),
+                                     env.netns);
+                        switch (env.command) {
+                        case Command::add: cmd_add(conf, env, result_out, services); break;
+                        case Command::del: cmd_del(conf, env, services); break;
+                        case Command::check: cmd_check(conf, env, services); break;
+                        case Command::gc: cmd_gc(conf, env, services); break;
+                        case Command::status: cmd_status(conf, env); break;
+                        case Command::version:
+                        case Command::none: break;
+                        }
+                    });
+}
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,62 @@
+#pragma once
+// Failpoints: named steps of ADD and DEL where a TEST build can kill the plugin (SIGKILL, as an
+// OOM kill or a node reboot would), so a test can prove that DEL and GC clean up after a crash at
+// any of them. Compiled in only with -DRDMANET_FAILPOINTS=ON (the hardening build); in a normal
+// build failpoint() is an empty inline function and the environment is never read.
+//
+// RDMANET_FAILPOINT=<name> kills the process when execution reaches that step. Every step is listed
+// in kFailpoints, which the failpoint walks (tests/e2e/test_e2e_failpoint_walk*.cpp) iterate, so a
+// new step is walked as soon as it is added here. Header-only, so that the IPAM library (which the
+// cni library links, not the other way round) can mark its own steps too.
+#include <array>
+#include <string_view>
+#ifdef RDMANET_FAILPOINTS
+#include <csignal>
+#include <cstdlib>
+#endif
+
+namespace rdmanet::base {
+
+enum class Failpoint {
+    add_after_ipam,              // address allocated, nothing in the kernel yet
+    add_after_pool_write,        // Kubernetes store: pool entry written, reservation not yet
+    add_after_state_saved,       // hostdev: identity recorded, device still in the host
+    add_after_move,              // device/child in the pod under a temporary or final name
+    add_after_configure,         // addresses and routes set in the pod, state not final
+    add_before_commit,           // final state written, rollback not yet disarmed
+    del_after_reservation_drop,  // Kubernetes store: reservation deleted, pool entry still there
+    del_after_ipam,              // address released, interface still in the pod
+    del_after_teardown,          // interface returned/deleted, state file still present
+    count_
+};
+
+// A step's name starts with the verb it belongs to ("add_", "del_"): the walk arms it there.
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(Failpoint::count_)> kFailpoints = {
+    "add_after_ipam",          "add_after_pool_write", "add_after_state_saved",
+    "add_after_move",          "add_after_configure",  "add_before_commit",
+    "del_after_reservation_drop", "del_after_ipam",    "del_after_teardown",
+};
+
+constexpr std::string_view failpoint_name(Failpoint fp) { return kFailpoints[static_cast<std::size_t>(fp)]; }
+// The enum and the names are two lists: keep them in step.
+static_assert(failpoint_name(Failpoint::add_after_ipam) == "add_after_ipam" &&
+              failpoint_name(Failpoint::add_after_pool_write) == "add_after_pool_write" &&
+              failpoint_name(Failpoint::add_after_state_saved) == "add_after_state_saved" &&
+              failpoint_name(Failpoint::add_after_move) == "add_after_move" &&
+              failpoint_name(Failpoint::add_after_configure) == "add_after_configure" &&
+              failpoint_name(Failpoint::add_before_commit) == "add_before_commit" &&
+              failpoint_name(Failpoint::del_after_reservation_drop) == "del_after_reservation_drop" &&
+              failpoint_name(Failpoint::del_after_ipam) == "del_after_ipam" &&
+              failpoint_name(Failpoint::del_after_teardown) == "del_after_teardown");
+
+#ifdef RDMANET_FAILPOINTS
+// Raises SIGKILL when $RDMANET_FAILPOINT equals failpoint_name(fp).
+inline void failpoint(Failpoint fp) {
+    const char* wanted = std::getenv("RDMANET_FAILPOINT");
+    if (wanted && failpoint_name(fp) == wanted) std::raise(SIGKILL);
+}
+#else
+inline void failpoint(Failpoint) {}
+#endif
+
+}  // namespace rdmanet::base

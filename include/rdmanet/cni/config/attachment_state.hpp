@@ -1,0 +1,81 @@
+#pragma once
+// What DEL needs to undo an attachment, one JSON file per (network, container id, ifname).
+// Written atomically (temp file + rename) so a crash leaves either the old or the new state.
+// Not fsync'd on purpose: it describes kernel objects (namespaces, moved links) that a power loss
+// destroys anyway, while IPAM allocations live in the IPAM's own durable store.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/config/sriov_state.hpp"
+#include "rdmanet/base/fd.hpp"
+
+namespace rdmanet::cni {
+
+struct AttachmentState {
+    std::string network;
+    std::string container_id;
+    std::string ifname;
+    std::string mode;                 // mode_name() of the backend
+    std::string netns;                // CNI_NETNS at ADD
+    bool complete = false;            // false while ADD is still in progress (written before the move)
+
+    // hostdev: the device's identity in the host, to return it or find it again.
+    std::string host_ifname;          // original name in the host netns
+    std::string host_mac;             // its MAC (identity when the name changed)
+    std::string pci_address;          // PCI/aux id when known
+    bool host_was_up = false;
+    std::string host_alias;           // alias before we used it to record the host name
+
+    // rdma.isolation: the RDMA device moved (or about to be moved) into the pod, by its host name;
+    // empty when none. DEL moves it back only if the pod still owns it.
+    std::string rdma_device;
+    // ipoib: the link kind created for the pod ("ipoib"; a test stand-in's kind under fakes), so
+    // that DEL deletes only what it created.
+    std::string child_kind;
+
+    // sriov: VF, PF and the settings to restore (attachment "sriov" object; nullopt otherwise).
+    std::optional<SriovState> sriov;
+
+    // The result handed to the runtime (addresses etc.), in CNI 1.1.0 form.
+    nlohmann::json result = nlohmann::json::object();
+    std::string ipam_type;
+
+    nlohmann::json to_json() const;
+    static AttachmentState from_json(const nlohmann::json& j);
+};
+
+class StateStore {
+public:
+    // Directory from $RDMANET_STATE_DIR, else /var/lib/cni/rdmanet/state.
+    static std::string default_dir();
+    explicit StateStore(std::string dir) : dir_(std::move(dir)) {}
+
+    const std::string& dir() const { return dir_; }
+    // Names are validated by the caller (network name, container id, ifname): no '/' possible.
+    std::string path_for(const std::string& network, const std::string& container_id,
+                         const std::string& ifname) const;
+    // Creates the directory (0700) when needed; the file is 0600.
+    void save(const AttachmentState& state) const;
+    // nullopt when missing; a corrupt file is treated as missing (logged) so DEL still succeeds.
+    std::optional<AttachmentState> load(const std::string& network, const std::string& container_id,
+                                        const std::string& ifname) const;
+    void remove(const std::string& network, const std::string& container_id,
+                const std::string& ifname) const;
+    // Every readable state of `network` (for GC).
+    std::vector<AttachmentState> list(const std::string& network) const;
+    // Every readable state of every network (the node policy's "attached to another pod" check).
+    std::vector<AttachmentState> list_all() const;
+
+private:
+    // O_NOFOLLOW fd of the directory (created 0700 when `create`); invalid when it does not
+    // exist and !create. A symlinked state dir is refused (logged as a policy refusal).
+    base::UniqueFd open_dir(bool create) const;
+
+    std::string dir_;
+};
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,177 @@
+#pragma once
+// The node policy: what the node admin allows the network configurations (NAD authors) to use on
+// this node, plus the protections that hold with or without a policy file.
+//
+// Whoever can create a NetworkAttachmentDefinition controls the JSON this plugin runs as root on
+// every node. The policy file is the node admin's (root-owned, under the CNI config dir, written by
+// `rdmanetctl install`); its location comes from the runtime's environment (RDMANET_POLICY_FILE,
+// for tests) or the default, never from the network configuration.
+//
+// Policy file (JSON object; every key optional, unknown keys are an error so a typo cannot
+// silently widen or narrow the policy):
+//   version          1
+//   modes            ["macvlan","hostdev",...]   allowed modes; absent = every mode
+//   devices          what may be MOVED into a pod (hostdev, sriov VFs):
+//     names          fnmatch globs on the host netdev name ("ib*", "enp3s0f*v*"); [] = any
+//     pciAddresses   globs on the PCI address ("0000:af:*"); [] = any
+//     vendorIds      PCI vendor ids, hex without 0x ("15b3"); [] = any
+//     vfsOnly        true: only SR-IOV virtual functions (sysfs physfn present); default false
+//   masters          what macvlan/IPoIB children may be created on:
+//     names, pciAddresses, vendorIds    as for devices
+//     allowUplink    children of the node's uplink (the default-route device); default true
+//   logDir           where logFile / ipam.log_file must live; default /var/log/rdmanet
+//   auditLog         file every refusal is appended to ("" = none); default <logDir>/policy.log
+//   kubeconfigDirs   where ipam.kubernetes.kubeconfig may be read from; default ["/etc/cni/net.d"]
+//   ipamConfigDirs   where ipam.configuration_path may be read from; default ["/etc/cni/net.d"]
+//   ipamDataDirs     where ipam.data_dir may point; default ["/var/lib/cni/rdmanet"]
+//   deviceInfoDirs   where runtimeConfig.CNIDeviceInfoFile may be written (and removed); default
+//                    Multus' ["/var/run/k8s.cni.cncf.io/devinfo", "/run/k8s.cni.cncf.io/devinfo"]
+//   stateDir         attachment state directory; default /var/lib/cni/rdmanet/state
+//                    (RDMANET_STATE_DIR in the runtime's environment overrides it)
+// Every list entry of a *Dirs key and logDir/stateDir must be an absolute path without "..".
+// Within devices/masters, each non-empty list is a condition that must hold (AND between lists,
+// OR within one): names ["mlx*"] + vendorIds ["15b3"] means "named mlx* AND made by Mellanox".
+//
+// Built-in protections (no policy key turns them off):
+//   - never move into a pod loopback, a device holding a default route (either family), the
+//     lower device of one (a VLAN's parent, ...), nor a device holding a global-scope address of
+//     the node (its primary addresses);
+//   - never move a device the attachment state records as attached to another live pod;
+//   - logFile, log_file, configuration_path, kubeconfig, data_dir, CNIDeviceInfoFile outside the
+//     allowed directories -> code 7 naming the key and the allowed place; nothing opened or created;
+//   - files we create are 0600, directories 0700, opened with O_NOFOLLOW below the allowed dir.
+// Every refusal is logged (to the configured log, when allowed, and to auditLog) and explained
+// in the error message; secrets (kubeconfig contents, tokens) never appear in either.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rdmanet/cni/protocol/env.hpp"
+#include "rdmanet/cni/protocol/error.hpp"
+#include "rdmanet/ipam/core/config.hpp"
+#include "rdmanet/netns/rtnl.hpp"
+#include "rdmanet/netns/sysfs.hpp"
+
+namespace rdmanet::cni {
+
+class StateStore;
+struct AttachmentKey;
+
+inline constexpr std::string_view kPolicyFileEnv = "RDMANET_POLICY_FILE";
+inline constexpr std::string_view kDefaultCniConfigDir = "/etc/cni/net.d";
+inline constexpr std::string_view kDefaultPolicyFile = "/etc/cni/net.d/rdmanet.d/policy.json";
+inline constexpr std::string_view kDefaultLogDir = "/var/log/rdmanet";
+inline constexpr std::string_view kDefaultStateDir = "/var/lib/cni/rdmanet/state";
+inline constexpr std::string_view kDefaultIpamDataRoot = "/var/lib/cni/rdmanet";
+// Where Multus puts the device-info files it hands to delegates (REFERENCE 2.4); /var/run is a
+// symlink to /run on most distributions, and the runtime may spell it either way.
+inline constexpr std::string_view kMultusDevInfoDir = "/var/run/k8s.cni.cncf.io/devinfo";
+inline constexpr std::string_view kMultusDevInfoRunDir = "/run/k8s.cni.cncf.io/devinfo";
+
+struct DeviceRules {
+    std::vector<std::string> names;          // globs on netdev names; empty = any
+    std::vector<std::string> pci_addresses;  // globs on PCI addresses; empty = any
+    std::vector<std::string> vendor_ids;     // lower-case hex without 0x; empty = any
+    bool vfs_only = false;                   // devices only
+    bool allow_uplink = true;                // masters only
+};
+
+struct NodePolicy {
+    std::string source;                      // the file it was read from; "" = built-in defaults
+    std::optional<std::vector<std::string>> modes;   // nullopt = every mode
+    DeviceRules devices;
+    DeviceRules masters;
+    std::string log_dir = std::string(kDefaultLogDir);
+    std::string audit_log = std::string(kDefaultLogDir) + "/policy.log";
+    std::vector<std::string> kubeconfig_dirs = {std::string(kDefaultCniConfigDir)};
+    std::vector<std::string> ipam_config_dirs = {std::string(kDefaultCniConfigDir)};
+    std::vector<std::string> ipam_data_dirs = {std::string(kDefaultIpamDataRoot)};
+    std::vector<std::string> device_info_dirs = {std::string(kMultusDevInfoDir), std::string(kMultusDevInfoRunDir)};
+    std::string state_dir = std::string(kDefaultStateDir);
+
+    // What the IPAM layer enforces on the ipam object's file keys.
+    ipam::PathLimits ipam_limits() const;
+};
+
+// ---- loading ---------------------------------------------------------------------------------
+
+// $RDMANET_POLICY_FILE when set and non-empty, else kDefaultPolicyFile.
+std::string policy_file_path(const EnvLookup& lookup);
+// Pure: parses the policy file's text. Throws Error(invalid_environment, ...) naming the file
+// and the key for anything malformed (the NAD author cannot fix it: the message says so).
+NodePolicy parse_node_policy(std::string_view text, const std::string& source);
+// Reads policy_file_path(lookup): built-in defaults when the file does not exist; a file that
+// exists but cannot be read or parsed throws (fail closed: ADD must not run unrestricted because
+// the admin's file has a typo). The file is opened with O_NOFOLLOW on its last component only:
+// it lives in the admin's directory.
+NodePolicy load_node_policy(const EnvLookup& lookup);
+// The policy of this process, loaded once from the process environment on first use.
+// DEL/GC/STATUS callers use node_policy_or_defaults() so teardown works with a broken file.
+const NodePolicy& node_policy();
+const NodePolicy& node_policy_or_defaults();
+
+// ---- rendering (rdmanetctl doctor / install) -------------------------------------------------
+
+// The effective policy, every key with its value (defaults filled in), plus "source".
+nlohmann::json policy_to_json(const NodePolicy& policy);
+// The file `rdmanetctl install` writes: the defaults, spelled out, pretty-printed.
+std::string default_policy_file_content();
+
+// ---- refusals ---------------------------------------------------------------------------------
+
+// Logs the refusal (spdlog warn + one line appended to policy.audit_log, created 0600 inside
+// log_dir, best effort) and throws Error(code, msg, details). `msg` must not carry secrets.
+[[noreturn]] void refuse(const NodePolicy& policy, ErrorCode code, const std::string& msg,
+                         const std::string& details = "");
+
+// ---- configuration checks (before anything is opened) ----------------------------------------
+
+// Code 7 "mode X is not allowed on this node" unless policy.modes is absent or lists it.
+void check_mode_allowed(const NodePolicy& policy, std::string_view mode);
+// Code 7 naming `key` ("logFile", "ipam.log_file") and log_dir unless `path` lies inside log_dir
+// (is_path_inside). Empty path = no log, always fine.
+void check_log_file(const NodePolicy& policy, std::string_view key, const std::string& path);
+// Code 7 unless `path` lies inside one of `dirs`; `key` and the dirs are named in the message.
+void check_path_in(const NodePolicy& policy, std::string_view key, const std::string& path,
+                   const std::vector<std::string>& dirs);
+
+// ---- device checks (backends, before any change to the device) --------------------------------
+
+// A host netdev as the policy sees it.
+struct HostDevice {
+    netns::LinkInfo link;
+    std::string pci_address;   // "" when not a PCI function
+    std::string vendor_id;     // "15b3"; "" when unknown
+    bool is_vf = false;        // sysfs <pci>/physfn exists
+};
+HostDevice describe_host_device(const netns::Sysfs& sysfs, const netns::LinkInfo& link);
+
+// Why a link of the host netns is one the node itself needs; nullopt when it is not.
+// Reasons: loopback; holds a default route (either family); lower device of such a device (VLAN
+// parent, macvlan master: IFLA_LINK chain) or a port of it (sysfs class/net/<dev>/master);
+// holds an address other than a link-local one (the node's own addresses).
+std::optional<std::string> node_uplink_reason(netns::Rtnl& host, const netns::Sysfs& sysfs,
+                                              const netns::LinkInfo& link);
+
+// hostdev / sriov (and anything else that MOVES a host netdev into a pod): built-in protections
+// (loopback, uplink, already attached to another live pod per `store`) then policy.devices and
+// policy.modes. `self` is the attachment being added (its own leftover state is not "another
+// pod"). Refusal: code 7 for policy (device not in the allow-list, not a VF), 102 (device_busy)
+// for a device the node or another pod holds. The device is untouched on refusal.
+void check_device_move(const NodePolicy& policy, netns::Rtnl& host, const netns::Sysfs& sysfs,
+                       const netns::LinkInfo& link, std::string_view mode, const StateStore& store,
+                       const AttachmentKey& self);
+
+// macvlan / IPoIB child on `master`: loopback is refused, the uplink only when
+// policy.masters.allow_uplink is false, then policy.masters. Code 7 / 102 as above.
+void check_master(const NodePolicy& policy, netns::Rtnl& host, const netns::Sysfs& sysfs,
+                  const netns::LinkInfo& master, std::string_view mode);
+
+// Pure matching, exposed for unit tests and for devices that are not netdevs (an RDMA device's
+// PCI function): empty string when `device` satisfies `rules`, else the reason it does not.
+std::string device_rules_mismatch(const DeviceRules& rules, const HostDevice& device, bool is_master);
+
+}  // namespace rdmanet::cni

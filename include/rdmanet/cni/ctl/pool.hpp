@@ -1,0 +1,51 @@
+#pragma once
+// rdmanetctl: the node admin's inspection tool. The command-line wiring (CLI11) lives in
+// cni/main/rdmanetctl.cpp; the commands are plain functions here so that they stay testable and
+// the rdmanet_cni library does not depend on CLI11.
+//
+// Every command writes its answer to `out`, problems to `err`, and returns the process exit
+// status (0 = success).
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "rdmanet/ipam/core/config.hpp"
+#include "rdmanet/ipam/core/store.hpp"
+
+namespace rdmanet::cni::ctl {
+
+// The Kubernetes datastore instead of the local one: a kubeconfig, or the in-cluster service
+// account (rdmanetctl run in a pod). `ns` overrides the context's namespace.
+struct KubeOptions {
+    std::string kubeconfig;
+    bool in_cluster = false;
+    std::string ns;
+    bool enabled() const { return !kubeconfig.empty() || in_cluster; }
+};
+
+struct PoolOptions {
+    std::string data_dir = std::string(ipam::kDefaultDataDir);   // the local store's directory
+    bool json = false;
+    KubeOptions kube;                                           // set: list/show IPPools from the API
+};
+
+// A pool as a whereabouts IPPool object:
+// {"apiVersion":"whereabouts.cni.cncf.io/v1alpha1","kind":"IPPool","metadata":{"name":..},
+//  "spec":{"range":..,"allocations":{"<decimal offset>":{"id","podref","ifname"}}}}
+nlohmann::json ippool_json(const ipam::PoolDump& dump);
+
+// `pool list`: one line per pool ("<name> <range> <allocation count>"), or with json a JSON array
+// of IPPool objects. A data dir without a datastore holds no pools (nothing is created).
+int pool_list(const PoolOptions& options, std::ostream& out, std::ostream& err);
+// `pool show NAME`: one IPPool object; NAME is the IPPool name ("blue-10.0.0.0-16") or, when only
+// one pool has it, the range ("10.0.0.0/16"). Unknown -> message on err, 1.
+int pool_show(const PoolOptions& options, const std::string& name, std::ostream& out, std::ostream& err);
+// `pool verify`: SqliteStore::verify(); one line per inconsistency on err and 1 when there is any.
+int pool_verify(const PoolOptions& options, std::ostream& out, std::ostream& err);
+
+// `reconcile` (Kubernetes datastore): releases allocations whose pod no longer exists and
+// reservations no pool entry accounts for; prints what it released (dry_run: what it would).
+int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::ostream& err);
+
+}  // namespace rdmanet::cni::ctl

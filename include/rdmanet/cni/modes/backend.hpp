@@ -1,0 +1,115 @@
+#pragma once
+// A backend puts one interface into the pod netns and takes it out again. Each backend is a set of
+// symmetric add/del/check functions; everything shared (IPAM, addresses, state, results) is done by
+// the plugin around them.
+#include <string>
+#include <string_view>
+
+#include "rdmanet/cni/config/attachment_state.hpp"
+#include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/protocol/env.hpp"
+#include "rdmanet/cni/modes/rollback.hpp"
+#include "rdmanet/netns/namespace.hpp"
+#include "rdmanet/netns/rtnl.hpp"
+#include "rdmanet/netns/sysfs.hpp"
+
+namespace rdmanet::netns {
+class IpoibLinks;
+class RdmaCmConfigfs;
+class VfControl;
+}
+
+namespace rdmanet::cni {
+
+struct RdmaAccess;
+
+// The interface as it ends up in the pod, still DOWN; the plugin configures addresses and sets it UP.
+struct PodLink {
+    int index = 0;
+    std::string name;
+    std::string mac;
+    unsigned mtu = 0;
+    std::string pci_id;
+    // sriov DPDK mode: the VF has no netdev in the pod (userspace driver); the plugin allocates
+    // addresses for the result but applies nothing inside the pod. `index` is 0.
+    bool userspace = false;
+};
+
+// Both rtnetlink sockets are opened once: `host` in the namespace the plugin runs in, `pod` inside
+// the pod's namespace (a netlink socket stays bound to the netns it was created in).
+struct Kernel {
+    const netns::NetNamespace& host_ns;
+    netns::Rtnl& host;
+    const netns::NetNamespace& pod_ns;
+    netns::Rtnl& pod;
+    const netns::Sysfs& sysfs;
+    // PF-side SR-IOV VF netlink (netns/vf.hpp); null = the real kernel's rtnetlink.
+    netns::VfControl* vf = nullptr;
+    // RDMA netlink for rdma.isolation (rdma_isolation.hpp); null = the real kernel's.
+    const RdmaAccess* rdma = nullptr;
+    // IPoIB child creation (netns/ipoib.hpp); null = the real kernel's rtnetlink.
+    netns::IpoibLinks* ipoib = nullptr;
+    // rdma_cm's configfs for rdma.tos (netns/rdma_cm_configfs.hpp); null = /sys/kernel/config.
+    const netns::RdmaCmConfigfs* rdma_cm = nullptr;
+};
+
+// ADD: validates host state (device present, MTU bounds), records in `state` what DEL needs
+// and creates/moves the interface; every change pushes its undo on `rollback`. `save_state` is
+// called once the device identity is known and before it leaves the host, so that a crash
+// afterwards still lets DEL find it.
+struct AddRequest {
+    const NetConf& conf;
+    const Environment& env;
+    Kernel& kernel;
+    Rollback& rollback;
+    AttachmentState& state;
+    std::function<void()> save_state;
+};
+
+// DEL: best effort, never fails because something is already gone. `pod` is null when the pod
+// netns no longer exists.
+struct DelRequest {
+    const Environment& env;
+    const std::optional<AttachmentState>& state;
+    netns::Rtnl& host;
+    const netns::NetNamespace& host_ns;
+    netns::Rtnl* pod;
+    const netns::Sysfs& sysfs;
+    // The pod namespace while it exists (RDMA devices are moved back from inside it).
+    const netns::NetNamespace* pod_ns = nullptr;
+    const RdmaAccess* rdma = nullptr;   // null = the real kernel's RDMA netlink
+    netns::VfControl* vf = nullptr;     // PF-side VF netlink (netns/vf.hpp); null = the real kernel's
+};
+
+PodLink macvlan_add(const AddRequest& req);
+void macvlan_del(const DelRequest& req);
+// Throws Error when the pod link is missing or differs from the config/result.
+void macvlan_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+
+PodLink hostdev_add(const AddRequest& req);
+void hostdev_del(const DelRequest& req);
+void hostdev_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+
+// mode "ipoib" (cni/ipoib.cpp): an IPoIB child of `master`, created in the host under a temporary
+// name, moved and renamed in one call; DEL deletes it.
+PodLink ipoib_add(const AddRequest& req);
+void ipoib_del(const DelRequest& req);
+void ipoib_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+
+// mode "sriov" (cni/sriov.cpp): an SR-IOV VF found by PCI address, its PF-side settings saved,
+// applied and restored, its netdev moved like hostdev (DPDK VFs: nothing moved); IB VFs get
+// their GUID set + driver rebind. DEL returns everything and restores exactly what ADD changed.
+PodLink sriov_add(const AddRequest& req);
+void sriov_del(const DelRequest& req);
+void sriov_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+
+// A random name ("rdm" + 8 hex digits) for links in transit; never a valid CNI_IFNAME clash
+// in practice and ignored by NetworkManager-style tools that skip unknown prefixes.
+std::string temporary_link_name();
+
+// DEL of a virtual child the plugin created in the pod (macvlan, IPoIB): deletes the pod's
+// CNI_IFNAME when it is a link of `kind`, leaves anything else alone (logged), and is a no-op when
+// the netns or the link is already gone. `what` names the child in the log ("macvlan").
+void delete_pod_child(const DelRequest& req, std::string_view kind, std::string_view what);
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,24 @@
+#pragma once
+// The IPAM step of the plugin: rdmanet's own IPAM in-process when ipam.type is "rdmanet-ipam",
+// otherwise the named IPAM plugin exec'd from CNI_PATH per the spec.
+#include <chrono>
+
+#include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/protocol/env.hpp"
+#include "rdmanet/cni/protocol/result.hpp"
+
+namespace rdmanet::cni {
+
+inline constexpr std::string_view kEmbeddedIpamType = "rdmanet-ipam";
+inline constexpr auto kIpamAddTimeout = std::chrono::seconds(60);
+inline constexpr auto kIpamDelTimeout = std::chrono::seconds(30);
+
+bool has_ipam(const NetConf& conf);
+// IPAM result shape (no interfaces). Empty result when the config has no IPAM.
+Result ipam_add(const NetConf& conf, const Environment& env);
+void ipam_del(const NetConf& conf, const Environment& env);
+void ipam_check(const NetConf& conf, const Environment& env);
+void ipam_gc(const NetConf& conf, const Environment& env);
+void ipam_status(const NetConf& conf, const Environment& env);
+
+}  // namespace rdmanet::cni

@@ -1,0 +1,140 @@
+#pragma once
+// The whereabouts-style `ipam` object, typed and validated. Parsing and the flat-file merge are
+// pure; only read_flat_file touches the file system.
+//
+// Keys (whereabouts v0.9.4 names, so existing NAD ipam blocks work after changing `type`):
+//   range                    "10.0.0.0/24" or "10.0.0.10-10.0.0.20/24" (start-end/prefix)
+//   range_start, range_end   inside the range's CIDR, start <= end      (else code 7, see below)
+//   exclude                  CIDRs or bare IPs; host bits of a CIDR are cleared (whereabouts' real
+//                            effect: "10.0.0.5/30" excludes .4-.7, not the .5-.7 its README claims)
+//   ipRanges                 [{range, range_start, range_end, exclude}], one address per entry;
+//                            the top-level range is prepended as entry 0 (dual-stack = two entries)
+//   gateway                  returned with the addresses of the ranges of its family; never handed out
+//   routes, dns              copied to the result
+//   addresses                [{address, gateway}] static addresses returned as-is (whereabouts)
+//   network_name             separates pools of the same CIDR; prefixes pool names
+//   enable_overlapping_ranges  default true: an address is unique across all pools of one
+//                            network_name, not only within its pool
+//   log_file, log_level      for the caller's logger
+//   datastore                "local" (default, SQLite under data_dir) | "kubernetes" (accepted
+//                            here, refused when the store is opened until it exists)
+//   kubernetes.kubeconfig    for the kubernetes datastore
+//   data_dir                 local store directory, default /var/lib/cni/rdmanet/ipam
+//   configuration_path       a whereabouts flat file (JSON) whose keys fill those the NAD leaves
+//                            unset. Unlike whereabouts, no default flat-file locations are searched
+//                            (they would pull a whereabouts install's "datastore":"kubernetes" in)
+//                            and none is required.
+// Accepted and ignored: type, node_slice_size, leader_*, reconciler_cron_expression,
+// sleep_for_race, kubernetes.k8s_api_root, etcd_* (whereabouts dropped etcd in v0.6).
+//
+// Deliberate differences from whereabouts: a range_start/range_end outside the CIDR, or
+// start > end, is a configuration error (code 7) instead of being silently ignored; a top-level
+// `exclude` is validated at load time; network, broadcast and gateway are never handed out.
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rdmanet/ipam/core/range.hpp"
+#include "rdmanet/base/ip.hpp"
+
+namespace rdmanet::ipam {
+
+inline constexpr std::string_view kDefaultDataDir = "/var/lib/cni/rdmanet/ipam";
+
+struct Route {
+    std::string dst;   // CIDR
+    std::string gw;    // may be empty
+    friend bool operator==(const Route&, const Route&) = default;
+};
+
+struct Dns {
+    std::vector<std::string> nameservers;
+    std::string domain;
+    std::vector<std::string> search;
+    std::vector<std::string> options;
+    friend bool operator==(const Dns&, const Dns&) = default;
+};
+
+struct StaticAddress {
+    base::IpNetwork address;                     // with host bits: "10.1.0.5/24"
+    std::optional<base::IpAddress> gateway;
+};
+
+enum class Datastore { local, kubernetes };
+
+struct StoreConfig {
+    Datastore datastore = Datastore::local;
+    std::string data_dir = std::string(kDefaultDataDir);
+    std::string kubeconfig;
+    // Set by load_ipam_config under an enforced node policy (the policy's kubeconfigDirs): the
+    // kubeconfig and every file it names (CA, token, client certificate/key) are then read with
+    // read_confined below one of these directories (confined_file.hpp), so a NAD cannot point the
+    // plugin at the kubelet's credentials through a kubeconfig it controls. Empty = unconfined.
+    std::vector<std::string> kubeconfig_dirs;
+    std::function<void(const std::string& message)> on_refusal;   // the audit log, as in PathLimits
+};
+
+struct IpamConfig {
+    std::string type;
+    std::vector<Range> ranges;                    // ranges[i].field names its origin
+    std::optional<base::IpAddress> gateway;
+    std::vector<Route> routes;
+    Dns dns;
+    std::vector<StaticAddress> addresses;
+    std::string network_name;
+    bool enable_overlapping_ranges = true;
+    std::string log_file;
+    std::string log_level;
+    std::string configuration_path;
+    StoreConfig store;
+};
+
+enum class Strictness {
+    strict,    // ADD, CHECK: every error is fatal
+    lenient,   // DEL, GC: a range entry that no longer parses is dropped, so that teardown works
+               // with a config that has become invalid (the local store releases by attachment)
+};
+
+// Where the ipam object's file keys may point: the node policy, filled in by the cni layer
+// (rdmanet::cni::NodePolicy::ipam_limits()). Not enforced by default (library callers, unit tests).
+// Checked by load_ipam_config before any file is opened: configuration_path against config_dirs
+// (and read with open_confined, no symlink below the dir), then on the merged object
+// kubernetes.kubeconfig against kubeconfig_dirs, data_dir against data_dirs (the default data dir
+// is always allowed), log_file against log_dir. A refusal is IpamError(7) naming the key and the
+// allowed place; `on_refusal` (optional) is told first, for the audit log.
+struct PathLimits {
+    bool enforced = false;
+    std::vector<std::string> config_dirs;
+    std::vector<std::string> kubeconfig_dirs;
+    std::vector<std::string> data_dirs;
+    std::string log_dir;
+    std::function<void(const std::string& message)> on_refusal;
+};
+
+// Throws IpamError(7) naming the field, e.g.
+//   ipam.ipRanges[1].range_start "10.0.0.300" is not an IP address
+IpamConfig parse_ipam_config(const nlohmann::json& ipam, Strictness strictness = Strictness::strict);
+
+// whereabouts' merge: every key the flat file sets and the NAD leaves unset (absent or null) is
+// copied, one level deep for the `kubernetes` object. enable_overlapping_ranges is never taken
+// from the flat file (whereabouts cannot either), nor configuration_path (in the flat file it
+// names a directory, not a file).
+nlohmann::json merge_flat_file(const nlohmann::json& nad_ipam, const nlohmann::json& flat);
+
+// Reads and parses a flat file. Throws IpamError(7) naming the path when unreadable or not a JSON
+// object. With `confined_to` set, the file is opened with open_confined below that directory.
+nlohmann::json read_flat_file(const std::string& path, const std::string& confined_to = "");
+
+// Throws IpamError(7) when a file key of `ipam` (merged) lies outside `limits` (no-op unless
+// limits.enforced). Used by load_ipam_config; exposed for callers that read keys themselves.
+void check_path_limits(const nlohmann::json& ipam, const PathLimits& limits);
+
+// read_flat_file + merge_flat_file when configuration_path is set, then parse_ipam_config.
+IpamConfig load_ipam_config(const nlohmann::json& ipam, Strictness strictness = Strictness::strict,
+                            const PathLimits& limits = {});
+
+}  // namespace rdmanet::ipam

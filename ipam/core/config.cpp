@@ -1,0 +1,449 @@
+// Parsing of the whereabouts-style ipam object. Pure: the flat-file read is in flat_file.cpp.
+#include "rdmanet/ipam/core/config.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/ipam/core/error.hpp"
+
+namespace rdmanet::ipam {
+
+namespace {
+
+using nlohmann::json;
+using base::IpAddress;
+using base::IpNetwork;
+
+std::string q(std::string_view text) {
+    std::string out(1, '"');
+    out.append(text).push_back('"');
+    return out;
+}
+
+const char* family_name(const IpAddress& ip) { return ip.is_v4() ? "IPv4" : "IPv6"; }
+
+std::string type_name(const json& value) { return value.type_name(); }
+
+// The member `key` of `obj`, nullptr when absent or null (whereabouts treats null as unset).
+const json* member(const json& obj, std::string_view key) {
+    if (!obj.is_object()) return nullptr;
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+std::optional<std::string> get_string(const json& obj, std::string_view key, const std::string& field) {
+    const json* v = member(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) config_error(field + " must be a string, not " + type_name(*v));
+    return v->get<std::string>();
+}
+
+std::vector<std::string> get_string_list(const json& obj, std::string_view key, const std::string& field) {
+    const json* v = member(obj, key);
+    if (!v) return {};
+    if (!v->is_array()) config_error(field + " must be a list of strings, not " + type_name(*v));
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < v->size(); ++i) {
+        const json& item = (*v)[i];
+        if (!item.is_string()) {
+            config_error(field + "[" + std::to_string(i) + "] must be a string, not " + type_name(item));
+        }
+        out.push_back(item.get<std::string>());
+    }
+    return out;
+}
+
+IpAddress parse_ip(const std::string& text, const std::string& field) {
+    auto ip = IpAddress::parse(text);
+    if (!ip) config_error(field + " " + q(text) + " is not an IP address");
+    return *ip;
+}
+
+IpNetwork parse_cidr(const std::string& text, const std::string& field) {
+    auto net = IpNetwork::parse(text);
+    if (!net) config_error(field + " " + q(text) + " is not a CIDR (address/prefix-length)");
+    return *net;
+}
+
+void require_family(const IpAddress& ip, const IpNetwork& cidr, const std::string& field,
+                    const std::string& range_field) {
+    if (ip.family() != cidr.address.family()) {
+        config_error(field + " " + ip.str() + " is " + family_name(ip) + " but " + range_field + " " +
+                     cidr.str() + " is " + family_name(cidr.address) + ": one range cannot mix the two");
+    }
+}
+
+// The intersection of [net.first, net.last] with the range's CIDR, as offsets; nullopt when disjoint.
+std::optional<Interval> offsets_within(const IpNetwork& net, const IpNetwork& cidr) {
+    const uint128 base = cidr.address.to_u128();
+    const uint128 top = cidr.last().to_u128();
+    const uint128 lo = std::max(net.first().to_u128(), base);
+    const uint128 hi = std::min(net.last().to_u128(), top);
+    if (lo > hi) return std::nullopt;
+    return Interval{lo - base, hi - base};
+}
+
+// One range entry: the top-level keys (prefix "ipam") or one ipRanges element
+// (prefix "ipam.ipRanges[i]"). The same keys in both places: range, range_start, range_end, exclude.
+Range parse_range_entry(const json& obj, const std::string& prefix, const std::string& range_field) {
+    const std::string range_key = prefix + ".range";
+    auto range_text = get_string(obj, "range", range_key);
+    if (!range_text) config_error(range_key + " is missing");
+
+    Range r;
+    r.field = range_field;
+    std::optional<IpAddress> start, end;
+    const auto dash = range_text->find('-');
+    if (dash != std::string::npos) {
+        // "a.b.c.d-a.b.c.e/nn": the prefix length belongs to the second address.
+        const std::string left = range_text->substr(0, dash);
+        const std::string right = range_text->substr(dash + 1);
+        auto net = IpNetwork::parse(right);
+        auto first_ip = IpAddress::parse(left);
+        if (!net || !first_ip) {
+            config_error(range_key + " " + q(*range_text) +
+                         " is neither a CIDR nor a start-end/prefix range (e.g. 10.0.0.10-10.0.0.20/24)");
+        }
+        r.cidr = net->masked();
+        require_family(*first_ip, r.cidr, range_key + " start", range_key);
+        if (!r.cidr.contains(*first_ip)) {
+            config_error(range_key + " " + q(*range_text) + ": start " + first_ip->str() + " is outside " +
+                         r.cidr.str());
+        }
+        start = *first_ip;
+        end = net->address;
+    } else {
+        auto net = IpNetwork::parse(*range_text);
+        if (!net) {
+            config_error(range_key + " " + q(*range_text) +
+                         " is neither a CIDR nor a start-end/prefix range (e.g. 10.0.0.10-10.0.0.20/24)");
+        }
+        r.cidr = net->masked();   // whereabouts normalises 192.168.2.225/28 to 192.168.2.224/28
+    }
+
+    // Explicit range_start/range_end; with the start-end form they must agree with it.
+    auto bound = [&](std::string_view key, std::optional<IpAddress>& slot) {
+        const std::string field = prefix + "." + std::string(key);
+        auto text = get_string(obj, key, field);
+        if (!text) return;
+        const IpAddress ip = parse_ip(*text, field);
+        require_family(ip, r.cidr, field, range_key);
+        if (!r.cidr.contains(ip)) {
+            config_error(field + " " + q(*text) + " is outside " + range_key + " " + r.cidr.str());
+        }
+        if (slot && *slot != ip) {
+            config_error(field + " " + q(*text) + " contradicts " + range_key + " " + q(*range_text));
+        }
+        slot = ip;
+    };
+    bound("range_start", start);
+    bound("range_end", end);
+    if (start && end && *start > *end) {
+        config_error(prefix + ".range_start " + start->str() + " is after " + prefix + ".range_end " + end->str());
+    }
+
+    // Network, broadcast (and later the gateway) are never handed out, whatever start/end say.
+    const Interval usable = usable_offsets(r.cidr);
+    r.first = start ? std::max(*r.offset_of(*start), usable.lo) : usable.lo;
+    r.last = end ? std::min(*r.offset_of(*end), usable.hi) : usable.hi;
+    if (r.first > r.last) {
+        config_error(range_key + " " + r.cidr.str() + ": range_start..range_end holds no usable address "
+                     "(network and broadcast addresses are never handed out)");
+    }
+
+    const std::string exclude_field = prefix + ".exclude";
+    const auto excludes = get_string_list(obj, "exclude", exclude_field);
+    std::vector<Interval> excluded;
+    for (std::size_t i = 0; i < excludes.size(); ++i) {
+        const std::string field = exclude_field + "[" + std::to_string(i) + "]";
+        auto net = IpNetwork::parse_address_or_cidr(excludes[i]);
+        if (!net) config_error(field + " " + q(excludes[i]) + " is neither an IP address nor a CIDR");
+        require_family(net->address, r.cidr, field, range_key);
+        // Host bits are cleared: "10.0.0.5/30" excludes the whole /30, which is what whereabouts
+        // really does (Go's ParseCIDR), so migrated pools keep the same free addresses.
+        if (auto iv = offsets_within(net->masked(), r.cidr)) excluded.push_back(*iv);
+    }
+    r.excluded = merge_intervals(std::move(excluded));
+    return r;
+}
+
+// Clips the merged exclusions to [first, last]: what lies outside is unreachable anyway, and
+// clipped exclusions keep describe() and the search short.
+void clip_exclusions(Range& r) {
+    std::vector<Interval> clipped;
+    for (const auto& iv : r.excluded) {
+        const uint128 lo = std::max(iv.lo, r.first);
+        const uint128 hi = std::min(iv.hi, r.last);
+        if (lo <= hi) clipped.push_back({lo, hi});
+    }
+    r.excluded = std::move(clipped);
+}
+
+std::vector<Route> parse_routes(const json& ipam) {
+    const json* v = member(ipam, "routes");
+    if (!v) return {};
+    if (!v->is_array()) config_error("ipam.routes must be a list, not " + type_name(*v));
+    std::vector<Route> out;
+    for (std::size_t i = 0; i < v->size(); ++i) {
+        const std::string field = "ipam.routes[" + std::to_string(i) + "]";
+        const json& item = (*v)[i];
+        if (!item.is_object()) config_error(field + " must be an object {\"dst\": CIDR, \"gw\": IP}");
+        auto dst = get_string(item, "dst", field + ".dst");
+        if (!dst) config_error(field + ".dst is missing");
+        parse_cidr(*dst, field + ".dst");
+        Route route{*dst, ""};
+        if (auto gw = get_string(item, "gw", field + ".gw")) {
+            parse_ip(*gw, field + ".gw");
+            route.gw = *gw;
+        }
+        out.push_back(std::move(route));
+    }
+    return out;
+}
+
+Dns parse_dns(const json& ipam) {
+    const json* v = member(ipam, "dns");
+    if (!v) return {};
+    if (!v->is_object()) config_error("ipam.dns must be an object, not " + type_name(*v));
+    Dns dns;
+    dns.nameservers = get_string_list(*v, "nameservers", "ipam.dns.nameservers");
+    dns.domain = get_string(*v, "domain", "ipam.dns.domain").value_or("");
+    dns.search = get_string_list(*v, "search", "ipam.dns.search");
+    dns.options = get_string_list(*v, "options", "ipam.dns.options");
+    return dns;
+}
+
+std::vector<StaticAddress> parse_addresses(const json& ipam) {
+    const json* v = member(ipam, "addresses");
+    if (!v) return {};
+    if (!v->is_array()) config_error("ipam.addresses must be a list, not " + type_name(*v));
+    std::vector<StaticAddress> out;
+    for (std::size_t i = 0; i < v->size(); ++i) {
+        const std::string field = "ipam.addresses[" + std::to_string(i) + "]";
+        const json& item = (*v)[i];
+        if (!item.is_object()) config_error(field + " must be an object {\"address\": CIDR, \"gateway\": IP}");
+        auto address = get_string(item, "address", field + ".address");
+        if (!address) config_error(field + ".address is missing");
+        StaticAddress sa{parse_cidr(*address, field + ".address"), std::nullopt};
+        if (auto gw = get_string(item, "gateway", field + ".gateway")) sa.gateway = parse_ip(*gw, field + ".gateway");
+        out.push_back(sa);
+    }
+    return out;
+}
+
+StoreConfig parse_store(const json& ipam) {
+    StoreConfig store;
+    if (auto ds = get_string(ipam, "datastore", "ipam.datastore")) {
+        if (*ds == "local" || ds->empty()) {
+            store.datastore = Datastore::local;
+        } else if (*ds == "kubernetes") {
+            store.datastore = Datastore::kubernetes;
+        } else {
+            config_error("ipam.datastore " + q(*ds) + " is not supported: use \"local\" or \"kubernetes\"");
+        }
+    }
+    if (auto dir = get_string(ipam, "data_dir", "ipam.data_dir")) {
+        if (dir->empty() || dir->front() != '/') {
+            config_error("ipam.data_dir " + q(*dir) + " must be an absolute path");
+        }
+        store.data_dir = *dir;
+    }
+    if (const json* k8s = member(ipam, "kubernetes")) {
+        if (!k8s->is_object()) config_error("ipam.kubernetes must be an object, not " + type_name(*k8s));
+        store.kubeconfig = get_string(*k8s, "kubeconfig", "ipam.kubernetes.kubeconfig").value_or("");
+    }
+    return store;
+}
+
+}  // namespace
+
+IpamConfig parse_ipam_config(const json& ipam, Strictness strictness) {
+    if (!ipam.is_object()) config_error("ipam must be an object, not " + type_name(ipam));
+    const bool strict = strictness == Strictness::strict;
+    // In lenient mode (DEL, GC) a section that does not parse is left at its default.
+    auto section = [strict](const std::function<void()>& parse) {
+        try {
+            parse();
+        } catch (const IpamError&) {
+            if (strict) throw;
+        }
+    };
+
+    IpamConfig c;
+    // The store must be found even by DEL: its errors are fatal in both modes.
+    c.store = parse_store(ipam);
+    section([&] { c.type = get_string(ipam, "type", "ipam.type").value_or(""); });
+    section([&] { c.network_name = get_string(ipam, "network_name", "ipam.network_name").value_or(""); });
+    section([&] {
+        if (const json* v = member(ipam, "enable_overlapping_ranges")) {
+            if (!v->is_boolean()) {
+                config_error("ipam.enable_overlapping_ranges must be true or false, not " + type_name(*v));
+            }
+            c.enable_overlapping_ranges = v->get<bool>();
+        }
+    });
+    section([&] { c.log_file = get_string(ipam, "log_file", "ipam.log_file").value_or(""); });
+    section([&] { c.log_level = get_string(ipam, "log_level", "ipam.log_level").value_or(""); });
+    section([&] {
+        c.configuration_path = get_string(ipam, "configuration_path", "ipam.configuration_path").value_or("");
+    });
+    section([&] { c.routes = parse_routes(ipam); });
+    section([&] { c.dns = parse_dns(ipam); });
+    section([&] { c.addresses = parse_addresses(ipam); });
+    section([&] {
+        if (auto gw = get_string(ipam, "gateway", "ipam.gateway")) c.gateway = parse_ip(*gw, "ipam.gateway");
+    });
+
+    // Ranges: the top-level range first (whereabouts prepends it), then ipRanges in order.
+    if (member(ipam, "range")) {
+        section([&] { c.ranges.push_back(parse_range_entry(ipam, "ipam", "ipam.range")); });
+    } else {
+        section([&] {
+            for (const char* key : {"range_start", "range_end", "exclude"}) {
+                if (member(ipam, key)) config_error(std::string("ipam.") + key + " is set but ipam.range is not");
+            }
+        });
+    }
+    if (const json* list = member(ipam, "ipRanges")) {
+        section([&] {
+            if (!list->is_array()) config_error("ipam.ipRanges must be a list, not " + type_name(*list));
+        });
+        if (list->is_array()) {
+            for (std::size_t i = 0; i < list->size(); ++i) {
+                const std::string prefix = "ipam.ipRanges[" + std::to_string(i) + "]";
+                section([&] {
+                    const json& entry = (*list)[i];
+                    if (!entry.is_object()) {
+                        config_error(prefix + " must be an object {\"range\": ..., \"range_start\": ..., "
+                                              "\"range_end\": ..., \"exclude\": [...]}, not " + type_name(entry));
+                    }
+                    c.ranges.push_back(parse_range_entry(entry, prefix, prefix));
+                });
+            }
+        }
+    }
+
+    section([&] {
+        if (c.ranges.empty()) config_error("ipam has no range: set ipam.range or ipam.ipRanges");
+        // Two entries on one pool would give one pod two addresses from one pool under one
+        // podRef+ifname key, which the stickiness rule cannot tell apart.
+        for (std::size_t i = 0; i < c.ranges.size(); ++i) {
+            for (std::size_t j = 0; j < i; ++j) {
+                if (c.ranges[i].cidr == c.ranges[j].cidr) {
+                    config_error(c.ranges[i].field + " " + c.ranges[i].cidr.str() + " is the same pool as " +
+                                 c.ranges[j].field);
+                }
+            }
+        }
+    });
+
+    // The gateway is returned with the addresses of its family and never handed out in a range
+    // that contains it (whereabouts hands it out).
+    section([&] {
+        if (!c.gateway) return;
+        bool family_seen = false;
+        for (auto& r : c.ranges) {
+            if (r.cidr.address.family() != c.gateway->family()) continue;
+            family_seen = true;
+            r.gateway = c.gateway;
+            if (auto off = r.offset_of(*c.gateway)) {
+                r.excluded.push_back({*off, *off});
+                r.excluded = merge_intervals(std::move(r.excluded));
+            }
+        }
+        if (!family_seen && !c.ranges.empty()) {
+            config_error("ipam.gateway " + c.gateway->str() + " is " + family_name(*c.gateway) +
+                         " but no range is");
+        }
+    });
+    for (auto& r : c.ranges) clip_exclusions(r);
+    return c;
+}
+
+json merge_flat_file(const json& nad_ipam, const json& flat) {
+    json out = nad_ipam.is_object() ? nad_ipam : json::object();
+    if (!flat.is_object()) return out;
+    for (auto it = flat.begin(); it != flat.end(); ++it) {
+        const std::string& key = it.key();
+        if (key == "enable_overlapping_ranges" || key == "configuration_path") continue;
+        if (key == "kubernetes" && it->is_object()) {
+            auto& mine = out["kubernetes"];
+            if (mine.is_null()) mine = json::object();
+            if (!mine.is_object()) continue;   // the NAD's value wins, even a wrong one (reported by parse)
+            for (auto k = it->begin(); k != it->end(); ++k) {
+                if (!mine.contains(k.key()) || mine[k.key()].is_null()) mine[k.key()] = *k;
+            }
+            continue;
+        }
+        if (!out.contains(key) || out[key].is_null()) out[key] = *it;
+    }
+    return out;
+}
+
+namespace {
+
+// The node policy's refusal for a file key: named key, the value, the allowed place.
+[[noreturn]] void refuse_path(const PathLimits& limits, const std::string& key, const std::string& path,
+                              const std::string& allowed) {
+    const std::string msg = key + " " + q(path) + " is outside what the node policy allows (" + allowed +
+                            "): ask the node admin to allow it, or use a path there";
+    if (limits.on_refusal) limits.on_refusal(msg);
+    config_error(msg);
+}
+
+void check_one(const PathLimits& limits, const json& obj, std::string_view key, const std::string& field,
+               const std::vector<std::string>& dirs) {
+    const json* v = member(obj, key);
+    if (!v || !v->is_string() || v->get<std::string>().empty()) return;   // type errors: parse's job
+    const std::string path = v->get<std::string>();
+    if (containing_dir(path, dirs).empty()) refuse_path(limits, field, path, join_dirs(dirs));
+}
+
+}  // namespace
+
+namespace {
+IpamConfig with_confinement(IpamConfig config, const PathLimits& limits) {
+    if (limits.enforced) {
+        config.store.kubeconfig_dirs = limits.kubeconfig_dirs;
+        config.store.on_refusal = limits.on_refusal;
+    }
+    return config;
+}
+}  // namespace
+
+void check_path_limits(const json& ipam, const PathLimits& limits) {
+    if (!limits.enforced || !ipam.is_object()) return;
+    check_one(limits, ipam, "configuration_path", "ipam.configuration_path", limits.config_dirs);
+    check_one(limits, ipam, "log_file", "ipam.log_file", {limits.log_dir});
+    if (const json* k8s = member(ipam, "kubernetes"); k8s && k8s->is_object())
+        check_one(limits, *k8s, "kubeconfig", "ipam.kubernetes.kubeconfig", limits.kubeconfig_dirs);
+    // The default data dir is the plugin's own; a NAD may only move it within the allowed roots.
+    if (const json* dir = member(ipam, "data_dir"); dir && dir->is_string() && *dir != std::string(kDefaultDataDir)) {
+        const std::string path = dir->get<std::string>();
+        bool inside = !containing_dir(path, limits.data_dirs).empty();
+        for (const auto& allowed : limits.data_dirs) inside = inside || path == allowed;
+        if (!inside) refuse_path(limits, "ipam.data_dir", path, join_dirs(limits.data_dirs));
+    }
+}
+
+IpamConfig load_ipam_config(const json& ipam, Strictness strictness, const PathLimits& limits) {
+    if (ipam.is_object()) {
+        auto it = ipam.find("configuration_path");
+        if (it != ipam.end() && it->is_string() && !it->get<std::string>().empty()) {
+            const std::string path = it->get<std::string>();
+            // Checked before the file is opened; the merged object is checked again below, for
+            // the keys the flat file filled in.
+            check_path_limits(ipam, limits);
+            const std::string confined = limits.enforced ? containing_dir(path, limits.config_dirs) : "";
+            const json merged = merge_flat_file(ipam, read_flat_file(path, confined));
+            check_path_limits(merged, limits);
+            return with_confinement(parse_ipam_config(merged, strictness), limits);
+        }
+    }
+    check_path_limits(ipam, limits);
+    return with_confinement(parse_ipam_config(ipam, strictness), limits);
+}
+
+}  // namespace rdmanet::ipam
