@@ -1,5 +1,7 @@
 #include "rdmanet/cni/config/attachment_state.hpp"
 
+#include "rdmanet/base/atomic_file.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -97,10 +99,7 @@ AttachmentState AttachmentState::from_json(const nlohmann::json& j) {
     return s;
 }
 
-std::string StateStore::default_dir() {
-    if (const char* dir = std::getenv("RDMANET_STATE_DIR"); dir && *dir) return dir;
-    return node_policy_or_defaults().state_dir;
-}
+StateStore::StateStore(const NodePolicy& policy) : policy_(policy), dir_(policy.state_dir) {}
 
 std::string StateStore::path_for(const std::string& network, const std::string& container_id,
                                  const std::string& ifname) const {
@@ -124,7 +123,7 @@ base::UniqueFd StateStore::open_dir(bool create) const {
         if (err == ENOENT && !create) return fd;
         struct stat st{};
         if (::lstat(dir_.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
-            refuse(node_policy_or_defaults(), ErrorCode::io_failure,
+            refuse(policy_, ErrorCode::io_failure,
                    "attachment state dir " + dir_ + " is a symlink, which is not followed",
                    "the node admin must replace it with a real directory (mode 0700)");
         throw Error(ErrorCode::io_failure, "cannot open attachment state dir " + dir_ + ": " + std::strerror(err));
@@ -136,26 +135,11 @@ base::UniqueFd StateStore::open_dir(bool create) const {
 void StateStore::save(const AttachmentState& state) const {
     const auto dir = open_dir(/*create=*/true);
     const std::string name = file_name(state.network, state.container_id, state.ifname);
-    const std::string tmp = name + ".tmp." + std::to_string(::getpid());
-    const std::string body = state.to_json().dump();
-
-    const int fd = ::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        const int err = errno;
-        if (err == ELOOP)
-            refuse(node_policy_or_defaults(), ErrorCode::io_failure,
-                   "attachment state file " + dir_ + "/" + tmp + " is a symlink, which is not followed");
-        throw Error(ErrorCode::io_failure, "cannot write attachment state " + dir_ + "/" + tmp + ": " +
-                                               std::strerror(err));
-    }
-    const bool written = ::write(fd, body.data(), body.size()) == static_cast<ssize_t>(body.size());
-    ::close(fd);
-    // renameat replaces a symlink at the destination itself; it never follows it.
-    if (!written || ::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
-        const int err = errno;
-        ::unlinkat(dir.get(), tmp.c_str(), 0);
-        throw Error(ErrorCode::io_failure, "cannot write attachment state " + dir_ + "/" + name + ": " +
-                                               std::strerror(err));
+    // DEL depends on this file after a crash or power loss: written atomically and durably.
+    try {
+        base::write_file_atomically(dir.get(), name, state.to_json().dump(), 0600);
+    } catch (const std::system_error& e) {
+        throw Error(ErrorCode::io_failure, "cannot write attachment state " + dir_ + "/" + name + ": " + e.what());
     }
 }
 

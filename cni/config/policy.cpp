@@ -202,20 +202,17 @@ NodePolicy load_node_policy(const EnvLookup& lookup) {
     return parse_node_policy(text, path);
 }
 
-const NodePolicy& node_policy() {
-    static const NodePolicy policy = load_node_policy(process_env_lookup());
-    return policy;
+NodePolicy load_node_policy_or_defaults(const EnvLookup& lookup) {
+    try {
+        return load_node_policy(lookup);
+    } catch (const Error&) {
+        return NodePolicy{};   // teardown must work even when the admin's file is broken
+    }
 }
 
-const NodePolicy& node_policy_or_defaults() {
-    static const NodePolicy policy = [] {
-        try {
-            return node_policy();
-        } catch (const Error&) {
-            return NodePolicy{};   // teardown must work even when the admin's file is broken
-        }
-    }();
-    return policy;
+NodePolicy load_node_policy_for(Command command, const EnvLookup& lookup) {
+    const bool strict = command == Command::add || command == Command::check;
+    return strict ? load_node_policy(lookup) : load_node_policy_or_defaults(lookup);
 }
 
 json policy_to_json(const NodePolicy& p) {

@@ -25,17 +25,15 @@
 #include "rdmanet/cni/ctl/admin.hpp"
 #include "rdmanet/cni/ctl/rdma.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/base/fd.hpp"
+#include "rdmanet/ipam/kube/base64.hpp"
 
 namespace rdmanet::cni::ctl {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-[[noreturn]] void sys_fail(const std::string& what, const std::string& path) {
-    throw std::runtime_error(what + " " + path + ": " + std::strerror(errno));
-}
 
 std::optional<std::string> read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -46,47 +44,6 @@ std::optional<std::string> read_file(const std::string& path) {
 std::string trim_newlines(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
     return s;
-}
-
-// Removes the temporary file unless it was renamed into place.
-struct TempFile {
-    std::string path;
-    bool keep = false;
-    ~TempFile() {
-        if (!keep && !path.empty()) ::unlink(path.c_str());
-    }
-};
-
-void fsync_dir(const std::string& dir) {
-    base::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd) sys_fail("cannot open directory", dir);
-    if (::fsync(fd.get()) != 0) sys_fail("cannot fsync directory", dir);
-}
-
-std::string base64(const std::string& in) {
-    static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
-        out += kAlphabet[v >> 18 & 63];
-        out += kAlphabet[v >> 12 & 63];
-        out += kAlphabet[v >> 6 & 63];
-        out += kAlphabet[v & 63];
-    }
-    if (i + 1 == in.size()) {
-        unsigned v = (unsigned char)in[i] << 16;
-        out += kAlphabet[v >> 18 & 63];
-        out += kAlphabet[v >> 12 & 63];
-        out += "==";
-    } else if (i + 2 == in.size()) {
-        unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
-        out += kAlphabet[v >> 18 & 63];
-        out += kAlphabet[v >> 12 & 63];
-        out += kAlphabet[v >> 6 & 63];
-        out += '=';
-    }
-    return out;
 }
 
 // A value written into the kubeconfig as a YAML double-quoted scalar: refuse anything that would
@@ -124,7 +81,7 @@ bool write_if_changed(const std::string& path, const std::string& content, unsig
         ::chmod(path.c_str(), mode);
         return false;
     }
-    write_file_atomic(path, content, mode);
+    base::write_file_atomically(path, content, mode);
     return true;
 }
 
@@ -167,42 +124,17 @@ std::string install_policy_if_absent(const InstallOptions& options) {
     std::error_code ec;
     if (fs::exists(target, ec)) return "";
     fs::create_directories(target.parent_path());
-    write_file_atomic(target.string(), default_policy_file_content(), 0644);
+    base::write_file_atomically(target.string(), default_policy_file_content(), 0644);
     return target.string();
 }
 
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& content, unsigned mode) {
-    const fs::path target(path);
-    const std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
-    TempFile temp;
-    std::string pattern = (fs::path(dir) / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
-    base::UniqueFd fd(::mkostemp(pattern.data(), O_CLOEXEC));
-    if (!fd) sys_fail("cannot create a temporary file in", dir);
-    temp.path = pattern;
-    const char* p = content.data();
-    std::size_t left = content.size();
-    while (left > 0) {
-        ssize_t n = ::write(fd.get(), p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) sys_fail("cannot write", temp.path);
-        p += n;
-        left -= static_cast<std::size_t>(n);
-    }
-    if (::fchmod(fd.get(), mode) != 0) sys_fail("cannot chmod", temp.path);
-    if (::fsync(fd.get()) != 0) sys_fail("cannot fsync", temp.path);
-    if (::close(fd.release()) != 0) sys_fail("cannot close", temp.path);
-    if (::rename(temp.path.c_str(), path.c_str()) != 0) sys_fail("cannot rename into", path);
-    temp.keep = true;
-    fsync_dir(dir);
-}
-
 bool install_binary_atomic(const std::string& source, const std::string& target) {
     auto bytes = read_file(source);
     if (!bytes) throw std::runtime_error("cannot read " + source);
     if (auto current = read_file(target); current && *current == *bytes) return false;
-    write_file_atomic(target, *bytes, 0755);
+    base::write_file_atomically(target, *bytes, 0755);
     return true;
 }
 
@@ -216,7 +148,7 @@ std::string make_kubeconfig(const std::string& server, const std::string& ca_pem
            "- name: rdmanet\n"
            "  cluster:\n"
            "    server: \"" + yaml_safe(server, "the API server URL") + "\"\n"
-           "    certificate-authority-data: \"" + base64(ca_pem) + "\"\n"
+           "    certificate-authority-data: \"" + ipam::kube::base64_encode(ca_pem) + "\"\n"
            "users:\n"
            "- name: rdmanet\n"
            "  user:\n"

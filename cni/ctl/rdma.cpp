@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "rdmanet/cni/ctl/rdma.hpp"
+
+#include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::cni::ctl {
@@ -44,19 +46,6 @@ std::string read_file(const std::filesystem::path& path) {
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
-}
-
-// Atomic replace: a half-written modprobe file could break the next boot's module load.
-void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
-    std::filesystem::create_directories(path.parent_path());
-    const auto tmp = path.string() + ".rdmanet-tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << content;
-        out.flush();
-        if (!out) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-    }
-    std::filesystem::rename(tmp, path);
 }
 
 std::string mode_value(RdmaNetnsMode mode) { return std::to_string(static_cast<int>(mode)); }
@@ -159,7 +148,9 @@ int rdma_mode(const RdmaModeOptions& options, const RdmaOpener& open, std::ostre
 
     if (wanted && options.persist) {
         try {
-            write_file_atomic(conf, ib_core_conf_with_mode(read_file(conf), *wanted));
+            // Atomic and durable: a half-written modprobe file could break the next boot's module load.
+            std::filesystem::create_directories(conf.parent_path());
+            base::write_file_atomically(conf.string(), ib_core_conf_with_mode(read_file(conf), *wanted), 0644);
         } catch (const std::exception& e) {
             err << "could not persist the mode in " << conf.string() << ": " << e.what() << "\n";
             return 1;

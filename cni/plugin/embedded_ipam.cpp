@@ -30,8 +30,7 @@ decltype(auto) translating_errors(Fn&& fn) {
 
 // The node policy's limits on the ipam object's file keys (configuration_path, kubeconfig,
 // data_dir, log_file), checked before any of those files is opened; refusals are audited.
-ipam::PathLimits policed_limits() {
-    const NodePolicy& policy = node_policy_or_defaults();   // ADD/CHECK loaded it strictly already
+ipam::PathLimits policed_limits(const NodePolicy& policy) {
     auto limits = policy.ipam_limits();
     limits.on_refusal = [&policy](const std::string& msg) {
         try {
@@ -43,9 +42,10 @@ ipam::PathLimits policed_limits() {
     return limits;
 }
 
-ipam::IpamRequest make_request(const NetConf& conf, const Environment& env, ipam::Strictness strictness) {
+ipam::IpamRequest make_request(const NetConf& conf, const Environment& env, const NodePolicy& policy,
+                               ipam::Strictness strictness) {
     ipam::IpamRequest req;
-    req.config = ipam::load_ipam_config(conf.ipam.raw, strictness, policed_limits());
+    req.config = ipam::load_ipam_config(conf.ipam.raw, strictness, policed_limits(policy));
     req.network = conf.name;
     req.container_id = env.container_id;
     req.ifname = env.ifname;
@@ -70,32 +70,32 @@ Result to_result(const NetConf& conf, const ipam::IpamResult& r) {
 
 }  // namespace
 
-Result embedded_ipam_add(const NetConf& conf, const Environment& env) {
+Result embedded_ipam_add(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     return translating_errors([&] {
-        const auto req = make_request(conf, env, ipam::Strictness::strict);
+        const auto req = make_request(conf, env, policy, ipam::Strictness::strict);
         const auto result = ipam::add(req);
         for (const auto& ip : result.ips) spdlog::info("rdmanet-ipam: {} for {} {}", ip.address, req.podref, env.ifname);
         return to_result(conf, result);
     });
 }
 
-void embedded_ipam_del(const NetConf& conf, const Environment& env) {
+void embedded_ipam_del(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     translating_errors([&] {
-        ipam::del(make_request(conf, env, ipam::Strictness::lenient));
+        ipam::del(make_request(conf, env, policy, ipam::Strictness::lenient));
         spdlog::info("rdmanet-ipam: released {} {}", env.container_id, env.ifname);
     });
 }
 
-void embedded_ipam_check(const NetConf& conf, const Environment& env) {
-    translating_errors([&] { ipam::check(make_request(conf, env, ipam::Strictness::strict)); });
+void embedded_ipam_check(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
+    translating_errors([&] { ipam::check(make_request(conf, env, policy, ipam::Strictness::strict)); });
 }
 
-void embedded_ipam_gc(const NetConf& conf) {
+void embedded_ipam_gc(const NetConf& conf, const NodePolicy& policy) {
     if (!conf.valid_attachments) return;
     translating_errors([&] {
         std::vector<ipam::AttachmentId> valid;
         for (const auto& a : *conf.valid_attachments) valid.push_back({a.container_id, a.ifname});
-        const auto config = ipam::load_ipam_config(conf.ipam.raw, ipam::Strictness::lenient, policed_limits());
+        const auto config = ipam::load_ipam_config(conf.ipam.raw, ipam::Strictness::lenient, policed_limits(policy));
         for (const auto& released : ipam::gc(config, conf.name, valid))
             spdlog::info("rdmanet-ipam GC: released {} of {} {}", released.ip.str(), released.owner.container_id,
                          released.owner.ifname);

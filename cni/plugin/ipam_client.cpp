@@ -38,9 +38,9 @@ nlohmann::json exec_ipam(const NetConf& conf, const Environment& env, Command co
 
 bool has_ipam(const NetConf& conf) { return !conf.ipam.type.empty(); }
 
-Result ipam_add(const NetConf& conf, const Environment& env) {
+Result ipam_add(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     if (!has_ipam(conf)) return Result{conf.cni_version, {}, {}, {}, {}};
-    if (embedded(conf)) return embedded_ipam_add(conf, env);
+    if (embedded(conf)) return embedded_ipam_add(conf, env, policy);
     auto out = exec_ipam(conf, env, Command::add, kIpamAddTimeout);
     if (!out.is_object())
         throw Error(ErrorCode::ipam_failure, "IPAM plugin " + conf.ipam.type + " returned no result");
@@ -49,16 +49,16 @@ Result ipam_add(const NetConf& conf, const Environment& env) {
     return result;
 }
 
-void ipam_del(const NetConf& conf, const Environment& env) {
+void ipam_del(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     if (!has_ipam(conf)) return;
-    if (embedded(conf)) return embedded_ipam_del(conf, env);
+    if (embedded(conf)) return embedded_ipam_del(conf, env, policy);
     exec_ipam(conf, env, Command::del, kIpamDelTimeout);
     spdlog::info("IPAM {} released", conf.ipam.type);
 }
 
-void ipam_check(const NetConf& conf, const Environment& env) {
+void ipam_check(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     if (!has_ipam(conf)) return;
-    if (embedded(conf)) return embedded_ipam_check(conf, env);
+    if (embedded(conf)) return embedded_ipam_check(conf, env, policy);
     exec_ipam(conf, env, Command::check, kIpamDelTimeout);
 }
 
@@ -75,9 +75,9 @@ bool ipam_speaks_1_1_0(const NetConf& conf, const Environment& env) {
     return false;
 }
 
-void ipam_gc(const NetConf& conf, const Environment& env) {
+void ipam_gc(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     if (!has_ipam(conf)) return;
-    if (embedded(conf)) return embedded_ipam_gc(conf);
+    if (embedded(conf)) return embedded_ipam_gc(conf, policy);
     if (!ipam_speaks_1_1_0(conf, env)) {
         spdlog::info("IPAM {} predates CNI 1.1.0: GC not forwarded", conf.ipam.type);
         return;

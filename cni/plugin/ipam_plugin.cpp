@@ -22,21 +22,21 @@ std::string spdlog_level(const std::string& level) {
     return level;
 }
 
-void handle(const Environment& env, const std::string& input, std::ostream& out) {
+void handle(const EnvLookup& lookup, const Environment& env, const std::string& input, std::ostream& out) {
     const NetConf conf = parse_ipam_plugin_conf(input, env.command);
     const auto& ipam = conf.ipam.raw;
     const std::string log_file = ipam.is_object() ? ipam.value("log_file", "") : "";
     const std::string log_level = ipam.is_object() ? ipam.value("log_level", "") : "";
     // Stand-alone, the IPAM applies the same node policy as the plugin (it runs as root too).
     const bool strict = env.command == Command::add || env.command == Command::check;
-    const NodePolicy& policy = strict ? node_policy() : node_policy_or_defaults();
+    const NodePolicy policy = load_node_policy_for(env.command, lookup);
     setup_policed_logging(policy, "ipam.log_file", log_file, spdlog_level(log_level),
                           conf.name + " " + env.container_id + " " + env.ifname, strict);
     switch (env.command) {
-    case Command::add: out << result_to_json(embedded_ipam_add(conf, env), conf.cni_version).dump() << '\n'; break;
-    case Command::del: embedded_ipam_del(conf, env); break;
-    case Command::check: embedded_ipam_check(conf, env); break;
-    case Command::gc: embedded_ipam_gc(conf); break;
+    case Command::add: out << result_to_json(embedded_ipam_add(conf, env, policy), conf.cni_version).dump() << '\n'; break;
+    case Command::del: embedded_ipam_del(conf, env, policy); break;
+    case Command::check: embedded_ipam_check(conf, env, policy); break;
+    case Command::gc: embedded_ipam_gc(conf, policy); break;
     case Command::status:
     case Command::version:
     case Command::none: break;
@@ -46,7 +46,10 @@ void handle(const Environment& env, const std::string& input, std::ostream& out)
 }  // namespace
 
 int run_ipam_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err) {
-    return run_skel(lookup, in, out, err, "rdmanet-ipam: whereabouts-compatible range IPAM", handle);
+    return run_skel(lookup, in, out, err, "rdmanet-ipam: whereabouts-compatible range IPAM",
+                    [&lookup](const Environment& env, const std::string& input, std::ostream& out) {
+                        handle(lookup, env, input, out);
+                    });
 }
 
 }  // namespace rdmanet::cni

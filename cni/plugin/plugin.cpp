@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rdmanet/cni/config/attachment_state.hpp"
-#include "rdmanet/cni/modes/backend.hpp"
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/base/failpoint.hpp"
@@ -27,12 +27,6 @@ namespace {
 
 using netns::NetNamespace;
 using netns::Rtnl;
-
-// The sysfs root can be redirected for tests that build a fake PCI tree.
-netns::Sysfs node_sysfs() {
-    const char* root = std::getenv("RDMANET_SYSFS_ROOT");
-    return netns::Sysfs(root && *root ? root : "/sys");
-}
 
 NetNamespace open_pod_netns(const std::string& path) {
     switch (netns::probe_netns(path)) {
@@ -62,32 +56,19 @@ std::unique_ptr<Rtnl> rtnl_in(const NetNamespace& ns) {
     return netns::in_netns(ns, [] { return std::make_unique<Rtnl>(); });
 }
 
-std::optional<Mode> mode_from_name(std::string_view name) {
-    if (name == mode_name(Mode::macvlan)) return Mode::macvlan;
-    if (name == mode_name(Mode::hostdev)) return Mode::hostdev;
-    if (name == mode_name(Mode::sriov)) return Mode::sriov;
-    if (name == mode_name(Mode::ipoib)) return Mode::ipoib;
-    return std::nullopt;
-}
+// One plugin call: the parsed config and environment, and everything the steps use beyond them,
+// passed down explicitly (the node policy is loaded once per call, never cached in a global).
+struct Call {
+    const NetConf& conf;
+    const Environment& env;
+    const NodePolicy& policy;
+    const StateStore& states;
+    const netns::Sysfs& sysfs;
+    const KernelServices& services;
 
-PodLink backend_add(Mode mode, const AddRequest& req) {
-    if (mode == Mode::sriov) return sriov_add(req);
-    if (mode == Mode::ipoib) return ipoib_add(req);
-    return mode == Mode::hostdev ? hostdev_add(req) : macvlan_add(req);
-}
-
-void backend_del(Mode mode, const DelRequest& req) {
-    if (mode == Mode::sriov) return sriov_del(req);
-    if (mode == Mode::ipoib) return ipoib_del(req);
-    mode == Mode::hostdev ? hostdev_del(req) : macvlan_del(req);
-}
-
-void backend_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {
-    if (conf.mode == Mode::sriov) return sriov_check(conf, env, kernel, expected);
-    if (conf.mode == Mode::ipoib) return ipoib_check(conf, env, kernel, expected);
-    conf.mode == Mode::hostdev ? hostdev_check(conf, env, kernel, expected)
-                               : macvlan_check(conf, env, kernel, expected);
-}
+    // The same call for another attachment of the same network (GC of a stale one).
+    Call with_env(const Environment& other) const { return Call{conf, other, policy, states, sysfs, services}; }
+};
 
 // Our own contribution to the result: one interface, the IPAM's addresses on it and its routes.
 Result own_result(const NetConf& conf, const Environment& env, const PodLink& link, const Result& ipam) {
@@ -128,11 +109,13 @@ void throw_if_any(const std::vector<std::string>& failures, const std::string& p
     throw Error(ErrorCode::try_again, msg);
 }
 
-void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out, const KernelServices& services) {
-    const StateStore store(StateStore::default_dir());
+void cmd_add(const Call& call, std::ostream& out) {
+    const NetConf& conf = call.conf;
+    const Environment& env = call.env;
+    const StateStore& store = call.states;
     const auto host_ns = NetNamespace::current();
     const auto pod_ns = open_pod_netns(env.netns);
-    if (pod_ns.same_as(host_ns) && !std::getenv("CNI_NETNS_OVERRIDE"))
+    if (pod_ns.same_as(host_ns))
         throw Error(8, "CNI_NETNS " + env.netns + " is the plugin's own network namespace",
                     "the runtime must call the plugin from the host namespace");
     Rtnl host;
@@ -140,11 +123,10 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out, con
     if (pod->link_by_name(env.ifname))
         throw Error(ErrorCode::device_busy, "interface " + env.ifname + " already exists in " + env.netns,
                     "choose another interface name for this network");
-    const auto sysfs = node_sysfs();
-    Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
-    kernel.vf = services.vf;
-    kernel.rdma = services.rdma;
-    kernel.ipoib = services.ipoib;
+    Kernel kernel{host_ns, host, pod_ns, *pod, call.sysfs};
+    kernel.vf = call.services.vf;
+    kernel.rdma = call.services.rdma;
+    kernel.ipoib = call.services.ipoib;
 
     AttachmentState state;
     state.network = conf.name;
@@ -156,11 +138,11 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out, con
 
     Rollback rollback;
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
-    const Result ipam = ipam_add(conf, env);
-    rollback.push("release IPAM", [&] { ipam_del(conf, env); });
+    const Result ipam = ipam_add(conf, env, call.policy);
+    rollback.push("release IPAM", [&] { ipam_del(conf, env, call.policy); });
     base::failpoint(base::Failpoint::add_after_ipam);
 
-    const PodLink link = backend_add(conf.mode, AddRequest{conf, env, kernel, rollback, state,
+    const PodLink link = mode_entry(conf.mode).add(AddRequest{conf, env, call.policy, store, kernel, rollback, state,
                                                            [&] {
                                                                store.save(state);
                                                                base::failpoint(base::Failpoint::add_after_state_saved);
@@ -179,31 +161,34 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out, con
     out << result_to_json(merge_into_prev(conf, own), conf.cni_version).dump() << '\n';
 }
 
-void cmd_del(const NetConf& conf, const Environment& env, const KernelServices& services) {
-    const StateStore store(StateStore::default_dir());
+void cmd_del(const Call& call) {
+    const NetConf& conf = call.conf;
+    const Environment& env = call.env;
+    const StateStore& store = call.states;
     const auto state = store.load(conf.name, env.container_id, env.ifname);
     std::vector<std::string> failures;
 
     // IPAM first: a failure later must never leak the address (REFERENCE §7.1).
     try {
-        ipam_del(conf, env);
+        ipam_del(conf, env, call.policy);
     } catch (const std::exception& e) {
         failures.push_back(std::string("IPAM release: ") + e.what());
     }
     base::failpoint(base::Failpoint::del_after_ipam);
 
-    const Mode mode = state ? mode_from_name(state->mode).value_or(conf.mode) : conf.mode;
+    // The mode ADD recorded wins over today's config (which may have changed since).
+    const ModeEntry* recorded = state ? find_mode_entry(state->mode) : nullptr;
+    const ModeEntry& mode = recorded ? *recorded : mode_entry(conf.mode);
     try {
         const auto host_ns = NetNamespace::current();
         Rtnl host;
         const auto pod_ns = open_pod_netns_if_alive(env.netns);
         std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
-        const auto sysfs = node_sysfs();
-        DelRequest del{env, state, host, host_ns, pod.get(), sysfs};
+        DelRequest del{env, state, call.policy, store, host, host_ns, pod.get(), call.sysfs};
         del.pod_ns = pod_ns ? &*pod_ns : nullptr;
-        del.vf = services.vf;
-        del.rdma = services.rdma;
-        backend_del(mode, del);
+        del.vf = call.services.vf;
+        del.rdma = call.services.rdma;
+        mode.del(del);
     } catch (const std::exception& e) {
         failures.push_back(std::string("interface teardown: ") + e.what());
     }
@@ -215,7 +200,9 @@ void cmd_del(const NetConf& conf, const Environment& env, const KernelServices& 
     spdlog::info("DEL done");
 }
 
-void cmd_check(const NetConf& conf, const Environment& env, const KernelServices& services) {
+void cmd_check(const Call& call) {
+    const NetConf& conf = call.conf;
+    const Environment& env = call.env;
     if (!conf.prev_result)
         throw Error(ErrorCode::invalid_config, "CHECK needs prevResult", "the runtime passes the ADD result");
     const auto& prev = *conf.prev_result;
@@ -227,38 +214,38 @@ void cmd_check(const NetConf& conf, const Environment& env, const KernelServices
         throw Error(ErrorCode::invalid_config,
                     "prevResult has no interface " + env.ifname + " in sandbox " + env.netns);
 
-    ipam_check(conf, env);
+    ipam_check(conf, env, call.policy);
     const auto host_ns = NetNamespace::current();
     const auto pod_ns = open_pod_netns(env.netns);
     Rtnl host;
     const auto pod = rtnl_in(pod_ns);
-    const auto sysfs = node_sysfs();
-    Kernel kernel{host_ns, host, pod_ns, *pod, sysfs};
-    kernel.vf = services.vf;
-    kernel.rdma = services.rdma;
-    kernel.ipoib = services.ipoib;
-    backend_check(conf, env, kernel, prev.interfaces[index]);
+    Kernel kernel{host_ns, host, pod_ns, *pod, call.sysfs};
+    kernel.vf = call.services.vf;
+    kernel.rdma = call.services.rdma;
+    kernel.ipoib = call.services.ipoib;
+    mode_entry(conf.mode).check(CheckRequest{conf, env, call.policy, call.states, kernel, prev.interfaces[index]});
 
     // Addresses as the final result lists them on our interface; routes only those we added
     // (later plugins may change routes, and CHECK verifies only what we own).
     Result expected;
     for (const auto& ip : prev.ips)
         if (ip.interface && *ip.interface == index) expected.ips.push_back(ip);
-    const StateStore store(StateStore::default_dir());
-    if (auto state = store.load(conf.name, env.container_id, env.ifname)) {
+    if (auto state = call.states.load(conf.name, env.container_id, env.ifname)) {
         expected.routes = result_from_json(state->result).routes;
     }
     auto link = pod->link_by_name(env.ifname);
-    if (!link) return;   // sriov DPDK VF: no netdev, no addresses applied (backend_check saw to the rest)
+    if (!link) return;   // sriov DPDK VF: no netdev, no addresses applied (the mode's check saw to the rest)
     check_pod_interface(*pod, link->index, env.ifname, expected, index);
 }
 
-void cmd_gc(const NetConf& conf, const Environment& env, const KernelServices& services) {
+void cmd_gc(const Call& call) {
+    const NetConf& conf = call.conf;
+    const Environment& env = call.env;
     if (!conf.valid_attachments) {
         spdlog::info("GC without cni.dev/valid-attachments: nothing to do");
         return;
     }
-    const StateStore store(StateStore::default_dir());
+    const StateStore& store = call.states;
     std::vector<std::string> failures;   // one stuck attachment must not keep the others leaked
     for (const auto& state : store.list(conf.name)) {
         const AttachmentKey key{state.container_id, state.ifname};
@@ -271,18 +258,19 @@ void cmd_gc(const NetConf& conf, const Environment& env, const KernelServices& s
         stale.ifname = state.ifname;
         stale.netns = state.netns;
         try {
-            cmd_del(conf, stale, services);
+            cmd_del(call.with_env(stale));
         } catch (const Error& e) {
             failures.push_back(state.container_id + "/" + state.ifname + ": " + e.msg());
         }
     }
-    ipam_gc(conf, env);
+    ipam_gc(conf, env, call.policy);
     throw_if_any(failures, "GC could not release every stale attachment: ");
 }
 
-void cmd_status(const NetConf& conf, const Environment& env) {
+void cmd_status(const Call& call) {
+    const NetConf& conf = call.conf;
     try {
-        ipam_status(conf, env);
+        ipam_status(conf, call.env);
     } catch (const Error& e) {
         throw Error(ErrorCode::not_available, "IPAM " + conf.ipam.type + " not available: " + e.msg(),
                     e.details());
@@ -298,12 +286,16 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
 int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err,
                const KernelServices& services) {
     return run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
-                    [&services](const Environment& env, const std::string& input, std::ostream& result_out) {
+                    [&services, &lookup](const Environment& env, const std::string& input, std::ostream& result_out) {
                         const NetConf conf = parse_net_conf(input, env.command);
                         // The node policy: ADD/CHECK fail closed on a broken policy file, teardown
-                        // and reports run with the defaults then (README "Security model").
+                        // and reports run with the defaults then (docs/security.md).
                         const bool strict = env.command == Command::add || env.command == Command::check;
-                        const NodePolicy& policy = strict ? node_policy() : node_policy_or_defaults();
+                        const NodePolicy policy = load_node_policy_for(env.command, lookup);
+                        const StateStore states(policy);
+                        const netns::Sysfs real_sysfs("/sys");
+                        const Call call{conf, env, policy, states, services.sysfs ? *services.sysfs : real_sysfs,
+                                        services};
                         setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
                                               conf.name + " " + env.container_id + " " + env.ifname, strict);
                         if (strict) check_mode_allowed(policy, mode_name(conf.mode));
@@ -315,11 +307,11 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
                         spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode),
                                      env.netns);
                         switch (env.command) {
-                        case Command::add: cmd_add(conf, env, result_out, services); break;
-                        case Command::del: cmd_del(conf, env, services); break;
-                        case Command::check: cmd_check(conf, env, services); break;
-                        case Command::gc: cmd_gc(conf, env, services); break;
-                        case Command::status: cmd_status(conf, env); break;
+                        case Command::add: cmd_add(call, result_out); break;
+                        case Command::del: cmd_del(call); break;
+                        case Command::check: cmd_check(call); break;
+                        case Command::gc: cmd_gc(call); break;
+                        case Command::status: cmd_status(call); break;
                         case Command::version:
                         case Command::none: break;
                         }

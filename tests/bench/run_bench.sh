@@ -54,9 +54,9 @@ for l in "${LINKS[@]}"; do
   ip link set "$l" up
   ip link set "${l%0}1" up
 done
-export RDMANET_STATE_DIR=$WORK/state
-# Node policy for this run: the IPAM data dirs (and logs) live in $WORK, not /var/lib, /var/log.
-printf '{"ipamDataDirs":["%s"],"logDir":"%s"}\n' "$WORK" "$WORK" > "$WORK/policy.json"
+# Node policy for this run: attachment state, IPAM data dirs and logs live in $WORK, not /var/lib,
+# /var/log.
+printf '{"ipamDataDirs":["%s"],"logDir":"%s","stateDir":"%s/state"}\n' "$WORK" "$WORK" "$WORK" > "$WORK/policy.json"
 export RDMANET_POLICY_FILE=$WORK/policy.json
 
 # conf NAME TYPE-SPECIFIC-JSON SUBNET: a plugin config as libcni hands it over (name and

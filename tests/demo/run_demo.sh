@@ -27,9 +27,9 @@ done
 UPLINK=${TAG}u0
 PODS=("$TAG-pod1" "$TAG-pod2")
 WORK=$(mktemp -d /tmp/rdmanet-demo.XXXXXX)
-export RDMANET_STATE_DIR=$WORK/state
-# Node policy for this run: the IPAM data dirs (and logs) live in $WORK, not /var/lib, /var/log.
-printf '{"ipamDataDirs":["%s"],"logDir":"%s"}\n' "$WORK" "$WORK" > "$WORK/policy.json"
+# Node policy for this run: attachment state, IPAM data dirs and logs live in $WORK, not /var/lib,
+# /var/log.
+printf '{"ipamDataDirs":["%s"],"logDir":"%s","stateDir":"%s/state"}\n' "$WORK" "$WORK" "$WORK" > "$WORK/policy.json"
 export RDMANET_POLICY_FILE=$WORK/policy.json
 
 cleanup() {

@@ -27,7 +27,7 @@ SriovNode::SriovNode(const Workspace& workspace, const std::string& rdma_mode)
 
 std::map<std::string, std::string> SriovNode::env() const {
     auto e = ws.env();
-    e["RDMANET_SYSFS_ROOT"] = tree.root();
+    e[kFakeSysfsRootEnv] = tree.root();
     e[kFakeKernelStateEnv] = kernel.path();
     return e;
 }
@@ -59,7 +59,7 @@ IpoibNode::IpoibNode(const Workspace& workspace) : ws(workspace), kernel(workspa
 
 std::map<std::string, std::string> IpoibNode::env() const {
     auto e = ws.env();
-    e["RDMANET_SYSFS_ROOT"] = sys.root();
+    e[kFakeSysfsRootEnv] = sys.root();
     e[kFakeKernelStateEnv] = kernel.path();
     return e;
 }

@@ -36,7 +36,7 @@ struct SriovNode {
     FakeSysfs tree;
     FakeKernelFile kernel;
 
-    // ws.env() plus RDMANET_SYSFS_ROOT and RDMANET_FAKE_KERNEL_STATE.
+    // ws.env() plus RDMANET_FAKE_SYSFS_ROOT and RDMANET_FAKE_KERNEL_STATE.
     std::map<std::string, std::string> env() const;
     // The VF as the fake kernel holds it now (VfInfo JSON).
     nlohmann::json vf(const std::string& pf_name, unsigned index) const;

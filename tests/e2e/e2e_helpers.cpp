@@ -54,7 +54,8 @@ Workspace::Workspace() {
                               {"ipamDataDirs", here},
                               {"ipamConfigDirs", here},
                               {"kubeconfigDirs", here},
-                              {"deviceInfoDirs", {path("devinfo")}}}
+                              {"deviceInfoDirs", {path("devinfo")}},
+                              {"stateDir", state_dir()}}
                              .dump());
 }
 

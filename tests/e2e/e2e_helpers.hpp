@@ -31,12 +31,10 @@ public:
     std::string state_dir() const { return path("state"); }
     std::string cache_dir() const { return path("cache"); }
     std::string ipam_dir() const { return path("ipam"); }
-    // Environment for the plugin (libcni passes the caller's environment on): our state dir,
-    // never the machine's /var/lib/cni/rdmanet, and a node policy (policy_file()) that puts the
-    // log dir and the IPAM's allowed dirs inside the workspace instead of /var/log, /etc/cni.
-    std::map<std::string, std::string> env() const {
-        return {{"RDMANET_STATE_DIR", state_dir()}, {"RDMANET_POLICY_FILE", policy_file()}};
-    }
+    // Environment for the plugin (libcni passes the caller's environment on): a node policy
+    // (policy_file()) that puts the state dir, the log dir and the IPAM's allowed dirs inside the
+    // workspace instead of /var/lib/cni/rdmanet, /var/log, /etc/cni.
+    std::map<std::string, std::string> env() const { return {{"RDMANET_POLICY_FILE", policy_file()}}; }
     std::string policy_file() const { return path("policy.json"); }
     // The audit log of that policy (every refusal appends one line).
     std::string audit_log() const { return path("policy.log"); }

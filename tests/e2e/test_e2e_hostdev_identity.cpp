@@ -2,11 +2,12 @@
 // and a device the kernel already handed back to the host before DEL: when a pod netns dies, the
 // kernel returns a physical netdev to the host under its pod name with its alias (REFERENCE 3.1);
 // DEL must find it by its saved PCI identity and restore its name. The sysfs view is a fake tree
-// (RDMANET_SYSFS_ROOT) that maps a PCI address onto a real veth end, as the kernel's sysfs does.
+// (rdmanet-fakekernel with only its sysfs fake) that maps a PCI address onto a real veth end, as the kernel's sysfs does.
 #include <filesystem>
 
 #include <catch2/catch.hpp>
 
+#include "e2e/e2e_fakekernel.hpp"
 #include "e2e/e2e_helpers.hpp"
 
 using namespace rdmanet::test;
@@ -29,7 +30,7 @@ void fake_pci_netdev(const std::string& root, const std::string& ifname) {
 
 std::map<std::string, std::string> env_with_sysfs(const Workspace& ws) {
     auto env = ws.env();
-    env["RDMANET_SYSFS_ROOT"] = ws.path("sysfs");
+    env[rdmanet::test::kFakeSysfsRootEnv] = ws.path("sysfs");
     return env;
 }
 
@@ -55,7 +56,7 @@ TEST_CASE("hostdev selected by PCI address (Multus deviceID) and by MAC", "[e2e]
 
     const auto conf = plugin_stdin("e2e-hsel", "1.1.0", hostdev_by(selector, host_local(ws, "10.250.40.0/24")));
     const auto id = container_id();
-    const auto add = invoke_plugin(rdmanet_path(), {"ADD", id, pod.path(), "net1", std::nullopt,
+    const auto add = invoke_plugin(fakekernel_path(), {"ADD", id, pod.path(), "net1", std::nullopt,
                                                     default_cni_path(), conf.dump()},
                                    env_with_sysfs(ws));
     INFO(add.describe());
@@ -66,7 +67,7 @@ TEST_CASE("hostdev selected by PCI address (Multus deviceID) and by MAC", "[e2e]
     CHECK(link_alias(*moved) == dev.name_a());
     if (!selector.contains("hwaddr")) CHECK(add.json["interfaces"][0]["pciID"] == kPci);
 
-    const auto del = invoke_plugin(rdmanet_path(), {"DEL", id, pod.path(), "net1", std::nullopt,
+    const auto del = invoke_plugin(fakekernel_path(), {"DEL", id, pod.path(), "net1", std::nullopt,
                                                     default_cni_path(), conf.dump()},
                                    env_with_sysfs(ws));
     INFO(del.describe());
@@ -88,7 +89,7 @@ TEST_CASE("hostdev DEL recovers a device the kernel already returned under its p
                                    hostdev_by({{"deviceID", kPci}}, host_local(ws, "10.250.41.0/24")));
     const auto id = container_id();
     const PluginRequest add_req{"ADD", id, pod.path(), "net1", std::nullopt, default_cni_path(), conf.dump()};
-    const auto add = invoke_plugin(rdmanet_path(), add_req, env_with_sysfs(ws));
+    const auto add = invoke_plugin(fakekernel_path(), add_req, env_with_sysfs(ws));
     INFO(add.describe());
     REQUIRE(add.ok());
 
@@ -103,14 +104,14 @@ TEST_CASE("hostdev DEL recovers a device the kernel already returned under its p
         run_command_checked({"ip", "netns", "del", pod.name()});
         auto del_req = add_req;
         del_req.command = "DEL";
-        const auto del = invoke_plugin(rdmanet_path(), del_req, env_with_sysfs(ws));
+        const auto del = invoke_plugin(fakekernel_path(), del_req, env_with_sysfs(ws));
         INFO(del.describe());
         REQUIRE(del.ok());
     }
     SECTION("the pod netns still exists but no longer holds the device") {
         auto del_req = add_req;
         del_req.command = "DEL";
-        const auto del = invoke_plugin(rdmanet_path(), del_req, env_with_sysfs(ws));
+        const auto del = invoke_plugin(fakekernel_path(), del_req, env_with_sysfs(ws));
         INFO(del.describe());
         REQUIRE(del.ok());
     }

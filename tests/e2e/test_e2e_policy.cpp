@@ -14,6 +14,7 @@
 
 #include "e2e/e2e_helpers.hpp"
 #include "rdmanet/base/fd.hpp"
+#include "support/fake_kernel_file.hpp"
 #include "support/fake_sysfs.hpp"
 
 using namespace rdmanet::test;
@@ -53,9 +54,10 @@ struct SimulatedNode {
 };
 
 // A script that runs bin/<plugin> inside the node's netns, as the runtime would on that node.
-std::string plugin_in(const Workspace& ws, const SimulatedNode& sim, const std::string& plugin = "rdmanet") {
+std::string plugin_in(const Workspace& ws, const SimulatedNode& sim, const std::string& plugin = "rdmanet",
+                      const std::string& dir = bin_dir()) {
     const std::string script = ws.path("in-node-" + plugin + ".sh");
-    std::ofstream(script) << "#!/bin/sh\nexec ip netns exec " << sim.node.name() << " " << bin_dir() << "/" << plugin
+    std::ofstream(script) << "#!/bin/sh\nexec ip netns exec " << sim.node.name() << " " << dir << "/" << plugin
                           << " \"$@\"\n";
     ::chmod(script.c_str(), 0755);
     return script;
@@ -247,8 +249,9 @@ TEST_CASE("policy: sriov with a VF netdev the node needs, or outside the allow-l
     tree.add_vf("0000:af:00.0", 0, "0000:af:00.1", sim.uplink_dev());
     tree.add_vf("0000:af:00.0", 1, "0000:af:00.2", "lo");
     tree.add_vf("0000:af:00.0", 2, "0000:af:00.3", sim.other.name_a());
-    const auto plugin = plugin_in(ws, sim);
-    const std::map<std::string, std::string> sysfs_env = {{"RDMANET_SYSFS_ROOT", tree.root()}};
+    // The plugin with only sysfs fake (rdmanet-fakekernel without a fake-kernel state file).
+    const auto plugin = plugin_in(ws, sim, "rdmanet-fakekernel", rdmanet::test::test_bin_dir());
+    const std::map<std::string, std::string> sysfs_env = {{rdmanet::test::kFakeSysfsRootEnv, tree.root()}};
     auto sriov = [&](const std::string& pci) { return plugin_conf("pol-sriov", {{"mode", "sriov"}, {"deviceID", pci}}); };
 
     struct Case {

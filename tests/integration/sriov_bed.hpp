@@ -5,6 +5,7 @@
 // through run_plugin's KernelServices seam.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "netns_helpers.hpp"
 #include "rdmanet/cni/plugin/plugin.hpp"
+#include "rdmanet/netns/sysfs.hpp"
 #include "support/fake_sriov_node.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/fake_vf_control.hpp"
@@ -24,24 +26,6 @@ inline constexpr const char* kVfPci = FakeSriovNode::kVfPci;
 inline constexpr const char* kVfioPci = FakeSriovNode::kVfioPci;
 inline constexpr const char* kIbPfPci = FakeSriovNode::kIbPfPci;
 inline constexpr const char* kIbVfPci = FakeSriovNode::kIbVfPci;
-
-// setenv for the test's lifetime (the plugin reads its state dir and sysfs root from the process
-// environment), restored on destruction.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        ::setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (old_) ::setenv(name_, old_->c_str(), 1);
-        else ::unsetenv(name_);
-    }
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
 
 struct Outcome {
     int rc = -1;
@@ -68,8 +52,8 @@ public:
           pf(unique_name("pf")),
           ibpf(unique_name("ibpf")),
           work(make_workdir()),
-          state_env("RDMANET_STATE_DIR", work + "/state"),
-          sysfs_env("RDMANET_SYSFS_ROOT", tree.root()) {
+          sysfs(tree.root()),
+          policy_file(write_policy(work)) {
         // The same node as the e2e tests', without an RDMA device on the IB VF (this bed runs
         // with the real kernel's RDMA netlink, which has none).
         FakeSriovNode{pf, ibpf, vf0.name_a(), ibvf.name_a()}.build(tree, fake);
@@ -88,6 +72,7 @@ public:
                                                   {"CNI_IFNAME", "net1"},
                                                   {"CNI_PATH", "/nonexistent"}};
         if (!cni_args.empty()) env["CNI_ARGS"] = cni_args;
+        env["RDMANET_POLICY_FILE"] = policy_file;
         const cni::EnvLookup lookup = [env](const char* name) -> std::optional<std::string> {
             auto it = env.find(name);
             if (it == env.end()) return std::nullopt;
@@ -97,6 +82,7 @@ public:
         std::ostringstream out, err;
         cni::KernelServices services;
         services.vf = &fake;
+        services.sysfs = &sysfs;
         Outcome o;
         o.rc = cni::run_plugin(lookup, in, out, err, services);
         o.raw = out.str();
@@ -148,8 +134,24 @@ private:
         if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp");
         return pattern;
     }
-    ScopedEnv state_env;
-    ScopedEnv sysfs_env;
+    // The test process's policy (allowing the temp dir for IPAM stores and device-info files)
+    // with this bed's own state dir.
+    static std::string write_policy(const std::string& dir) {
+        nlohmann::json policy = nlohmann::json::object();
+        if (const char* path = std::getenv("RDMANET_POLICY_FILE")) {
+            std::ifstream in(path);
+            policy = nlohmann::json::parse(in, nullptr, false);
+            if (!policy.is_object()) policy = nlohmann::json::object();
+        }
+        policy["stateDir"] = dir + "/state";
+        const std::string file = dir + "/policy.json";
+        std::ofstream(file, std::ios::trunc) << policy.dump();
+        return file;
+    }
+
+public:
+    netns::Sysfs sysfs;
+    std::string policy_file;
 };
 
 }  // namespace rdmanet::test::sriov

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "support/mode_context.hpp"
 #include "netns_helpers.hpp"
 #include "rdmanet/cni/modes/backend.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
@@ -29,6 +30,7 @@ struct IpoibRig : HostAndPod {
     NetConf conf;
     Environment env;
     AttachmentState state;
+    rdmanet::test::ModeContext ctx;
 
     IpoibRig() : HostAndPod("ibh", "ibp") {
         kernel.ipoib = &links;
@@ -41,10 +43,10 @@ struct IpoibRig : HostAndPod {
         sys.add_netdev(parent.name_a(), 32, "0xffff", "connected");
         host_rtnl->set_mtu(index_of(*host_rtnl, parent.name_a()), 4092);
     }
-    PodLink add(Rollback& rollback) { return ipoib_add(AddRequest{conf, env, kernel, rollback, state, [] {}}); }
+    PodLink add(Rollback& rollback) { return ipoib_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}}); }
     void del() {
         const std::optional<AttachmentState> saved = state;
-        DelRequest req{env, saved, *host_rtnl, host_ns, pod_rtnl.get(), sysfs};
+        DelRequest req{env, saved, ctx.policy, ctx.states, *host_rtnl, host_ns, pod_rtnl.get(), sysfs};
         req.pod_ns = &pod_ns;
         ipoib_del(req);
     }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/mode_context.hpp"
 #include "unit/cni_test_helpers.hpp"
 #include "netns_helpers.hpp"
 #include "rdmanet/cni/modes/backend.hpp"
@@ -35,6 +36,7 @@ struct Rig : HostAndPod {
     NetConf conf;
     Environment env;
     AttachmentState state;
+    rdmanet::test::ModeContext ctx;
     int saves = 0;
 
     // The veth plays a RoCE function whose RDMA device `rdma_name` names it in its GID table.
@@ -58,11 +60,11 @@ struct Rig : HostAndPod {
         kernel.rdma_cm = &rdma_cm;
     }
     PodLink add(Rollback& rollback) {
-        return hostdev_add(AddRequest{conf, env, kernel, rollback, state, [this] { ++saves; }});
+        return hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [this] { ++saves; }});
     }
     void del() {
         const std::optional<AttachmentState> saved = state;
-        DelRequest req{env, saved, *host_rtnl, host_ns, pod_rtnl.get(), sysfs};
+        DelRequest req{env, saved, ctx.policy, ctx.states, *host_rtnl, host_ns, pod_rtnl.get(), sysfs};
         req.pod_ns = &pod_ns;
         req.rdma = &access;
         hostdev_del(req);
@@ -244,7 +246,7 @@ TEST_CASE("macvlan with isolation required: refused before anything is created",
     rig.conf.macvlan.master = rig.veth.name_a();
     rig.conf.rdma.isolation = RdmaIsolation::required;
     Rollback rollback;
-    const auto e = cni::testing::expect_cni_error([&] { macvlan_add(AddRequest{rig.conf, rig.env, rig.kernel, rollback, rig.state, [] {}}); });
+    const auto e = cni::testing::expect_cni_error([&] { macvlan_add(AddRequest{rig.conf, rig.env, rig.ctx.policy, rig.ctx.states, rig.kernel, rollback, rig.state, [] {}}); });
     CHECK(e.code() == static_cast<int>(ErrorCode::invalid_config));
     CHECK_THAT(e.msg(), Catch::Contains("cannot own its parent's RDMA device"));
     CHECK(rig.pod_rtnl->links().size() == 1);   // only lo
@@ -253,7 +255,7 @@ TEST_CASE("macvlan with isolation required: refused before anything is created",
         rig.conf.rdma.isolation = RdmaIsolation::auto_;
         rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
         Rollback ok;
-        macvlan_add(AddRequest{rig.conf, rig.env, rig.kernel, ok, rig.state, [] {}});
+        macvlan_add(AddRequest{rig.conf, rig.env, rig.ctx.policy, rig.ctx.states, rig.kernel, ok, rig.state, [] {}});
         ok.commit();
         CHECK(rig.netdev_in_pod());
         CHECK(rig.moves() == 0);
@@ -273,6 +275,7 @@ struct DevinfoRig : HostAndPod {
     NetConf conf;
     Environment env;
     AttachmentState state;
+    rdmanet::test::ModeContext ctx;
     std::string devinfo = tree.root() + "/devinfo/net-c1_net1";
 
     DevinfoRig() : HostAndPod("dih", "dip") {
@@ -290,7 +293,7 @@ struct DevinfoRig : HostAndPod {
     }
     void add() {
         Rollback rollback;
-        hostdev_add(AddRequest{conf, env, kernel, rollback, state, [] {}});
+        hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}});
         rollback.commit();
     }
     nlohmann::json read_devinfo() const {
@@ -343,7 +346,7 @@ TEST_CASE("hostdev writes Multus' device-info file for a PCI netdev", "[rdma][ho
         rig.conf.hostdev.device = rig.veth.name_a();
         {
             Rollback rollback;
-            hostdev_add(AddRequest{rig.conf, rig.env, rig.kernel, rollback, rig.state, [] {}});
+            hostdev_add(AddRequest{rig.conf, rig.env, rig.ctx.policy, rig.ctx.states, rig.kernel, rollback, rig.state, [] {}});
             CHECK(std::filesystem::exists(rig.devinfo));
         }
         CHECK_FALSE(std::filesystem::exists(rig.devinfo));

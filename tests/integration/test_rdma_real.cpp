@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "support/mode_context.hpp"
 #include "netns_helpers.hpp"
 #include "rdmanet/cni/modes/backend.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
@@ -91,6 +92,7 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
     env.container_id = "lab";
     env.ifname = "net1";
     AttachmentState state;
+    rdmanet::test::ModeContext ctx;
     const auto before = host.link_by_name(netdev);
     REQUIRE(before);
 
@@ -106,7 +108,7 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
             {
                 Rollback rollback;
                 const auto e = cni::testing::expect_cni_error(
-                    [&] { hostdev_add(AddRequest{conf, env, kernel, rollback, state, [] {}}); });
+                    [&] { hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}}); });
                 CHECK(e.code() == static_cast<int>(ErrorCode::kernel_failure));
                 CHECK_THAT(e.msg(), Catch::Contains(device));
             }
@@ -130,7 +132,7 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
         env.netns = pod.path();
         Kernel kernel{host_ns, host, pod_ns, *pod_rtnl, sysfs};
         Rollback rollback;
-        hostdev_add(AddRequest{conf, env, kernel, rollback, state, [] {}});
+        hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}});
         rollback.commit();
         CHECK(pod_rtnl->link_by_name("net1"));
         CHECK(state.rdma_device.empty());
@@ -140,7 +142,7 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
         auto in_pod = netns::in_netns(pod_ns, [] { return netns::open_rdma_netlink(); });
         CHECK(in_pod->devices() == host_nl->devices());
         const std::optional<AttachmentState> saved = state;
-        DelRequest del{env, saved, host, host_ns, pod_rtnl.get(), sysfs};
+        DelRequest del{env, saved, ctx.policy, ctx.states, host, host_ns, pod_rtnl.get(), sysfs};
         del.pod_ns = &pod_ns;
         hostdev_del(del);
         CHECK(host.link_by_name(netdev));

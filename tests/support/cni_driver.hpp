@@ -50,7 +50,7 @@ struct DriverRequest {
 };
 
 // Runs bin/cni-driver; `env` is added to the driver's environment and libcni passes it on to the
-// plugin (RDMANET_STATE_DIR, for instance).
+// plugin (RDMANET_POLICY_FILE, for instance).
 CniOutcome run_driver(const DriverRequest& request, const std::map<std::string, std::string>& env = {},
                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
 

@@ -20,7 +20,7 @@
 // An RDMA device's "owner" is 0 for the initial namespace, else the nsfs inode of the namespace
 // holding it; on every load a device whose namespace no longer exists returns to the initial one
 // (what the kernel does when a namespace dies). Its optional "pci" names its PCI function in the
-// fake sysfs tree (RDMANET_SYSFS_ROOT): a device that leaves the initial namespace disappears from
+// fake sysfs tree (RDMANET_FAKE_SYSFS_ROOT): a device that leaves the initial namespace disappears from
 // class/infiniband and the function's infiniband/ dir, and reappears when it comes back, as the
 // kernel's host view does in exclusive mode.
 #include <functional>
@@ -40,6 +40,8 @@ namespace rdmanet::test {
 
 // The environment variable naming the state file of rdmanet-fakekernel.
 inline constexpr const char* kFakeKernelStateEnv = "RDMANET_FAKE_KERNEL_STATE";
+// rdmanet-fakekernel reads sysfs under this root instead of /sys (a fake PCI/RDMA tree).
+inline constexpr const char* kFakeSysfsRootEnv = "RDMANET_FAKE_SYSFS_ROOT";
 // <build>/test-bin: test-only executables (rdmanet-fakekernel), kept apart from the product's bin/.
 std::string test_bin_dir();
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ipam_test_util.hpp"
+#include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 
@@ -66,12 +67,12 @@ struct HostTree {
 
 }  // namespace
 
-TEST_CASE("install: write_file_atomic replaces by rename and leaves no temporary file", "[ctl][install]") {
+TEST_CASE("base: write_file_atomically replaces by rename and leaves no temporary file", "[ctl][install]") {
     ipam_test::TempDir dir;
     const auto path = dir.sub("file");
     write(path, "old");
     const auto old_inode = inode_of(path);
-    write_file_atomic(path, "new content", 0640);
+    rdmanet::base::write_file_atomically(path, "new content", 0640);
     CHECK(slurp(path) == "new content");
     CHECK(mode_of(path) == 0640);
     // A new inode: a process that had the old file open (or is exec'ing it) keeps the old bytes.
@@ -82,7 +83,7 @@ TEST_CASE("install: write_file_atomic replaces by rename and leaves no temporary
         CHECK(e.path().filename() == "file");
     }
     CHECK(entries == 1);
-    CHECK_THROWS_WITH(write_file_atomic(dir.sub("missing/file"), "x", 0600),
+    CHECK_THROWS_WITH(rdmanet::base::write_file_atomically(dir.sub("missing/file"), "x", 0600),
                       Catch::Contains("cannot create a temporary file in"));
 }
 

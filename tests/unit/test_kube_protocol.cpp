@@ -1,6 +1,7 @@
 // Kubernetes datastore: request building (whereabouts wire format), Status mapping, retry policy.
 #include <catch2/catch.hpp>
 
+#include "rdmanet/base/ip.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/retry.hpp"
 #include "rdmanet/ipam/kube/status.hpp"
@@ -9,7 +10,7 @@
 
 using namespace rdmanet::ipam;
 using namespace rdmanet::ipam::kube;
-namespace netns = rdmanet::netns;
+namespace base = rdmanet::base;
 using nlohmann::json;
 using std::chrono::milliseconds;
 

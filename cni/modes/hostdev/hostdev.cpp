@@ -115,7 +115,7 @@ void write_hostdev_device_info(const AddRequest& req) {
         if (!devices.empty()) rdma = devices.front();
     }
     const std::string path = *file;
-    const auto& dirs = node_policy().device_info_dirs;
+    const auto& dirs = req.policy.device_info_dirs;
     req.rollback.push("remove device-info file " + path, [path, dirs] { sriov::remove_device_info(dirs, path); });
     sriov::write_device_info(dirs, path, pci, pf_pci_of(req.kernel.sysfs, pci), rdma);
 }
@@ -127,8 +127,8 @@ PodLink hostdev_add(const AddRequest& req) {
     const auto dev = resolve_device(req.conf.hostdev, host, req.kernel.sysfs);
     // Node policy and built-in protections (loopback, the node's uplink, a device another pod
     // holds), before anything about the device changes.
-    check_device_move(node_policy(), host, req.kernel.sysfs, dev, mode_name(req.conf.mode),
-                      StateStore(StateStore::default_dir()), AttachmentKey{req.env.container_id, req.env.ifname});
+    check_device_move(req.policy, host, req.kernel.sysfs, dev, mode_name(req.conf.mode),
+                      req.states, AttachmentKey{req.env.container_id, req.env.ifname});
 
     req.state.host_ifname = dev.name;
     req.state.host_mac = dev.mac;
@@ -212,7 +212,10 @@ void hostdev_del(const DelRequest& req) {
     rdma_isolation_del(req);   // after the netdev, the reverse of ADD
 }
 
-void hostdev_check(const NetConf&, const Environment& env, Kernel& kernel, const Interface& expected) {
+void hostdev_check(const CheckRequest& req) {
+    const Environment& env = req.env;
+    Kernel& kernel = req.kernel;
+    const Interface& expected = req.expected;
     auto link = kernel.pod.link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
     if (link->alias.empty())

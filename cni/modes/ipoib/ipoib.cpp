@@ -57,7 +57,7 @@ PodLink ipoib_add(const AddRequest& req) {
     netns::Rtnl& host = req.kernel.host;
     const auto master = find_master(host, conf.master);
     // Node policy (README "Security model"): loopback never, the uplink only when allowed.
-    check_master(node_policy(), host, req.kernel.sysfs, master, mode_name(req.conf.mode));
+    check_master(req.policy, host, req.kernel.sysfs, master, mode_name(req.conf.mode));
     const auto parent = read_parent(req.kernel.sysfs, master.name);
     if (conf.mtu > master.mtu)
         throw Error(ErrorCode::invalid_config,
@@ -113,7 +113,11 @@ void ipoib_del(const DelRequest& req) {
     delete_pod_child(req, kind, "IPoIB child");
 }
 
-void ipoib_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {
+void ipoib_check(const CheckRequest& req) {
+    const NetConf& conf = req.conf;
+    const Environment& env = req.env;
+    Kernel& kernel = req.kernel;
+    const Interface& expected = req.expected;
     find_master(kernel.host, conf.ipoib.master);
     auto link = kernel.pod.link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);

@@ -41,7 +41,7 @@ std::string temporary_link_name() {
 PodLink macvlan_add(const AddRequest& req) {
     const auto& mv = req.conf.macvlan;
     const auto master = find_master(req.kernel.host, mv.master);
-    check_master(node_policy(), req.kernel.host, req.kernel.sysfs, master, mode_name(req.conf.mode));
+    check_master(req.policy, req.kernel.host, req.kernel.sysfs, master, mode_name(req.conf.mode));
     if (mv.mtu > master.mtu)
         throw Error(ErrorCode::invalid_config,
                     "mtu " + std::to_string(mv.mtu) + " is larger than master " + master.name +
@@ -94,7 +94,11 @@ void delete_pod_child(const DelRequest& req, std::string_view kind, std::string_
 
 void macvlan_del(const DelRequest& req) { delete_pod_child(req, "macvlan", "macvlan"); }
 
-void macvlan_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {
+void macvlan_check(const CheckRequest& req) {
+    const NetConf& conf = req.conf;
+    const Environment& env = req.env;
+    Kernel& kernel = req.kernel;
+    const Interface& expected = req.expected;
     const auto master = find_master(kernel.host, conf.macvlan.master);
     auto link = kernel.pod.link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);

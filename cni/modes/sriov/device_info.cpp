@@ -15,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/cni/protocol/json.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/ipam/core/confined_file.hpp"
@@ -105,16 +106,11 @@ void write_device_info(const std::vector<std::string>& allowed_dirs, const std::
     if (!pf_pci.empty()) info["pci"]["pf-pci-address"] = pf_pci;
     if (!rdma_device.empty()) info["pci"]["rdma-device"] = rdma_device;
 
-    // Temp + rename in the same directory fd: Multus (or the pod's reader) never sees half a file.
-    const std::string tmp = parent.leaf + ".tmp." + std::to_string(::getpid());
-    const std::string text = info.dump();
-    UniqueFd fd(::openat(parent.dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    const bool ok = fd && ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    fd.reset();
-    if (!ok || ::renameat(parent.dir.get(), tmp.c_str(), parent.dir.get(), parent.leaf.c_str()) != 0) {
-        const int err = errno;
-        ::unlinkat(parent.dir.get(), tmp.c_str(), 0);
-        throw Error(ErrorCode::io_failure, "cannot write device-info file " + path + ": " + std::strerror(err));
+    // Atomic in the confined directory fd: Multus (or the pod's reader) never sees half a file.
+    try {
+        base::write_file_atomically(parent.dir.get(), parent.leaf, info.dump(), 0600);
+    } catch (const std::system_error& e) {
+        throw Error(ErrorCode::io_failure, "cannot write device-info file " + path + ": " + e.what());
     }
 }
 

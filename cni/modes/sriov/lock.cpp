@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/cni/protocol/json.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/netns/namespace.hpp"
@@ -74,20 +75,15 @@ std::optional<VfOwner> InUseRecords::read(const std::string& pci) const {
 
 void InUseRecords::write(const std::string& pci, const VfOwner& owner) const {
     make_private_dir(dir_);
-    const std::string path = dir_ + "/" + pci;
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
     const std::string body = nlohmann::json{{"network", owner.network},
                                             {"containerID", owner.container_id},
                                             {"ifname", owner.ifname},
                                             {"netns", owner.netns}}
                                  .dump();
-    base::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    const bool ok = fd && ::write(fd.get(), body.data(), body.size()) == static_cast<ssize_t>(body.size());
-    fd.reset();
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        throw Error(ErrorCode::io_failure, "cannot record VF owner in " + path + ": " + std::strerror(err));
+    try {
+        base::write_file_atomically(dir_ + "/" + pci, body, 0600);
+    } catch (const std::system_error& e) {
+        throw Error(ErrorCode::io_failure, "cannot record VF owner in " + dir_ + "/" + pci + ": " + e.what());
     }
 }
 

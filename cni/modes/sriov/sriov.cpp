@@ -50,8 +50,7 @@ bool same_attachment(const VfOwner& a, const VfOwner& b) {
 }
 
 // The node policy for a VF without a netdev (DPDK): mode and the devices allow-list by PCI.
-void check_userspace_vf_policy(const netns::Sysfs& sysfs, const VfDevice& vf) {
-    const NodePolicy& policy = node_policy();
+void check_userspace_vf_policy(const NodePolicy& policy, const netns::Sysfs& sysfs, const VfDevice& vf) {
     check_mode_allowed(policy, "sriov");
     HostDevice device;
     device.link.name = vf.pci;
@@ -82,11 +81,12 @@ void apply_guid(netns::VfControl& vfs, const netns::Sysfs& sysfs, netns::Rtnl& h
 // CHECK of an InfiniBand VF: the GUID this attachment asked for (or, when the runtime no longer
 // passes it, the one ADD recorded) is still the VF's, as the PF reports it (node and port GUID)
 // or, when the PF reports none, as the pod netdev's 20-byte IPoIB address ends.
-void check_vf_guid(const NetConf& conf, const Environment& env, Kernel& kernel, const VfDevice& vf,
-                   const netns::VfInfo& now) {
+void check_vf_guid(const CheckRequest& req, const VfDevice& vf, const netns::VfInfo& now) {
+    const NetConf& conf = req.conf;
+    const Environment& env = req.env;
     std::optional<std::string> expected = conf.sriov.requested_guid(conf.runtime, env.args);
     if (!expected) {
-        const auto state = StateStore(StateStore::default_dir()).load(conf.name, env.container_id, env.ifname);
+        const auto state = req.states.load(conf.name, env.container_id, env.ifname);
         if (state && state->sriov && !state->sriov->guid.empty()) expected = state->sriov->guid;
     }
     if (!expected) return;   // ADD kept the VF's own GUID: nothing of ours to verify
@@ -102,7 +102,7 @@ void check_vf_guid(const NetConf& conf, const Environment& env, Kernel& kernel, 
     if (now.port_guid && netns::format_guid(*now.port_guid) != *expected)
         throw mismatch("port GUID", netns::format_guid(*now.port_guid));
     if (now.node_guid || now.port_guid) return;
-    const auto link = vf.userspace ? std::nullopt : kernel.pod.link_by_name(env.ifname);
+    const auto link = vf.userspace ? std::nullopt : req.kernel.pod.link_by_name(env.ifname);
     const std::string from_address = current_guid(now, link ? link->mac : "");
     if (from_address.empty()) {
         spdlog::info("CHECK: the PF reports no GUID for VF {} and its netdev no IPoIB address: GUID not verified", vf.pci);
@@ -126,7 +126,7 @@ PodLink sriov_add(const AddRequest& req) {
                     "remove \"guid\" / runtimeConfig.infinibandGUID for this network");
     const auto plan = plan_apply(conf, mac, vf.index, vf.infiniband);
 
-    const std::string state_dir = StateStore::default_dir();
+    const std::string& state_dir = req.policy.state_dir;
     auto vf_lock = std::make_shared<FileLock>(FileLock::acquire(sriov_dir(state_dir) + "/vf_lock", vf.pci,
                                                                 kVfLockTimeout, "the lock of VF " + vf.pci));
 
@@ -139,15 +139,15 @@ PodLink sriov_add(const AddRequest& req) {
 
     std::optional<netns::LinkInfo> host_link;
     if (vf.userspace) {
-        check_userspace_vf_policy(kernel.sysfs, vf);
+        check_userspace_vf_policy(req.policy, kernel.sysfs, vf);
     } else {
         if (!vf.netdev) throw missing_netdev_error(vf);
         host_link = kernel.host.link_by_name(*vf.netdev);
         if (!host_link)
             throw Error(ErrorCode::device_not_found, "VF netdev " + *vf.netdev + " of " + vf.pci + " is not in the host namespace",
                         "it may be attached to another pod");
-        check_device_move(node_policy(), kernel.host, kernel.sysfs, *host_link, "sriov",
-                          StateStore(state_dir), AttachmentKey{req.env.container_id, req.env.ifname});
+        check_device_move(req.policy, kernel.host, kernel.sysfs, *host_link, "sriov",
+                          req.states, AttachmentKey{req.env.container_id, req.env.ifname});
     }
 
 
@@ -246,7 +246,7 @@ PodLink sriov_add(const AddRequest& req) {
             const auto devices = netns::pci_rdma_devices(kernel.sysfs, vf.pci);
             if (!devices.empty()) rdma = devices.front();
         }
-        const auto& dirs = node_policy().device_info_dirs;
+        const auto& dirs = req.policy.device_info_dirs;
         req.rollback.push("remove device-info file " + path, [path, dirs] { remove_device_info(dirs, path); });
         write_device_info(dirs, path, vf.pci, vf.pf_pci, rdma);
         saved.device_info_file = path;
@@ -262,7 +262,7 @@ void sriov_del(const DelRequest& req) {
     }
     const AttachmentState& state = *req.state;
     const SriovState& s = *state.sriov;
-    const std::string state_dir = StateStore::default_dir();
+    const std::string& state_dir = req.policy.state_dir;
     FileLock lock = FileLock::acquire(sriov_dir(state_dir) + "/vf_lock", state.pci_address, kVfLockTimeout,
                                       "the lock of VF " + state.pci_address);
 
@@ -272,7 +272,7 @@ void sriov_del(const DelRequest& req) {
         // The VF now belongs to another attachment (this DEL is late): restoring it would break
         // that pod (sriov-cni #219). Only our own leftovers are cleaned.
         spdlog::warn("VF {} is now held by container {}: left as it is", state.pci_address, holder->container_id);
-        remove_device_info(node_policy_or_defaults().device_info_dirs, s.device_info_file);
+        remove_device_info(req.policy.device_info_dirs, s.device_info_file);
         return;
     }
 
@@ -315,7 +315,7 @@ void sriov_del(const DelRequest& req) {
                        s.dpdk ? "" : state.host_ifname);
         });
     }
-    remove_device_info(node_policy_or_defaults().device_info_dirs, s.device_info_file);
+    remove_device_info(req.policy.device_info_dirs, s.device_info_file);
     if (!failures.empty()) {
         std::string msg = "VF " + state.pci_address + " not fully restored: ";
         for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
@@ -324,7 +324,11 @@ void sriov_del(const DelRequest& req) {
     records.remove(state.pci_address);
 }
 
-void sriov_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected) {
+void sriov_check(const CheckRequest& req) {
+    const NetConf& conf = req.conf;
+    const Environment& env = req.env;
+    Kernel& kernel = req.kernel;
+    const Interface& expected = req.expected;
     // The VF's netdev is in the pod now: the host's sysfs no longer lists it under the PCI device
     // (net/ is namespaced), so it is not required here; the pod side is checked below.
     const VfDevice vf = find_vf(kernel.sysfs, conf.sriov.pci_address, /*require_netdev=*/false);
@@ -345,7 +349,7 @@ void sriov_check(const NetConf& conf, const Environment& env, Kernel& kernel, co
         if (!reflects(now, change))
             throw Error(ErrorCode::invalid_config,
                         "VF " + vf.pci + " on " + vf.pf + " no longer has " + change.describe());
-    if (vf.infiniband) check_vf_guid(conf, env, kernel, vf, now);
+    if (vf.infiniband) check_vf_guid(req, vf, now);
 }
 
 }  // namespace rdmanet::cni

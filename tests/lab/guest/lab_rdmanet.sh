@@ -7,6 +7,9 @@ IT="$BUILD_DIR/bin/integration_tests"
 LAB_STATE=/run/lab-cni-state
 LAB_IPAM=/var/lib/cni/rdmanet/lab-ipam   # the node policy confines data_dir below /var/lib/cni/rdmanet
 mkdir -p "$LAB_STATE"
+# The node policy's defaults, with the attachment state in $LAB_STATE.
+LAB_POLICY=/run/lab-policy.json
+printf '{"stateDir":"%s"}\n' "$LAB_STATE" > "$LAB_POLICY"
 
 mode_is() { output_has "netns $1" rdma system show netns; }
 set_mode() { retry 10 rdma system set netns "$1"; }
@@ -46,7 +49,7 @@ check "rdmanetctl devices: rxe0 port 1 active, Ethernet, on va (sysfs + libibver
 # result (or CNI error) is on stdout, the exit status is the plugin's.
 cni_call() {
   CNI_COMMAND=$1 CNI_CONTAINERID=$2 CNI_NETNS=$3 CNI_IFNAME=net1 CNI_PATH="$BUILD_DIR/bin" \
-    RDMANET_STATE_DIR=$LAB_STATE rdmanet <<<"$4"
+    RDMANET_POLICY_FILE=$LAB_POLICY rdmanet <<<"$4"
 }
 # net_conf <name> <mode keys> <isolation>: a network config with the embedded IPAM.
 net_conf() {

@@ -15,6 +15,8 @@
 
 namespace rdmanet::cni {
 
+struct NodePolicy;
+
 struct AttachmentState {
     std::string network;
     std::string container_id;
@@ -50,9 +52,9 @@ struct AttachmentState {
 
 class StateStore {
 public:
-    // Directory from $RDMANET_STATE_DIR, else /var/lib/cni/rdmanet/state.
-    static std::string default_dir();
-    explicit StateStore(std::string dir) : dir_(std::move(dir)) {}
+    // The node policy's stateDir; refusals (a symlinked dir) go to the policy's audit log. The
+    // store keeps a reference: `policy` must outlive it.
+    explicit StateStore(const NodePolicy& policy);
 
     const std::string& dir() const { return dir_; }
     // Names are validated by the caller (network name, container id, ifname): no '/' possible.
@@ -75,6 +77,7 @@ private:
     // exist and !create. A symlinked state dir is refused (logged as a policy refusal).
     base::UniqueFd open_dir(bool create) const;
 
+    const NodePolicy& policy_;
     std::string dir_;
 };
 

@@ -27,7 +27,6 @@
 //   deviceInfoDirs   where runtimeConfig.CNIDeviceInfoFile may be written (and removed); default
 //                    Multus' ["/var/run/k8s.cni.cncf.io/devinfo", "/run/k8s.cni.cncf.io/devinfo"]
 //   stateDir         attachment state directory; default /var/lib/cni/rdmanet/state
-//                    (RDMANET_STATE_DIR in the runtime's environment overrides it)
 // Every list entry of a *Dirs key and logDir/stateDir must be an absolute path without "..".
 // Within devices/masters, each non-empty list is a condition that must hold (AND between lists,
 // OR within one): names ["mlx*"] + vendorIds ["15b3"] means "named mlx* AND made by Mellanox".
@@ -108,10 +107,11 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source);
 // the admin's file has a typo). The file is opened with O_NOFOLLOW on its last component only:
 // it lives in the admin's directory.
 NodePolicy load_node_policy(const EnvLookup& lookup);
-// The policy of this process, loaded once from the process environment on first use.
-// DEL/GC/STATUS callers use node_policy_or_defaults() so teardown works with a broken file.
-const NodePolicy& node_policy();
-const NodePolicy& node_policy_or_defaults();
+// The same, but the built-in defaults when the file is broken: DEL/GC/STATUS use it so that
+// teardown works even when the admin's file has a typo (ADD and CHECK fail closed instead).
+NodePolicy load_node_policy_or_defaults(const EnvLookup& lookup);
+// ADD and CHECK load strictly, every other verb falls back to the defaults.
+NodePolicy load_node_policy_for(Command command, const EnvLookup& lookup);
 
 // ---- rendering (rdmanetctl doctor / install) -------------------------------------------------
 

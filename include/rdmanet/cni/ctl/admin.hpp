@@ -95,9 +95,6 @@ struct InstallReport {
     bool modprobe_written = false;
 };
 
-// Writes `content` to `path` atomically: a temporary file in the same directory, fsync'd, then
-// renamed over `path`, then the directory fsync'd. Never leaves a partial file at `path`.
-void write_file_atomic(const std::string& path, const std::string& content, unsigned mode);
 // Copies `source` to `target` the same way (mode 0755). Returns false when `target` already has
 // the same bytes (nothing done).
 bool install_binary_atomic(const std::string& source, const std::string& target);

@@ -7,6 +7,7 @@
 
 #include "rdmanet/cni/config/attachment_state.hpp"
 #include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/protocol/env.hpp"
 #include "rdmanet/cni/modes/rollback.hpp"
 #include "rdmanet/netns/namespace.hpp"
@@ -60,6 +61,8 @@ struct Kernel {
 struct AddRequest {
     const NetConf& conf;
     const Environment& env;
+    const NodePolicy& policy;       // the node admin's limits for this call
+    const StateStore& states;       // every attachment's state (the "in use by another pod" checks)
     Kernel& kernel;
     Rollback& rollback;
     AttachmentState& state;
@@ -71,6 +74,8 @@ struct AddRequest {
 struct DelRequest {
     const Environment& env;
     const std::optional<AttachmentState>& state;
+    const NodePolicy& policy;       // teardown runs with the defaults when the admin's file is broken
+    const StateStore& states;
     netns::Rtnl& host;
     const netns::NetNamespace& host_ns;
     netns::Rtnl* pod;
@@ -81,27 +86,36 @@ struct DelRequest {
     netns::VfControl* vf = nullptr;     // PF-side VF netlink (netns/vf.hpp); null = the real kernel's
 };
 
+// CHECK: throws Error when the pod link is missing or differs from the config/result.
+struct CheckRequest {
+    const NetConf& conf;
+    const Environment& env;
+    const NodePolicy& policy;
+    const StateStore& states;
+    Kernel& kernel;
+    const Interface& expected;      // our interface as the previous result lists it
+};
+
 PodLink macvlan_add(const AddRequest& req);
 void macvlan_del(const DelRequest& req);
-// Throws Error when the pod link is missing or differs from the config/result.
-void macvlan_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+void macvlan_check(const CheckRequest& req);
 
 PodLink hostdev_add(const AddRequest& req);
 void hostdev_del(const DelRequest& req);
-void hostdev_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+void hostdev_check(const CheckRequest& req);
 
 // mode "ipoib" (cni/ipoib.cpp): an IPoIB child of `master`, created in the host under a temporary
 // name, moved and renamed in one call; DEL deletes it.
 PodLink ipoib_add(const AddRequest& req);
 void ipoib_del(const DelRequest& req);
-void ipoib_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+void ipoib_check(const CheckRequest& req);
 
 // mode "sriov" (cni/sriov.cpp): an SR-IOV VF found by PCI address, its PF-side settings saved,
 // applied and restored, its netdev moved like hostdev (DPDK VFs: nothing moved); IB VFs get
 // their GUID set + driver rebind. DEL returns everything and restores exactly what ADD changed.
 PodLink sriov_add(const AddRequest& req);
 void sriov_del(const DelRequest& req);
-void sriov_check(const NetConf& conf, const Environment& env, Kernel& kernel, const Interface& expected);
+void sriov_check(const CheckRequest& req);
 
 // A random name ("rdm" + 8 hex digits) for links in transit; never a valid CNI_IFNAME clash
 // in practice and ignored by NetworkManager-style tools that skip unknown prefixes.

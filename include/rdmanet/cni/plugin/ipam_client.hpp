@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/protocol/env.hpp"
 #include "rdmanet/cni/protocol/result.hpp"
 
@@ -15,10 +16,10 @@ inline constexpr auto kIpamDelTimeout = std::chrono::seconds(30);
 
 bool has_ipam(const NetConf& conf);
 // IPAM result shape (no interfaces). Empty result when the config has no IPAM.
-Result ipam_add(const NetConf& conf, const Environment& env);
-void ipam_del(const NetConf& conf, const Environment& env);
-void ipam_check(const NetConf& conf, const Environment& env);
-void ipam_gc(const NetConf& conf, const Environment& env);
+Result ipam_add(const NetConf& conf, const Environment& env, const NodePolicy& policy);
+void ipam_del(const NetConf& conf, const Environment& env, const NodePolicy& policy);
+void ipam_check(const NetConf& conf, const Environment& env, const NodePolicy& policy);
+void ipam_gc(const NetConf& conf, const Environment& env, const NodePolicy& policy);
 void ipam_status(const NetConf& conf, const Environment& env);
 
 }  // namespace rdmanet::cni

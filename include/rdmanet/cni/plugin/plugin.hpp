@@ -6,6 +6,7 @@
 
 namespace rdmanet::netns {
 class IpoibLinks;
+class Sysfs;
 class VfControl;
 }
 
@@ -24,6 +25,7 @@ struct KernelServices {
     netns::VfControl* vf = nullptr;       // PF-side SR-IOV VF netlink
     const RdmaAccess* rdma = nullptr;     // RDMA netlink for rdma.isolation (rdma_isolation.hpp)
     netns::IpoibLinks* ipoib = nullptr;   // IPoIB child creation (netns/ipoib.hpp)
+    const netns::Sysfs* sysfs = nullptr;  // a fake sysfs tree (PCI functions, VFs, RDMA devices)
 };
 int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err,
                const KernelServices& services);

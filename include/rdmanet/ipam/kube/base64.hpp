@@ -14,4 +14,7 @@ enum class Base64Alphabet { standard, url };
 // data after padding, is nullopt.
 std::optional<std::string> base64_decode(std::string_view in, Base64Alphabet alphabet = Base64Alphabet::standard);
 
+// The standard alphabet with padding, as kubeconfig *-data fields hold it.
+std::string base64_encode(std::string_view in);
+
 }  // namespace rdmanet::ipam::kube
