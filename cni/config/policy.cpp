@@ -21,7 +21,7 @@ using nlohmann::json;
 // The NAD author cannot fix the admin's file: code 4-ish "environment" error naming the file.
 [[noreturn]] void policy_error(const std::string& source, const std::string& what) {
     throw Error(ErrorCode::invalid_environment, "node policy " + source + ": " + what,
-                "the node admin must fix the policy file (see README, Security model)");
+                "the node admin must fix the policy file (see docs/configuration.md, Node policy)");
 }
 
 bool is_clean_absolute(const std::string& path) {

@@ -301,7 +301,7 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
                     [&services](const Environment& env, const std::string& input, std::ostream& result_out) {
                         const NetConf conf = parse_net_conf(input, env.command);
                         // The node policy: ADD/CHECK fail closed on a broken policy file, teardown
-                        // and reports run with the defaults then (README "Security model").
+                        // and reports run with the defaults then (docs/security.md).
                         const bool strict = env.command == Command::add || env.command == Command::check;
                         const NodePolicy& policy = strict ? node_policy() : node_policy_or_defaults();
                         setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,

@@ -56,7 +56,7 @@ PodLink ipoib_add(const AddRequest& req) {
     const IpoibConf& conf = req.conf.ipoib;
     netns::Rtnl& host = req.kernel.host;
     const auto master = find_master(host, conf.master);
-    // Node policy (README "Security model"): loopback never, the uplink only when allowed.
+    // Node policy (docs/security.md): loopback never, the uplink only when allowed.
     check_master(node_policy(), host, req.kernel.sysfs, master, mode_name(req.conf.mode));
     const auto parent = read_parent(req.kernel.sysfs, master.name);
     if (conf.mtu > master.mtu)
