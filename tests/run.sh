@@ -37,7 +37,7 @@ build_all() {
   cmake --build "$build" -j"$jobs"
 }
 
-# The hardening pass (issue 7): a clang build with ASan + UBSan, libFuzzer instrumentation and
+# The hardening pass: a clang build with ASan + UBSan, libFuzzer instrumentation and
 # the crash failpoints. Runs the unit and integration suites and the failpoint walk under the
 # sanitizers, then every fuzz target for FUZZ_SECONDS (default 60) from its seed corpus.
 # On by default (CI runs it); HARDENING=0 skips it for a quick local run.

@@ -118,8 +118,8 @@ json rules_to_json(const DeviceRules& rules, bool masters) {
     return j;
 }
 
-// The modes the plugin knows today; the policy may name future ones (sriov, ipoib) too, so the
-// file can be written before a mode lands, but a misspelt name is an error.
+// The modes the plugin has; a policy naming any other mode is refused, so that a misspelt name is
+// an error instead of a silently ignored entry.
 const std::set<std::string>& known_modes() {
     static const std::set<std::string> modes = {"macvlan", "hostdev", "sriov", "ipoib"};
     return modes;

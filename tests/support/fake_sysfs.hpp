@@ -1,7 +1,7 @@
 #pragma once
 // A fake sysfs tree per test (the plugin reads sysfs through a configurable root, Sysfs(root) /
 // RDMANET_SYSFS_ROOT). It lays out what the kernel's sysfs shows for PCI functions, SR-IOV PFs
-// and VFs, auxiliary SFs and RDMA devices, with the same links (REFERENCE 3.4, 4.4):
+// and VFs, auxiliary SFs and RDMA devices, with the same links:
 //
 //   devices/pci0000:00/<pci>/                      the function's real directory
 //       driver -> bus/pci/drivers/<drv>            (absent when unbound)

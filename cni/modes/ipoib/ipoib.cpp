@@ -1,4 +1,4 @@
-// mode "ipoib": an IPoIB child of an InfiniBand parent (REFERENCE.md §3.9, ipoib-cni). Created in
+// mode "ipoib": an IPoIB child of an InfiniBand parent, as ipoib-cni makes it. Created in
 // the host namespace under a temporary name (creating it directly in the pod's namespace hit a
 // kernel bug, ipoib-cni), then moved and renamed by one RTM_SETLINK.
 #include <spdlog/spdlog.h>
