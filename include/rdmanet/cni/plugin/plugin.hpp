@@ -18,8 +18,10 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
 
 // The kernel interfaces this development kernel lacks, injectable for in-process tests (a null
 // member means the real kernel's). The plugin binary always uses the real ones: no environment
-// switch can put a fake under a production ADD. The test-only binary rdmanet-fakekernel
-// (tests/fakekernel/, never installed) is the one process that passes file-backed fakes here.
+// switch replaces these three with fakes under a production ADD. (Two paths still do follow the
+// environment: the sysfs root, RDMANET_SYSFS_ROOT, and the state directory, RDMANET_STATE_DIR.)
+// The test-only binary rdmanet-fakekernel (tests/fakekernel/, never installed) is the one process
+// that passes file-backed fakes here.
 struct KernelServices {
     netns::VfControl* vf = nullptr;       // PF-side SR-IOV VF netlink
     const RdmaAccess* rdma = nullptr;     // RDMA netlink for rdma.isolation (rdma_isolation.hpp)
