@@ -1,4 +1,4 @@
-// IPoIB child creation through rtnetlink (REFERENCE.md §3.9; include/uapi/linux/if_link.h) and the
+// IPoIB child creation through rtnetlink (include/uapi/linux/if_link.h) and the
 // parent's attributes from sysfs.
 #include <linux/if_link.h>
 #include <linux/netlink.h>

@@ -1,5 +1,6 @@
 // RDMA netlink (nldev) over a raw NETLINK_RDMA socket: encoding, decoding and the kernel
-// implementation of RdmaNetlink (REFERENCE.md §4.1, §4.2; include/uapi/rdma/rdma_netlink.h).
+// implementation of RdmaNetlink (include/uapi/rdma/rdma_netlink.h; the messages are those
+// iproute2's `rdma` sends, listed in docs/architecture.md).
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 

@@ -1,4 +1,4 @@
-// RDMA devices in sysfs (REFERENCE.md §4.4; Mellanox/rdmamap's lookups).
+// RDMA devices in sysfs (the lookups of Mellanox/rdmamap; layout in rdma_sysfs.hpp).
 #include "rdmanet/netns/rdma_sysfs.hpp"
 
 #include <algorithm>

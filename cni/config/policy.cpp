@@ -21,7 +21,7 @@ using nlohmann::json;
 // The NAD author cannot fix the admin's file: code 4-ish "environment" error naming the file.
 [[noreturn]] void policy_error(const std::string& source, const std::string& what) {
     throw Error(ErrorCode::invalid_environment, "node policy " + source + ": " + what,
-                "the node admin must fix the policy file (see README, Security model)");
+                "the node admin must fix the policy file (see docs/configuration.md, Node policy)");
 }
 
 bool is_clean_absolute(const std::string& path) {
@@ -118,8 +118,8 @@ json rules_to_json(const DeviceRules& rules, bool masters) {
     return j;
 }
 
-// The modes the plugin knows today; the policy may name future ones (sriov, ipoib) too, so the
-// file can be written before a mode lands, but a misspelt name is an error.
+// The modes the plugin has; a policy naming any other mode is refused, so that a misspelt name is
+// an error instead of a silently ignored entry.
 const std::set<std::string>& known_modes() {
     static const std::set<std::string> modes = {"macvlan", "hostdev", "sriov", "ipoib"};
     return modes;

@@ -1,4 +1,4 @@
-// The "rdma" object and the keys of mode "ipoib" (REFERENCE.md §3.9, §4.3).
+// The "rdma" object and the keys of mode "ipoib" (docs/configuration.md describes both).
 #include <charconv>
 
 #include "sections.hpp"

@@ -1,5 +1,5 @@
 // mode "sriov": the VF's PCI address and the PF-side VF settings, validated the way sriov-cni
-// (pkg/config) and ib-sriov-cni do, each bad key named in a code-7 error (REFERENCE 3.5, 3.8).
+// (pkg/config) and ib-sriov-cni do, each bad key named in a code-7 error.
 #include <array>
 
 #include "rdmanet/cni/protocol/value_checks.hpp"

@@ -1,7 +1,7 @@
 // rdmanetctl doctor: the checks. Each reads files under options.root only (sysfs, /etc, the CNI
 // dirs), so tests build a fake node tree; nothing here changes the node.
 //
-// The problem classes are the ones that cost RDMA users days (issue 6): ports that are Down (or
+// The problem classes are the ones that cost RDMA users days: ports that are Down (or
 // INIT: no subnet manager), an RDMA netns mode set at runtime that a reboot undoes, VFs not
 // created, the plugin or its config missing, an IPAM kubeconfig that is malformed or whose token
 // expired, and a container runtime that keeps RLIMIT_MEMLOCK at 64 KiB ("Couldn't allocate MR").

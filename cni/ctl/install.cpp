@@ -7,7 +7,7 @@
 //     token rotates (--watch);
 //   - writes the node policy file with its defaults when the admin has none;
 //   - optionally persists the RDMA netns mode for the next boot (modprobe.d), since switching at
-//     runtime fails with EBUSY once devices are in use (REFERENCE 7.4).
+//     runtime fails with EBUSY while any other network namespace exists.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

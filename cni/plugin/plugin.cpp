@@ -1,5 +1,5 @@
 // Verb dispatch and the steps shared by every backend: netns handles, IPAM, addresses, state,
-// results. The data flow of ADD follows ARCHITECTURE.md: every step pushes its undo.
+// results. Every step of ADD pushes its undo (the data flow is in docs/architecture.md).
 #include "rdmanet/cni/plugin/plugin.hpp"
 
 #include <algorithm>
@@ -41,7 +41,7 @@ NetNamespace open_pod_netns(const std::string& path) {
     return NetNamespace::open(path);
 }
 
-// DEL: nullopt when the pod netns is empty, gone or no longer nsfs (REFERENCE §7.1).
+// DEL: nullopt when the pod netns is empty, gone or no longer nsfs (nothing left to undo in it).
 std::optional<NetNamespace> open_pod_netns_if_alive(const std::string& path) {
     if (path.empty() || netns::probe_netns(path) != netns::NetnsStatus::ok) return std::nullopt;
     try {
@@ -148,7 +148,7 @@ void cmd_add(const Call& call, std::ostream& out) {
                                                                base::failpoint(base::Failpoint::add_after_state_saved);
                                                            }});
     base::failpoint(base::Failpoint::add_after_move);
-    // A DPDK VF has no netdev in the pod: its addresses are reported, not applied (REFERENCE 3.7).
+    // A DPDK VF has no netdev in the pod: its addresses are reported, not applied.
     if (!link.userspace) configure_pod_interface(pod_ns, *pod, link.index, env.ifname, ipam, 0);
     base::failpoint(base::Failpoint::add_after_configure);
 
@@ -168,7 +168,7 @@ void cmd_del(const Call& call) {
     const auto state = store.load(conf.name, env.container_id, env.ifname);
     std::vector<std::string> failures;
 
-    // IPAM first: a failure later must never leak the address (REFERENCE §7.1).
+    // IPAM first: a failure later must never leak the address.
     try {
         ipam_del(conf, env, call.policy);
     } catch (const std::exception& e) {

@@ -1,4 +1,4 @@
-// Kubernetes datastore benchmark (issue 4): N concurrent callers on one pool against
+// Kubernetes datastore benchmark: N concurrent callers on one pool against
 // bin/test_apiserver with added latency per request, ADDs then DELs.
 //
 //   bin/kube_bench [--callers 16] [--ops 800] [--latency-ms 2] [--prefill 0] [--overlap 1]

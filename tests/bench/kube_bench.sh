@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kubernetes datastore benchmark (issue 4): 16 concurrent callers on one pool, 2 ms added latency
+# Kubernetes datastore benchmark: 16 concurrent callers on one pool, 2 ms added latency
 # per API request, 800 ADDs then 800 DELs; then the same on a pool already holding 10k allocations
 # (and their reservations); then without overlap reservations.
 #

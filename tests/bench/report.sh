@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # One command for every benchmark in tests/bench: runs them, writes a Markdown report and a PNG
-# chart (gnuplot), and replaces the table between the `bench-report` markers in README.md.
+# chart (gnuplot), and replaces the block between the `bench-report` markers in docs/benchmarks.md
+# (the one place the figures are printed; README.md links to it).
 #
 #   sudo tests/bench/report.sh [BUILD_DIR] [ITERATIONS]      (defaults: ./build, 30)
 #
-# Outputs (committed with the README so the figures and the chart match):
-#   tests/bench/report/benchmark.md    the tables
-#   tests/bench/report/benchmark.png   CPU and wall per ADD+DEL, rdmanet vs reference vs floor
+# Outputs (committed together so the figures and the chart match):
+#   docs/benchmarks.md, between the markers   the tables (nowhere else)
+#   tests/bench/report/benchmark.png          CPU and wall per ADD+DEL, rdmanet vs reference vs floor
 # Extra benchmarks are picked up when their executables exist: bin/ipam_bench (in-process IPAM),
 # tests/bench/kube_bench.sh (Kubernetes datastore against the test API server).
 set -euo pipefail
@@ -63,8 +64,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else p
   awk 'NR > 2 && NF >= 8 { printf "| %s %s | %s | %s | %s |\n", $1, $2, $3, $4, $6 }' "$work/ipam.txt"
   printf '%s\n' "$kube_section"
   echo
-  echo "![ADD+DEL cost per configuration](tests/bench/report/benchmark.png)"
-} >"$out/benchmark.md"
+  echo "![ADD+DEL cost per configuration](../tests/bench/report/benchmark.png)"   # relative to docs/
+} >"$work/benchmark.md"
 
 # Chart: grouped bars, median CPU and median wall per configuration (the IPAM-alone rows left out).
 grep -v -E '^(ip|ri|r6)\b' "$work/process.tsv" >"$work/chart.tsv"
@@ -85,12 +86,13 @@ set bmargin 8
 plot "$work/chart.tsv" using 3:xtic(2) title "CPU", "" using 4 title "wall"
 GP
 
-# README: replace what lies between the markers with the report (markers kept).
-grep -q '<!-- bench-report:begin -->' "$root/README.md" && grep -q '<!-- bench-report:end -->' "$root/README.md" ||
-  { echo "README.md has no bench-report markers" >&2; exit 1; }
-awk -v report="$out/benchmark.md" '
+# docs/benchmarks.md: replace what lies between the markers with the report (markers kept).
+page="$root/docs/benchmarks.md"
+grep -q '<!-- bench-report:begin -->' "$page" && grep -q '<!-- bench-report:end -->' "$page" ||
+  { echo "$page has no bench-report markers" >&2; exit 1; }
+awk -v report="$work/benchmark.md" '
   /<!-- bench-report:begin -->/ { print; while ((getline line < report) > 0) print line; skip = 1; next }
   /<!-- bench-report:end -->/ { skip = 0 }
-  !skip { print }' "$root/README.md" >"$work/README.md"
-cat "$work/README.md" >"$root/README.md"
-echo "== wrote $out/benchmark.md, $out/benchmark.png and README.md's benchmark table"
+  !skip { print }' "$page" >"$work/benchmarks.md"
+cat "$work/benchmarks.md" >"$page"
+echo "== wrote the benchmark block of docs/benchmarks.md and $out/benchmark.png"

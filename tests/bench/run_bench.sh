@@ -183,7 +183,7 @@ R_MV=$(ratio "${CPU[re]}" "${CPU[qm]}")
 R_HD=$(ratio "${CPU[he]}" "${CPU[qh]}")
 R_60=$(ratio "${WALL[r6]}" "${WALL[ri]}")
 R_60C=$(ratio "${CPU[r6]}" "${CPU[ri]}")
-echo "targets (issue 3):"
+echo "targets:"
 printf '  %-62s %6s  %s\n' "CPU rdmanet macvlan + embedded IPAM / reference <= 0.2" "$R_MV" "$(verdict "$R_MV" 0.2)"
 printf '  %-62s %6s  %s\n' "CPU rdmanet hostdev + embedded IPAM / reference <= 0.2" "$R_HD" "$(verdict "$R_HD" 0.2)"
 printf '  %-62s %6s  %s\n' "wall rdmanet-ipam ADD+DEL, 60k pool / empty pool <= 2" "$R_60" "$(verdict "$R_60" 2)"

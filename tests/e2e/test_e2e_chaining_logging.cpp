@@ -1,5 +1,5 @@
-// Chained use (prevResult merged, REFERENCE 1.6/1.9) and logging (the log file gets the decisions,
-// stdout gets nothing but the result).
+// Chained use (prevResult merged: our interface appended, indexes shifted) and logging (the log
+// file gets the decisions, stdout gets nothing but the result).
 #include <fstream>
 #include <sstream>
 

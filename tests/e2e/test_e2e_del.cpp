@@ -1,6 +1,6 @@
 // DEL as runtimes really send it: twice, without a prior ADD, after the pod netns is gone, with
 // an empty CNI_NETNS, after the macvlan master vanished. DEL must succeed in every case and
-// leave no state or IPAM reservation behind (REFERENCE 1.8, 7.1).
+// leave no state or IPAM reservation behind.
 #include <catch2/catch.hpp>
 
 #include "e2e/e2e_helpers.hpp"
@@ -101,7 +101,7 @@ TEST_CASE("macvlan DEL with an empty CNI_NETNS releases IPAM and state", "[e2e][
 TEST_CASE("macvlan DEL after the master disappeared", "[e2e][del]") {
     MacvlanSetup s("e2e-delmaster", "10.250.25.0/24");
     s.require_added();
-    // Deleting the master takes its macvlans with it (REFERENCE 3.2: DEL must not re-validate).
+    // Deleting the master takes its macvlans with it; DEL must not re-validate the master.
     run_command_checked({"ip", "link", "del", s.uplink.name_a()});
     CHECK(eventually([&] { return only_loopback(s.pod); }));
     s.require_clean_del(s.att);
@@ -119,7 +119,7 @@ TEST_CASE("hostdev DEL after the pod netns was deleted", "[e2e][del][hostdev]") 
     REQUIRE(add.ok());
 
     // A veth is virtual: destroying the netns destroys the moved end and, with it, its peer in
-    // the host (a physical device would come back to the host instead, REFERENCE 3.1).
+    // the host (a physical device would come back to the host instead).
     destroy_netns(pod);
     REQUIRE(eventually([&] { return !find_link(nullptr, peer); }));
 

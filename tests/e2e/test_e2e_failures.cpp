@@ -1,6 +1,7 @@
 // ADD failing part-way must unwind everything it did: no interface in the pod, the hostdev
-// device back in the host as it was, no state file, no IPAM reservation (ARCHITECTURE: rollback
-// stack; REFERENCE 1.8: a failed delegate is DELeted before the error is returned).
+// device back in the host as it was, no state file, no IPAM reservation (every step's undo is on
+// the rollback stack; a failed IPAM delegate is DELeted before the error is returned, as the CNI
+// spec asks).
 #include <catch2/catch.hpp>
 
 #include "e2e/e2e_helpers.hpp"

@@ -1,6 +1,6 @@
 // hostdev selected the ways Multus and admins select it (PCI address from a device plugin, MAC),
 // and a device the kernel already handed back to the host before DEL: when a pod netns dies, the
-// kernel returns a physical netdev to the host under its pod name with its alias (REFERENCE 3.1);
+// kernel returns a physical netdev to the host under its pod name with its alias;
 // DEL must find it by its saved PCI identity and restore its name. The sysfs view is a fake tree
 // (rdmanet-fakekernel with only its sysfs fake) that maps a PCI address onto a real veth end, as the kernel's sysfs does.
 #include <filesystem>

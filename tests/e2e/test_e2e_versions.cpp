@@ -1,4 +1,4 @@
-// The result as each CNI version spells it (REFERENCE 1.6), through the caller that parses it:
+// The result as each CNI version spells it, through the caller that parses it:
 // libcni 1.1.2 for 0.3.0 .. 1.0.0 (it cannot decode 1.1.0 results), direct calls for 1.1.0,
 // VERSION, STATUS and GC (libcni 1.1.2 has no GC/STATUS).
 #include <catch2/catch.hpp>
@@ -171,7 +171,7 @@ TEST_CASE("VERSION echoes the config's cniVersion and lists every supported vers
 
 TEST_CASE("STATUS", "[e2e][versions]") {
     Scene s;
-    // libcni sends STATUS with no container, netns or ifname (REFERENCE 1.11).
+    // libcni sends STATUS with no container, netns or ifname.
     PluginRequest req;
     req.command = "STATUS";
     req.path = default_cni_path();
@@ -205,7 +205,7 @@ TEST_CASE("GC releases exactly the attachments not listed as valid", "[e2e][vers
     REQUIRE(direct(s.ws, "ADD", pod2.path(), stale, "net1", conf).ok());
     REQUIRE(s.ws.state_files().size() == 2);
 
-    // libcni sends GC with CNI_PATH only (REFERENCE 1.11).
+    // libcni sends GC with CNI_PATH only.
     PluginRequest req;
     req.command = "GC";
     req.path = default_cni_path();

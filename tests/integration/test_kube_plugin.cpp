@@ -94,7 +94,7 @@ TEST_CASE("kube datastore: a pool pre-filled by whereabouts is respected, its en
           "[kube][integration]") {
     TestApiServer server;
     Env env(server);
-    // Exactly what whereabouts v0.9.4 writes (REFERENCE.md §5.3), including an entry without ifname.
+    // Exactly what whereabouts v0.9.4 writes, including an entry without ifname.
     const json pool = json::parse(R"({"apiVersion":"whereabouts.cni.cncf.io/v1alpha1","kind":"IPPool",
         "metadata":{"name":"blue-10.10.0.0-16","namespace":"kube-system"},
         "spec":{"range":"10.10.0.0/16","allocations":{

@@ -1,5 +1,5 @@
-// RDMA on a real RDMA kernel: run only in the kernel lab (Debian 6.1 under QEMU with soft-RoCE,
-// issue 9), never by ctest here: the tag "[.]" hides these tests from catch_discover_tests and
+// RDMA on a real RDMA kernel: run only in the kernel lab (Debian 6.1 under QEMU with soft-RoCE),
+// never by ctest here: the tag "[.]" hides these tests from catch_discover_tests and
 // from a plain run, and they FAIL (not skip) when started without the lab's device, so a lab
 // that lost its device cannot report success.
 //

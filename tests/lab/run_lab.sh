@@ -12,7 +12,7 @@
 #
 # The kernel package goes to /boot like any Debian kernel. On a machine that boots from /boot this
 # adds a boot entry (the host's bootloader would offer 6.1 too); containers and VMs that are
-# started with an external kernel (as this CI machine is, see README "Kernel lab") ignore /boot.
+# started with an external kernel (as this CI machine is, see docs/development.md, "Kernel lab") ignore /boot.
 set -euo pipefail
 
 if [[ $# -ne 1 || ! -d $1 ]]; then

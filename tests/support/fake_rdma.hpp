@@ -1,6 +1,6 @@
 #pragma once
 // Fakes for the kernel parts the development kernel lacks, modelling the kernel's semantics
-// (REFERENCE.md §4.3, drivers/infiniband/core/{device,nldev}.c; §3.9 for IPoIB):
+// (drivers/infiniband/core/{device,nldev}.c; for IPoIB, drivers/infiniband/ulp/ipoib):
 //
 // FakeRdmaKernel: one "kernel" with RDMA devices owned by network namespaces (identified by the
 // nsfs inode of an fd, so real namespaces and test tokens work alike).

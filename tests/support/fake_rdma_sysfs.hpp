@@ -1,5 +1,5 @@
 #pragma once
-// A fake sysfs tree for the RDMA side (REFERENCE.md §4.4), in a temporary directory removed on
+// A fake sysfs tree for the RDMA side, in a temporary directory removed on
 // destruction: RDMA devices with ports, GID-table netdevs and parent PCI/auxiliary functions, and
 // IPoIB netdev attributes. Point netns::Sysfs (or rdmanet-fakekernel's RDMANET_FAKE_SYSFS_ROOT) at root().
 #include <string>

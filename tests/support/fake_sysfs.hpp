@@ -2,7 +2,7 @@
 // A fake sysfs tree per test (the plugin reads sysfs through a configurable root: Sysfs(root) in
 // process, RDMANET_FAKE_SYSFS_ROOT for the test-only rdmanet-fakekernel). It lays out what the
 // kernel's sysfs shows for PCI functions, SR-IOV PFs and VFs, auxiliary SFs and RDMA devices,
-// with the same links (REFERENCE 3.4, 4.4):
+// with the same links:
 //
 //   devices/pci0000:00/<pci>/                      the function's real directory
 //       driver -> bus/pci/drivers/<drv>            (absent when unbound)

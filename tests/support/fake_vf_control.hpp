@@ -1,6 +1,6 @@
 #pragma once
 // A recording fake of PF-side VF netlink that models what the kernel and a PF driver do with
-// RTM_SETLINK IFLA_VFINFO_LIST (REFERENCE 3.5; net/core/rtnetlink.c do_setvfinfo, mlx5):
+// RTM_SETLINK IFLA_VFINFO_LIST (net/core/rtnetlink.c do_setvfinfo, mlx5):
 //   - unknown PF -> ENODEV; VF index beyond the PF's VFs -> EINVAL;
 //   - IFLA_VF_VLAN: vlan > 4095 or qos > 7 -> EINVAL; 802.1ad is accepted (mlx5 does);
 //   - IFLA_VF_MAC: multicast MAC -> EINVAL; all-zero clears the admin MAC;

@@ -1,5 +1,5 @@
-// rdmanetctl doctor against fake node trees: a healthy node passes, and each problem class of
-// issue 6 is reported (with the thing named and the fix) and turns the exit status non-zero.
+// rdmanetctl doctor against fake node trees: a healthy node passes, and each problem class it
+// knows is reported (with the thing named and the fix) and turns the exit status non-zero.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>

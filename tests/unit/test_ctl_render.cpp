@@ -11,7 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-// The real-world network of issue 6, as network-operator declares it.
+// A real-world InfiniBand network, as network-operator declares it (conf/networks/hostdevice-net.yaml).
 const char* kHostDeviceNet = R"(
 apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork

@@ -167,7 +167,7 @@ TEST_CASE("kubeconfig: in-cluster service account (rdmanetctl in a pod)", "[kube
     ::rmdir(dir.c_str());
 }
 
-// The node policy's confinement (issue 8): a kubeconfig in an allowed directory must not become a
+// The node policy's confinement: a kubeconfig in an allowed directory must not become a
 // way to read the kubelet's credentials or any other file, directly or through a symlink.
 TEST_CASE("kubeconfig: confined to the allowed dirs, the files it names included", "[kube][kubeconfig][policy]") {
     char tmpl[] = "/tmp/rdmanet-kc-XXXXXX";

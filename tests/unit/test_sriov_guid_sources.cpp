@@ -1,7 +1,7 @@
 // Where an InfiniBand VF's GUID comes from: runtimeConfig.infinibandGUID > args.cni.guid >
-// CNI_ARGS guid > the config's "guid". ib-sriov-cni reads the first two in that order
-// (REFERENCE 3.8); CNI_ARGS and the config key rank below, as the CNI conventions rank
-// runtimeConfig > args > CNI_ARGS (REFERENCE 1.4).
+// CNI_ARGS guid > the config's "guid". ib-sriov-cni reads the first two in that order;
+// CNI_ARGS and the config key rank below, as the CNI conventions rank
+// runtimeConfig > args > CNI_ARGS.
 #include <catch2/catch.hpp>
 
 #include "cni_test_helpers.hpp"

@@ -1,5 +1,5 @@
 // PF-side VF netlink, byte for byte. The expected bytes are written out from the uapi layout
-// table (REFERENCE 3.3/3.5: attribute numbers, field order and sizes, padding), not produced
+// table (attribute numbers, field order and sizes, padding of include/uapi/linux/if_link.h), not produced
 // with the uapi structs the encoder uses, so a wrong size, field order, padding or byte order in
 // the encoder shows up here. Decoding is checked on a reply laid out as the kernel's
 // rtnl_fill_vfinfo() writes it.

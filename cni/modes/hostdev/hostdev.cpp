@@ -97,7 +97,7 @@ std::string pf_pci_of(const netns::Sysfs& sysfs, const std::string& pci) {
     return ec ? std::string() : pf.filename().string();
 }
 
-// Multus' device-info file (REFERENCE 2.4) when the runtime asked for one and the device is a
+// Multus' device-info file, when the runtime asked for one and the device is a
 // PCI netdev: type pci, its address, the PF's for a VF, and the RDMA device the pod owns (or,
 // without isolation, the function's). A device without a PCI function (virtual, auxiliary SF)
 // gets none: the spec's "pci" type would misdescribe it.
@@ -137,7 +137,7 @@ PodLink hostdev_add(const AddRequest& req) {
     req.state.pci_address = req.kernel.sysfs.netdev_pci_address(dev.name).value_or("");
     req.save_state();
 
-    // RDMA device first: moving it recreates its IPoIB netdevs in the host (REFERENCE §4.5).
+    // RDMA device first: moving it recreates its IPoIB netdevs in the host namespace.
     const auto& function_id = req.conf.hostdev.pci_address.empty() ? req.state.pci_address
                                                                     : req.conf.hostdev.pci_address;
     rdma_isolation_add(req, RdmaFunction{function_id, dev.name});

@@ -1,4 +1,4 @@
-// mode "ipoib": an IPoIB child of an InfiniBand parent (REFERENCE.md §3.9, ipoib-cni). Created in
+// mode "ipoib": an IPoIB child of an InfiniBand parent, as ipoib-cni makes it. Created in
 // the host namespace under a temporary name (creating it directly in the pod's namespace hit a
 // kernel bug, ipoib-cni), then moved and renamed by one RTM_SETLINK.
 #include <spdlog/spdlog.h>
@@ -56,7 +56,7 @@ PodLink ipoib_add(const AddRequest& req) {
     const IpoibConf& conf = req.conf.ipoib;
     netns::Rtnl& host = req.kernel.host;
     const auto master = find_master(host, conf.master);
-    // Node policy (README "Security model"): loopback never, the uplink only when allowed.
+    // Node policy (docs/security.md): loopback never, the uplink only when allowed.
     check_master(req.policy, host, req.kernel.sysfs, master, mode_name(req.conf.mode));
     const auto parent = read_parent(req.kernel.sysfs, master.name);
     if (conf.mtu > master.mtu)

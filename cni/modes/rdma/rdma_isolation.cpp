@@ -132,7 +132,7 @@ std::string move_failure_hint(int err) {
     return "";
 }
 
-// The move reset the device's rdma_cm defaults (REFERENCE 4.5): set the TOS the network asks
+// Moving the device reset its rdma_cm defaults to 0: set the TOS the network asks
 // for, from the host (rdma_cm's configfs finds the device by name in any namespace). A failure
 // fails ADD: RoCE traffic in the wrong class breaks a lossless fabric quietly.
 void apply_roce_tos(const AddRequest& req, const std::string& device, unsigned char tos) {

@@ -1,6 +1,6 @@
-// SR-IOV VF discovery through sysfs under the configurable root (REFERENCE 3.4). The VF is
+// SR-IOV VF discovery through sysfs under the configurable root. The VF is
 // always found from its PCI address, never from a cached netdev name: a VF left behind by a
-// dead pod may carry "net1" or "dev<N>" (REFERENCE 7.3).
+// dead pod may carry "net1" or "dev<N>" (the kernel returns it under its pod name, or dev<N>).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>

@@ -1,4 +1,4 @@
-// Multus device-info file (REFERENCE 2.4): tells the pod, through Multus' network-status, which
+// Multus device-info file: tells the pod, through Multus' network-status, which
 // PCI function and which RDMA device are its own.
 //
 // The path comes from runtimeConfig.CNIDeviceInfoFile, which a NAD author can also write

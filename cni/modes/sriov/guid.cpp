@@ -1,4 +1,4 @@
-// InfiniBand VF GUIDs (REFERENCE 3.8): node and port GUID written on the PF, then the VF's
+// InfiniBand VF GUIDs: node and port GUID written on the PF, then the VF's
 // driver unbound and bound again through sysfs so the VF picks the new GUID up.
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Per-VF serialisation and ownership (REFERENCE 3.6, 7.3): a bounded flock per VF so ADD and
+// Per-VF serialisation and ownership, as sriov-cni does it: a bounded flock per VF so ADD and
 // DEL of the same VF never interleave, and a record naming the attachment that holds the VF so
 // a second ADD is refused while the holder's netns lives, and a late DEL of an old pod cannot
 // reset a VF that has since been given to a new one.
@@ -44,7 +44,7 @@ FileLock FileLock::acquire(const std::string& dir, const std::string& name, std:
     base::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd) throw Error(ErrorCode::io_failure, "cannot open lock " + path + ": " + std::strerror(errno));
     // flock has no timeout of its own: poll with LOCK_NB, so a stuck holder costs at most
-    // `timeout` (REFERENCE 7.6: every lock bounded).
+    // `timeout`: a plugin call must never hang on a lock.
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
         if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return FileLock(std::move(fd));

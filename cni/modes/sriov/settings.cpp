@@ -1,4 +1,4 @@
-// PF-side VF settings: what ADD changes (sriov-cni's order and rules, REFERENCE 3.5-3.6), how
+// PF-side VF settings: what ADD changes (in sriov-cni's order and by its rules), how
 // each change is undone from the VF's saved settings, and the MAC write with verification.
 #include <thread>
 

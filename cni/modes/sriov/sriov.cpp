@@ -1,4 +1,4 @@
-// mode "sriov": an SR-IOV VF (Ethernet or InfiniBand) found by PCI address (REFERENCE 3.4-3.8).
+// mode "sriov": an SR-IOV VF (Ethernet or InfiniBand) found by PCI address.
 //
 // ADD, in order, each change preceded by its undo on the rollback stack:
 //   find the VF in sysfs -> validate the requested settings (nothing touched yet) -> per-VF lock

@@ -1,5 +1,5 @@
 #pragma once
-// IPoIB child links (REFERENCE.md §3.9): RTM_NEWLINK of kind "ipoib" on an InfiniBand parent,
+// IPoIB child links: RTM_NEWLINK of kind "ipoib" on an InfiniBand parent,
 // with IFLA_INFO_DATA carrying IFLA_IPOIB_PKEY / _MODE / _UMCAST (u16 each). Behind a narrow
 // interface because the development kernel has no IPoIB: tests use a stand-in that creates a
 // macvlan on a veth, so the move/rename/delete path around it still runs on the real kernel.

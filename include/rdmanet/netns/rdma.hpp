@@ -1,7 +1,7 @@
 #pragma once
 // RDMA netlink (NETLINK_RDMA, the "nldev" client): the system's RDMA network-namespace mode, the
-// RDMA devices visible in a namespace and moving one into another namespace
-// (REFERENCE.md §4.1-4.4). Behind a narrow virtual interface because the development kernel has
+// RDMA devices visible in a namespace and moving one into another namespace (the kernel's rules
+// are in docs/architecture.md). Behind a narrow virtual interface because the development kernel has
 // no RDMA: tests use a fake that models the kernel's semantics, and the same scenarios
 // (tests/support/rdma_scenarios.hpp) run against both the fake and a real kernel (the lab).
 //

@@ -6,7 +6,7 @@
 //
 // The values live in the device's rdma_cm client, which the kernel destroys and re-creates when
 // the device moves to another network namespace (ib_core re-registers every client), so a move
-// resets them to 0 (REFERENCE 4.5); the group itself is looked up by device name and not per
+// resets them to 0; the group itself is looked up by device name and not per
 // namespace, so the host can set the value of a device that now lives in a pod.
 #include <optional>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// RDMA devices as sysfs shows them (REFERENCE.md §4.4), under Sysfs::root() so tests can build a
+// RDMA devices as sysfs shows them, under Sysfs::root() so tests can build a
 // fake tree:
 //   bus/pci/devices/<pci>/infiniband/<dev>              RDMA device(s) of a PCI function
 //   bus/auxiliary/devices/<aux>/infiniband/<dev>        ... of an auxiliary device (SF)

@@ -40,7 +40,7 @@ struct HostdevConf {
 };
 
 // mode "sriov": an SR-IOV VF by PCI address, its PF-side settings applied and restored
-// (REFERENCE 3.4-3.8). Optional settings are nullopt when the config does not set them: only
+// (as sriov-cni and ib-sriov-cni do). Optional settings are nullopt when the config does not set them: only
 // those are applied on ADD and reset on DEL, except the VLAN, which is always applied (0 when
 // unset) so that a VF left tagged by an earlier pod is cleaned, as sriov-cni does.
 struct SriovConf {
@@ -62,14 +62,14 @@ struct SriovConf {
     unsigned mtu = 0;                        // 0 = leave the VF's MTU
 
     // runtimeConfig.infinibandGUID > args.cni.guid > CNI_ARGS GUID > guid; nullopt when none.
-    // Lower-case. ib-sriov-cni reads runtimeConfig.infinibandGUID > args.cni.guid (REFERENCE
-    // 3.8); CNI_ARGS and the config key rank below, as the CNI conventions rank runtimeConfig >
-    // args > CNI_ARGS (REFERENCE 1.4). Throws Error(invalid_environment) for a CNI_ARGS GUID
+    // Lower-case. ib-sriov-cni reads runtimeConfig.infinibandGUID > args.cni.guid; CNI_ARGS and
+    // the config key rank below, as the CNI conventions rank runtimeConfig > args > CNI_ARGS.
+    // Throws Error(invalid_environment) for a CNI_ARGS GUID
     // that is not a usable GUID (the config's, args.cni's included, are checked by parse_net_conf).
     std::optional<std::string> requested_guid(const RuntimeConfig& runtime, const CniArgs& args) const;
 };
 
-// mode "ipoib": a child of an InfiniBand parent (REFERENCE.md §3.9).
+// mode "ipoib": a child of an InfiniBand parent, created as ipoib-cni creates it.
 struct IpoibConf {
     std::string master;                    // required on ADD/CHECK: the IPoIB parent netdev
     std::optional<unsigned> pkey;          // 1..0xffff except 0x8000; nullopt = the parent's

@@ -65,7 +65,7 @@ inline constexpr std::string_view kDefaultPolicyFile = "/etc/cni/net.d/rdmanet.d
 inline constexpr std::string_view kDefaultLogDir = "/var/log/rdmanet";
 inline constexpr std::string_view kDefaultStateDir = "/var/lib/cni/rdmanet/state";
 inline constexpr std::string_view kDefaultIpamDataRoot = "/var/lib/cni/rdmanet";
-// Where Multus puts the device-info files it hands to delegates (REFERENCE 2.4); /var/run is a
+// Where Multus puts the device-info files it hands to delegates; /var/run is a
 // symlink to /run on most distributions, and the runtime may spell it either way.
 inline constexpr std::string_view kMultusDevInfoDir = "/var/run/k8s.cni.cncf.io/devinfo";
 inline constexpr std::string_view kMultusDevInfoRunDir = "/run/k8s.cni.cncf.io/devinfo";

@@ -1,5 +1,5 @@
 #pragma once
-// The network configuration's "rdma" object (REFERENCE.md §4.3-4.5): whether the pod also gets the
+// The network configuration's "rdma" object: whether the pod also gets the
 // RDMA device of its interface, and the RoCE type of service its rdma_cm connections start with.
 // Pure values; parsed by config_rdma.cpp.
 //

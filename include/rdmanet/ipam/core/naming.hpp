@@ -1,5 +1,5 @@
 #pragma once
-// whereabouts' object names (REFERENCE.md §5.4), shared by the pool inspection output and the
+// whereabouts' object names (docs/ipam.md, Wire format), shared by the pool inspection output and the
 // Kubernetes datastore so that both name pools exactly as whereabouts does.
 #include <string>
 #include <string_view>

@@ -1,7 +1,7 @@
 #pragma once
 // One allocation range, validated and reduced to offsets from its network address. Pure values.
 //
-// Deliberate differences from whereabouts (see shared/REFERENCE.md §5.2):
+// Deliberate differences from whereabouts (also listed in docs/ipam.md):
 //  - the network address, the broadcast (all-ones) address and the gateway are never handed out
 //    (whereabouts hands out the gateway);
 //  - /31 and /127 (RFC 3021/6164 point-to-point) give both addresses, /32 and /128 their single

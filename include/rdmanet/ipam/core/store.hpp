@@ -1,16 +1,15 @@
 #pragma once
-// The datastore interface. The local SQLite store implements it now; the Kubernetes store
-// (issue 4: IPPool objects with optimistic concurrency on resourceVersion, no global lock) plugs in
-// behind the same calls.
+// The datastore interface, implemented by the local SQLite store and by the Kubernetes store
+// (whereabouts' IPPool objects, optimistic concurrency per pool entry, no global lock).
 //
 // Contract for every implementation:
 //  - Each call is atomic against other processes and other nodes: allocate either durably records
 //    the allocation and returns it, or throws and records nothing; release/gc either remove an
 //    allocation completely (pool entry and overlap reservation) or not at all.
 //  - No global lock: concurrency control is per pool (SQLite: one short write transaction;
-//    Kubernetes: read the pool, decide, write with a resourceVersion test, retry on conflict with
-//    jitter). Time bounds (busy timeout, request deadline) are given when the store is opened, and
-//    running out of time throws IpamError(codes::try_again).
+//    Kubernetes: read the pool, decide, write with a JSON patch that tests the entries it
+//    changes, retry on conflict with jitter). Time bounds (busy timeout, request deadline) are
+//    given when the store is opened, and running out of time throws IpamError(codes::try_again).
 //  - The decision itself is allocator.hpp's decide(): stores only provide the coverage of taken
 //    offsets, so every store hands out addresses in the same order.
 //  - Pool = (network_name, normalised CIDR), as whereabouts keys IPPools; allocations are keyed by

@@ -2,7 +2,7 @@
 // The Kubernetes datastore: whereabouts' IPPool and OverlappingRangeIPReservation objects in the
 // kubeconfig context's namespace, written with optimistic concurrency and no Lease.
 //
-// Protocol (per pool; REFERENCE.md §5.3-5.6 for the wire format):
+// Protocol (per pool; the objects and patches are described in docs/ipam.md, Wire format):
 //   ADD  GET pool (404 -> create it; 409 AlreadyExists -> GET again), decide() over its
 //        allocations, JSON patch that tests the chosen entry is still absent and adds it (a failed
 //        test is 422 -> re-read, back off, decide again; see wire.hpp pool_patch for why per

@@ -1,5 +1,5 @@
 #pragma once
-// whereabouts' wire format (REFERENCE.md §5.3-5.6): URL paths, IPPool and
+// whereabouts' wire format (docs/ipam.md, Wire format): URL paths, IPPool and
 // OverlappingRangeIPReservation objects, and the JSON patches that change a pool. Pure functions,
 // so that what goes on the wire is unit-tested byte for byte.
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// RDMA device isolation (`rdma.isolation`, REFERENCE.md §4.3-4.5): in exclusive RDMA netns mode
+// RDMA device isolation (`rdma.isolation`): in exclusive RDMA netns mode
 // the RDMA device of the function a pod gets (hostdev, SR-IOV VF, SF) moves into the pod's
 // namespace along with its netdev, and back on DEL.
 //
