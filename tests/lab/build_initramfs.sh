@@ -34,9 +34,8 @@ tools=(/usr/bin/bash /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devinfo /usr/bin/ib
        /usr/bin/timeout)
 
 # The project's programs (must exist: the lab exercises them).
-project=("$build/bin/rdmanet" "$build/bin/rdmanetctl" "$build/bin/rdmanet-ipam"
-         "$build/bin/integration_tests")
-[[ $suite == sriov ]] && project+=("$build/bin/cni-driver")
+project=("$build/bin/rdmanet" "$build/bin/rdmanetctl" "$build/bin/rdmanet-ipam")
+if [[ $suite == sriov ]]; then project+=("$build/bin/cni-driver"); else project+=("$build/bin/integration_tests"); fi
 
 rm -rf "$root"
 mkdir -p "$root"/usr/{bin,sbin,lib,lib64} "$root"/{etc,proc,sys,dev,run,tmp,var,root,lab}
