@@ -81,19 +81,23 @@ TEST_CASE("sriov on the igb model: a setting igb refuses fails the ADD with code
     REQUIRE(dev_before);
 
     // The same three refusals as the lab: link_state (no driver hook), min_tx_rate, 802.1ad.
+    // The lab checks the same message and hint fragments.
     json extra;
-    std::string names;
+    std::string names, hint;
     SECTION("link_state enable: EOPNOTSUPP") {
         extra = {{"vlan", 200}, {"link_state", "enable"}};
-        names = "link_state";
+        names = "link_state enable";
+        hint = "cannot set a VF's link state";
     }
     SECTION("min_tx_rate: EINVAL") {
         extra = {{"vlan", 200}, {"min_tx_rate", 10}, {"max_tx_rate", 100}};
-        names = "rate";
+        names = "min_tx_rate 10";
+        hint = "up to the PF's current link speed";
     }
     SECTION("vlanProto 802.1ad: EPROTONOSUPPORT") {
         extra = {{"vlan", 200}, {"vlanProto", "802.1ad"}};
-        names = "vlan";
+        names = "proto 0x88a8";
+        hint = "802.1Q only";
     }
     auto plugin = fakekernel_plugin("sriov", host_local(ws, "10.250.45.0/24"), with_capabilities(extra));
     const std::string conf = ws.write("refused.conflist", conflist("e2e-igb-refused", "1.0.0", plugin).dump());
@@ -104,6 +108,7 @@ TEST_CASE("sriov on the igb model: a setting igb refuses fails the ADD with code
     INFO(add.describe());
     CHECK(add.code() == 100);
     CHECK(add.msg().find(names) != std::string::npos);
+    CHECK(add.details().find(hint) != std::string::npos);
     CHECK(node.vf(node.pf, 0) == vf_before);
     CHECK(host_netdev(node.vf0.name_a()) == dev_before);
     CHECK(only_loopback(pod));

@@ -79,17 +79,20 @@ drive() {
     --container-id "$4" --cni-path "$BUILD_DIR/bin" --cache-dir /lab/cache \
     --cap-args "{\"deviceID\":\"$5\",\"CNIDeviceInfoFile\":\"$DEVINFO_DIR/$4-net1\"}"
 }
-# add_fails <code> <text> <conflist> <netns> <id> <pci>: ADD fails with that CNI code and text.
+# add_fails <code> <text> <hint> <conflist> <netns> <id> <pci>: ADD fails with that CNI code,
+# the message or details containing <text> and <hint> ("" = any).
 add_fails() {
-  _want_code=$1 _want_text=$2
-  shift 2
+  _want_code=$1 _want_text=$2 _want_hint=$3
+  shift 3
   _res=$(drive add "$@")
   _rc=$?
   echo "exit $_rc: $_res"
+  echo "$_res" >>/tmp/lab_refusals   # printed after the section: how rdmanet reports each refusal
   [ "$_rc" -ne 0 ] || return 1
   case $_res in *"\"code\":$_want_code,"* | *"\"code\": $_want_code,"*) ;; *) echo "(expected code $_want_code)"; return 1 ;; esac
-  case $_res in *"$_want_text"*) return 0 ;; esac
-  echo "(expected the message to contain: $_want_text)"
+  case $_res in *"$_want_text"*) ;; *) echo "(expected the error to contain: $_want_text)"; return 1 ;; esac
+  case $_res in *"$_want_hint"*) return 0 ;; esac
+  echo "(expected the error to contain: $_want_hint)"
   return 1
 }
 vf_line_has() { _l=$(vf_line "$1"); echo "$_l"; case $_l in *"$2"*) return 0 ;; esac; echo "(expected: $2)"; return 1; }
@@ -150,22 +153,23 @@ check "sriov DEL again (the runtime may repeat it) succeeds" drive del /lab/conf
 
 # igb has no ndo_set_vf_link_state: RTM_SETLINK IFLA_VF_LINK_STATE -> EOPNOTSUPP.
 sriov_conf /lab/conf/linkstate.conflist lab-sriov-ls 10.78.1.0/24 '"vlan":200,"link_state":"enable",'
-check "sriov ADD with link_state enable: igb refuses (code 100, names link_state), rolled back" \
-  add_fails 100 link_state /lab/conf/linkstate.conflist sriovp1 c-ls "$VF0"
+check "sriov ADD with link_state enable: igb refuses (code 100, names link_state, says to remove it), rolled back" \
+  add_fails 100 "link_state enable" "cannot set a VF's link state" /lab/conf/linkstate.conflist sriovp1 c-ls "$VF0"
 check "sriov: after the refused link_state, VF 0, the netdevs and the pool are as before" same_as "$before"
 check "sriov DEL after the refused ADD succeeds" drive del /lab/conf/linkstate.conflist sriovp1 c-ls "$VF0"
 # igb (82576) refuses a minimum rate: ndo_set_vf_rate returns EINVAL when min_tx_rate != 0.
 sriov_conf /lab/conf/minrate.conflist lab-sriov-mr 10.78.2.0/24 '"vlan":200,"min_tx_rate":10,"max_tx_rate":100,'
-check "sriov ADD with min_tx_rate: igb refuses (code 100, names the rate), rolled back" \
-  add_fails 100 rate /lab/conf/minrate.conflist sriovp1 c-mr "$VF0"
+check "sriov ADD with min_tx_rate: igb refuses (code 100, names the rate, explains igb's rate rules), rolled back" \
+  add_fails 100 "min_tx_rate 10" "up to the PF's current link speed" /lab/conf/minrate.conflist sriovp1 c-mr "$VF0"
 check "sriov: after the refused min_tx_rate, VF 0, the netdevs and the pool are as before" same_as "$before"
 check "sriov DEL after the refused ADD succeeds" drive del /lab/conf/minrate.conflist sriovp1 c-mr "$VF0"
 # igb accepts only 802.1Q tags (ndo_set_vf_vlan: EPROTONOSUPPORT for 802.1ad).
 sriov_conf /lab/conf/qinq.conflist lab-sriov-ad 10.78.3.0/24 '"vlan":200,"vlanProto":"802.1ad",'
-check "sriov ADD with vlanProto 802.1ad: igb refuses (code 100), rolled back" \
-  add_fails 100 vlan /lab/conf/qinq.conflist sriovp1 c-ad "$VF0"
+check "sriov ADD with vlanProto 802.1ad: igb refuses (code 100, says 802.1Q only), rolled back" \
+  add_fails 100 "proto 0x88a8" "802.1Q only" /lab/conf/qinq.conflist sriovp1 c-ad "$VF0"
 check "sriov: after the refused 802.1ad, VF 0, the netdevs and the pool are as before" same_as "$before"
 check "sriov DEL after the refused ADD succeeds" drive del /lab/conf/qinq.conflist sriovp1 c-ad "$VF0"
+sed 's/^/LAB-INFO: refused: /' /tmp/lab_refusals
 ip netns del sriovp1
 
 # ---- 3. two pods on two VFs ------------------------------------------------------------------
@@ -260,7 +264,7 @@ ip netns add sriovpx
 before_x=$(sriov_snapshot 2>&1)
 sriov_conf /lab/conf/req.conflist lab-sriov-req 10.78.6.0/24 '"vlan":300,"trust":"on","rdma":{"isolation":"required"},'
 check "sriov RDMA exclusive + isolation required: ADD fails (code 100) naming rxevf" \
-  add_fails 100 rxevf /lab/conf/req.conflist sriovpx c-x "$VF1"
+  add_fails 100 rxevf "" /lab/conf/req.conflist sriovpx c-x "$VF1"
 check "sriov RDMA exclusive: after the failed ADD, VF 1's settings, netdevs and pool are as before" same_as "$before_x"
 check "sriov RDMA exclusive: rxevf is still the host's" output_has rxevf rdma dev show
 check "sriov RDMA exclusive: DEL after the failed ADD" drive del /lab/conf/req.conflist sriovpx c-x "$VF1"
