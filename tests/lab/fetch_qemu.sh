@@ -42,21 +42,32 @@ chown _apt "$cache/debs" 2>/dev/null || true
 for deb in "$cache"/debs/*.deb; do dpkg -x "$deb" "$cache"; done
 [[ -x $qemu ]] || { echo "lab: $qemu missing after unpacking" >&2; exit 1; }
 
-# Libraries the backports build needs that Debian 12 does not have at the required version:
-# fetch the backports package that ships each missing one and point LD_LIBRARY_PATH at it.
-missing=$(LD_LIBRARY_PATH= ldd "$qemu" | awk '/not found/{print $1}')
-if [[ -n $missing ]]; then
-  echo "== lab: QEMU needs libraries not on this system: $missing" >&2
-  mkdir -p "$cache/libs" "$cache/libdebs"
-  for lib in $missing; do
-    pkg=$(apt-cache search --names-only "^$(sed 's/\.so\./ /; s/-\([0-9]\)/\1/' <<<"$lib" | awk '{print $1}')" 2>/dev/null | head -n1 | cut -d' ' -f1)
-    [[ -n $pkg ]] || { echo "lab: no package for $lib" >&2; exit 1; }
-    (cd "$cache/libdebs" && apt-get download -qq -t bookworm-backports "$pkg" >&2)
-  done
+# Libraries the backports build needs at a version Debian 12 does not have installed: from the
+# packages' Depends (first alternative of each), every lib* package that is missing or older than
+# required is downloaded too and unpacked into <cache>/libs, which LD_LIBRARY_PATH then names.
+# (seabios and ipxe-qemu are not libraries: the system's SeaBIOS is on the -L path.)
+needs=()
+while read -r dep; do
+  name=${dep%% *}
+  [[ $name == lib* || $name == zlib* ]] || continue
+  want=$(sed -n 's/.*(>= \(.*\))/\1/p' <<<"$dep")
+  have=$(dpkg-query -W -f='${Version}' "$name" 2>/dev/null || true)
+  if [[ -z $have ]] || { [[ -n $want ]] && ! dpkg --compare-versions "$have" ge "$want"; }; then
+    needs+=("$name")
+  fi
+done < <(for deb in "$cache"/debs/*.deb; do dpkg-deb -f "$deb" Depends; done | tr ',' '\n' |
+         sed 's/|.*//; s/^ *//; s/ *$//' | sort -u)
+if ((${#needs[@]})); then
+  echo "== lab: QEMU needs newer or missing libraries: ${needs[*]}" >&2
+  mkdir -p "$cache/libs" "$cache/libdebs" "$cache/libroot"
+  chown _apt "$cache/libdebs" 2>/dev/null || true
+  (cd "$cache/libdebs" && apt-get download -qq -t bookworm-backports "${needs[@]}" >&2)
   for deb in "$cache"/libdebs/*.deb; do dpkg -x "$deb" "$cache/libroot"; done
   find "$cache/libroot" -name '*.so*' -exec cp -a {} "$cache/libs/" \;
-  still=$(LD_LIBRARY_PATH=$cache/libs ldd "$qemu" | awk '/not found/{print $1}')
-  [[ -z $still ]] || { echo "lab: QEMU still misses: $still" >&2; exit 1; }
 fi
+libpath=
+[[ -d $cache/libs ]] && libpath=$cache/libs
+missing=$(LD_LIBRARY_PATH=$libpath ldd "$qemu" | awk '/not found/{print $1}')
+[[ -z $missing ]] || { echo "lab: QEMU still misses libraries: $missing" >&2; exit 1; }
 touch "$cache/.complete"
 echo "$qemu"

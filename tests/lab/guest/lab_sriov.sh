@@ -1,6 +1,6 @@
 # rdmanet's sriov mode on a real PF driver: QEMU's emulated Intel 82576 (igb PF, igbvf VFs) with
 # two VFs, driven through libcni (bin/cni-driver) as a container runtime drives it. The same
-# outcomes are asserted against the fake kernel by tests/e2e/test_e2e_sriov_lab_pair.cpp (the
+# outcomes are asserted against the fake kernel's igb model by tests/e2e/test_e2e_sriov_igb.cpp (the
 # "pair"): a difference between the driver and the fakes fails one side.
 # Entry state: modules loaded (igb, igbvf, rdma_rxe, ...), RDMA netns mode shared.
 
