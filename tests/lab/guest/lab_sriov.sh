@@ -46,8 +46,10 @@ ip link show dev "$PF"
 
 # The PF's line for VF <n> as `ip link` prints it (admin MAC, vlan, qos, spoofchk, trust, ...).
 vf_line() { ip link show dev "$PF" | grep -E "^ +vf $1 " | sed 's/^ *//'; }
-# The VF netdev as the host sees it: name, MAC, MTU, state flags, alias.
-host_view() { ip -o link show dev "$1" | sed 's/^[0-9]*: //; s/ qlen [0-9]*//'; }
+# The VF netdev as the host sees it: name, MAC, MTU, state flags, alias. Not its permanent
+# address: igbvf takes that from the PF's admin MAC whenever the VF resets, so it records the last
+# admin MAC the VF had, and nothing can write it back (LAB-INFO below shows it).
+host_view() { ip -o link show dev "$1" | sed 's/^[0-9]*: //; s/ qlen [0-9]*//; s/ permaddr [0-9a-f:]*//'; }
 # Everything a failed ADD or a DEL must leave as it was.
 sriov_snapshot() {
   vf_line 0
@@ -302,6 +304,7 @@ for delay in 0.1 0.3 0.5 0.8 1.2; do
     killed_then_del "$delay"
 done
 ip netns del sriovpk
+echo "LAB-INFO: after the kills: $(ip -o link show dev "$VF0_DEV" | grep -o 'permaddr [0-9a-f:]*' || echo 'no permaddr shown') on $VF0_DEV"
 
 # ---- 6. rdmanetctl doctor --------------------------------------------------------------------
 
