@@ -295,7 +295,9 @@ killed_then_del() {
   sleep "$1"
   kill_plugin
   wait "$_drv"
-  echo "ADD after kill -9 at ${1}s: exit $? $(head -c 300 /tmp/kill_add.out)"
+  _add_rc=$?
+  echo "ADD after kill -9 at ${1}s: exit $_add_rc $(head -c 300 /tmp/kill_add.out)"
+  echo "${1}s: ADD exit $_add_rc" >>/tmp/kill_points
   drive del /lab/conf/kill.conflist sriovpk "c-k$1" "$VF0" || return 1
   retry 5 same_as "$before_kill"
 }
@@ -304,6 +306,7 @@ for delay in 0.1 0.3 0.5 0.8 1.2; do
     killed_then_del "$delay"
 done
 ip netns del sriovpk
+echo "LAB-INFO: where the kills landed (exit 0: the ADD had finished): $(tr '\n' ';' </tmp/kill_points)"
 echo "LAB-INFO: after the kills: $(ip -o link show dev "$VF0_DEV" | grep -o 'permaddr [0-9a-f:]*' || echo 'no permaddr shown') on $VF0_DEV"
 
 # ---- 6. rdmanetctl doctor --------------------------------------------------------------------
