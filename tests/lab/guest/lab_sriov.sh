@@ -279,21 +279,30 @@ check "sriov RDMA: back to shared mode" retry 10 rdma system set netns shared
 # against the fakes; it needs a failpoint build. Here the real driver gets the same invariant at
 # the steps a timed kill lands on: whatever the plugin had done when it died, the runtime's DEL
 # puts VF 0, its netdev, the device-info file and the pool back. The delays span an ADD under
-# TCG (about a second); where a kill lands varies, the expected end state does not.
+# TCG (an ADD takes about a second there); where a kill lands varies, the expected end state
+# does not.
 ip netns add sriovpk
 sriov_conf /lab/conf/kill.conflist lab-sriov-kill 10.78.7.0/24 \
   '"mac":"0a:58:0a:4e:00:07","vlan":120,"vlanQoS":2,"spoofchk":"off","trust":"on","max_tx_rate":200,'
 before_kill=$(sriov_snapshot 2>&1)
-kill_plugin() {
+plugin_pids() {
   for _p in /proc/[0-9]*; do
-    [ "$(cat "$_p/comm" 2>/dev/null)" = rdmanet ] && kill -9 "${_p#/proc/}" 2>/dev/null
+    [ "$(cat "$_p/comm" 2>/dev/null)" = rdmanet ] && echo "${_p#/proc/}"
   done
 }
+# killed_then_del <delay>: starts an ADD, waits until the plugin process runs (libcni starts it),
+# kills it <delay> seconds later, then runs the runtime's DEL.
 killed_then_del() {
   drive add /lab/conf/kill.conflist sriovpk "c-k$1" "$VF0" >/tmp/kill_add.out 2>&1 &
   _drv=$!
+  _pids=
+  for _i in $(seq 100); do
+    _pids=$(plugin_pids)
+    [ -n "$_pids" ] && break
+    sleep 0.05
+  done
   sleep "$1"
-  kill_plugin
+  for _pid in $_pids; do kill -9 "$_pid" 2>/dev/null; done
   wait "$_drv"
   _add_rc=$?
   echo "ADD after kill -9 at ${1}s: exit $_add_rc $(head -c 300 /tmp/kill_add.out)"
@@ -301,8 +310,8 @@ killed_then_del() {
   drive del /lab/conf/kill.conflist sriovpk "c-k$1" "$VF0" || return 1
   retry 5 same_as "$before_kill"
 }
-for delay in 0.1 0.3 0.5 0.8 1.2; do
-  check "sriov kill -9 of the plugin ${delay}s into ADD, then DEL: VF 0, netdevs, device-info and pool as before" \
+for delay in 0 0.1 0.2 0.4 0.7; do
+  check "sriov kill -9 of the plugin ${delay}s into its ADD, then DEL: VF 0, netdevs, device-info and pool as before" \
     killed_then_del "$delay"
 done
 ip netns del sriovpk
