@@ -285,9 +285,10 @@ ip netns add sriovpk
 sriov_conf /lab/conf/kill.conflist lab-sriov-kill 10.78.7.0/24 \
   '"mac":"0a:58:0a:4e:00:07","vlan":120,"vlanQoS":2,"spoofchk":"off","trust":"on","max_tx_rate":200,'
 before_kill=$(sriov_snapshot 2>&1)
+# Without a process per /proc entry (a fork per entry is slow under TCG).
 plugin_pids() {
   for _p in /proc/[0-9]*; do
-    [ "$(cat "$_p/comm" 2>/dev/null)" = rdmanet ] && echo "${_p#/proc/}"
+    read -r _comm <"$_p/comm" 2>/dev/null && [ "$_comm" = rdmanet ] && echo "${_p#/proc/}"
   done
 }
 # killed_then_del <delay>: starts an ADD, waits until the plugin process runs (libcni starts it),
@@ -296,7 +297,7 @@ killed_then_del() {
   drive add /lab/conf/kill.conflist sriovpk "c-k$1" "$VF0" >/tmp/kill_add.out 2>&1 &
   _drv=$!
   _pids=
-  for _i in $(seq 100); do
+  for _i in $(seq 40); do
     _pids=$(plugin_pids)
     [ -n "$_pids" ] && break
     sleep 0.05
