@@ -87,11 +87,17 @@ case "${1:-}" in
       echo "== hardening: sanitizers, failpoint walk, fuzzing"
       hardening || status=1
     fi
-    # Kernel lab (tests/lab): the RDMA paths on Debian's 6.1 kernel with soft-RoCE under QEMU;
-    # installs its own packages. On by default (CI runs it); LAB=0 skips it.
+    # Kernel lab (tests/lab): the RDMA paths on Debian's 6.1 kernel with soft-RoCE under QEMU,
+    # then the sriov mode on the same kernel with QEMU 10's emulated igb (from bookworm-backports,
+    # unpacked into a cache, the system's QEMU untouched); installs its own packages. On by
+    # default (CI runs it); LAB=0 skips both, LAB_SRIOV=0 only the second.
     if [[ ${LAB:-1} != 0 ]]; then
       echo "== kernel lab: Debian 6.1 + soft-RoCE under QEMU"
-      "$root/tests/lab/run_lab.sh" "$build" || status=1
+      "$root/tests/lab/run_lab.sh" "$build" rxe || status=1
+      if [[ ${LAB_SRIOV:-1} != 0 ]]; then
+        echo "== kernel lab: Debian 6.1 + igb SR-IOV VFs under QEMU 10"
+        "$root/tests/lab/run_lab.sh" "$build" sriov || status=1
+      fi
     fi
     exit $status
     ;;

@@ -1,5 +1,6 @@
 // rdmanetctl devices: an ibdev2netdev/ibstat-like table from sysfs and libibverbs.
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <ostream>
 #include <tuple>
@@ -17,6 +18,26 @@ std::string function_kind(const netns::RdmaDeviceSysfs& dev) {
     // Auxiliary devices (SFs) are named <driver>.<kind>.<n>, PCI functions DDDD:BB:DD.F.
     if (dev.parent.find(':') == std::string::npos) return "SF";
     return "PF";
+}
+
+// A software RDMA device (rxe, siw) has no parent of its own; over a netdev that is a PCI function
+// (rxe on a VF's netdev) that function stands in, so the row still reads VF -> PF. "" when the
+// port has no single netdev with a PCI device.
+struct SoftParent {
+    std::string pci, function;
+};
+SoftParent soft_parent(const netns::Sysfs& sysfs, const netns::RdmaPortSysfs& port) {
+    namespace fs = std::filesystem;
+    if (port.netdevs.size() != 1) return {};
+    std::error_code ec;
+    const fs::path root(sysfs.root());
+    const auto device = fs::read_symlink(root / "class/net" / port.netdevs[0] / "device", ec);
+    if (ec) return {};
+    const std::string pci = device.filename().string();
+    if (pci.find(':') == std::string::npos) return {};
+    const auto pf = fs::read_symlink(root / "bus/pci/devices" / pci / "physfn", ec);
+    if (ec) return {pci, "PF (soft)"};
+    return {pci + " (PF " + pf.filename().string() + ")", "VF (soft)"};
 }
 
 std::string join(const std::vector<std::string>& names) {
@@ -39,6 +60,12 @@ std::vector<DeviceRow> device_rows(const netns::Sysfs& sysfs, const std::vector<
         if (dev->is_vf) pci += " (PF " + dev->pf + ")";
         for (const auto& port : dev->ports) {
             DeviceRow row{name, port.state, port.link_layer, join(port.netdevs), pci, function_kind(*dev), port.port};
+            if (dev->parent.empty()) {
+                if (auto soft = soft_parent(sysfs, port); !soft.pci.empty()) {
+                    row.pci = soft.pci;
+                    row.function = soft.function;
+                }
+            }
             if (auto it = by_port.find({name, port.port}); it != by_port.end()) {
                 row.state = it->second->state;
                 row.link_layer = it->second->link_layer;

@@ -23,6 +23,7 @@
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
+#include "rdmanet/netns/vf.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -176,6 +177,51 @@ void check_netns_mode(Doctor& d, bool have_rdma) {
 
 // ---- SR-IOV VFs -----------------------------------------------------------------------------
 
+// "mac 0a:58:..., vlan 100 qos 3, spoofchk off, trust on, link_state auto, max_tx_rate 100 Mbps"
+std::string describe_vf(const netns::VfInfo& vf) {
+    std::string text = "mac " + vf.mac + ", vlan " + std::to_string(vf.vlan);
+    if (vf.vlan != 0) {
+        text += " qos " + std::to_string(vf.qos);
+        if (vf.vlan_proto == netns::kVlanProto8021AD) text += " proto 802.1ad";
+    }
+    if (vf.spoofchk) text += std::string(", spoofchk ") + (*vf.spoofchk ? "on" : "off");
+    if (vf.trust) text += std::string(", trust ") + (*vf.trust ? "on" : "off");
+    text += ", link_state ";
+    text += vf.link_state == netns::VfLinkState::enable    ? "enable"
+            : vf.link_state == netns::VfLinkState::disable ? "disable"
+                                                           : "auto";
+    if (vf.min_tx_rate) text += ", min_tx_rate " + std::to_string(vf.min_tx_rate) + " Mbps";
+    if (vf.max_tx_rate) text += ", max_tx_rate " + std::to_string(vf.max_tx_rate) + " Mbps";
+    if (vf.node_guid) text += ", node_guid " + netns::format_guid(*vf.node_guid);
+    if (vf.port_guid) text += ", port_guid " + netns::format_guid(*vf.port_guid);
+    return text;
+}
+
+// One finding per VF of `pf`: its PCI address (device/virtfn<N>) and PF-side settings, so an
+// admin sees what a pod left behind or what the SR-IOV operator set.
+void report_vf_settings(Doctor& d, const fs::path& netdev, const std::string& pf) {
+    if (!d.o.vf_control && fs::path(d.o.root).lexically_normal() != fs::path("/")) return;
+    std::vector<netns::VfInfo> list;
+    try {
+        std::unique_ptr<netns::VfControl> owned;
+        netns::VfControl* vfs = d.o.vf_control;
+        if (!vfs) {
+            owned = netns::make_netlink_vf_control();
+            vfs = owned.get();
+        }
+        list = vfs->list(pf);
+    } catch (const std::exception& e) {
+        d.add("sriov.vf", Status::warn, pf, std::string("cannot read the VFs' settings: ") + e.what());
+        return;
+    }
+    for (const auto& vf : list) {
+        std::error_code ec;
+        const auto target = fs::read_symlink(netdev / "device" / ("virtfn" + std::to_string(vf.index)), ec);
+        const std::string pci = ec ? "" : " (" + target.filename().string() + ")";
+        d.add("sriov.vf", Status::ok, pf + " vf " + std::to_string(vf.index) + pci, describe_vf(vf));
+    }
+}
+
 void check_vfs(Doctor& d) {
     std::set<std::string> seen;
     for (const auto& netdev : sorted_entries(d.under("/sys/class/net"))) {
@@ -202,6 +248,7 @@ void check_vfs(Doctor& d) {
         } else {
             d.add("sriov.vfs", Status::ok, pf, counts + " as requested");
         }
+        if (num > 0) report_vf_settings(d, netdev, pf);
     }
     for (const auto& [pf, n] : d.o.expect_vfs)
         if (!seen.count(pf))

@@ -9,10 +9,11 @@ namespace rdmanet::test::e2e {
 
 namespace fs = std::filesystem;
 
-SriovNode::SriovNode(const Workspace& workspace, const std::string& rdma_mode)
+SriovNode::SriovNode(const Workspace& workspace, const std::string& rdma_mode, const std::string& pf_driver)
     : ws(workspace), pf(unique_name("pf")), ibpf(unique_name("ibpf")), kernel(workspace.path("kernel.json"), tree.root()) {
     FakeSriovNode layout{pf, ibpf, vf0.name_a(), ibvf.name_a()};
     layout.ib_vf_rdma = true;
+    layout.pf_driver = pf_driver;
     // The kernel's starting point, built with the in-memory fake (same model, same encoding).
     FakeVfControl vfs;
     layout.build(tree, vfs);

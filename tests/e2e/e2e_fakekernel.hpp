@@ -27,7 +27,10 @@ struct SriovNode {
     static constexpr const char* kIbPfPci = FakeSriovNode::kIbPfPci;
     static constexpr const char* kIbVfPci = FakeSriovNode::kIbVfPci;
 
-    explicit SriovNode(const Workspace& ws, const std::string& rdma_mode = "exclusive");
+    // `pf_driver`: the Ethernet PF's model in the fake kernel ("" = mlx5-like, "igb" = the
+    // kernel lab's emulated Intel 82576: see support/fake_vf_control.hpp).
+    explicit SriovNode(const Workspace& ws, const std::string& rdma_mode = "exclusive",
+                       const std::string& pf_driver = "");
 
     const Workspace& ws;
     ScopedVeth vf0{nullptr, nullptr, "vf"};

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the kernel lab's initramfs (a gzip'd newc cpio) from what is installed on this machine:
-#   build_initramfs.sh <build-dir> <kernel-version> <staging-dir> <output.cpio.gz>
+#   build_initramfs.sh <build-dir> <kernel-version> <staging-dir> <output.cpio.gz> [suite]
+# suite: "rxe" (default: soft-RoCE, rdmanet's RDMA paths) or "sriov" (adds the igb/igbvf drivers
+# and the libcni driver bin/cni-driver, a static Go program); /init runs that suite's scripts.
 # Contents: busybox (every applet the real tools below do not replace), iproute2's `ip` and `rdma`,
 # ibverbs-utils, libibverbs with all its providers and /etc/libibverbs.d, the kernel modules the
 # lab needs (dependency order from `modprobe -S <ver> --show-depends`, loaded by /init with insmod),
@@ -14,6 +16,7 @@ build=$(realpath "$1")
 kver=$2
 root=$3
 out=$4
+suite=${5:-rxe}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # Kernel modules, each with its dependencies (insmod order). crc32_generic must be loaded by
@@ -21,6 +24,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # creation, and that is not a module dependency.
 # rdma_cm (with configfs): the rdma.tos checks write default_roce_tos through its configfs.
 modules=(crc32_generic ib_core ib_uverbs rdma_rxe rdma_cm configfs veth macvlan dummy 8021q bridge)
+# sriov: Intel 82576 PF (igb) and VF (igbvf) drivers, for QEMU's emulated igb.
+[[ $suite == sriov ]] && modules+=(igb igbvf)
 
 # Host tools the guest runs (copied with their libraries). busybox provides the rest. The scripts
 # run in bash: Debian's busybox-static is built to prefer its own applets in its shell, so `ip`
@@ -29,8 +34,8 @@ tools=(/usr/bin/bash /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devinfo /usr/bin/ib
        /usr/bin/timeout)
 
 # The project's programs (must exist: the lab exercises them).
-project=("$build/bin/rdmanet" "$build/bin/rdmanetctl" "$build/bin/rdmanet-ipam"
-         "$build/bin/integration_tests")
+project=("$build/bin/rdmanet" "$build/bin/rdmanetctl" "$build/bin/rdmanet-ipam")
+if [[ $suite == sriov ]]; then project+=("$build/bin/cni-driver"); else project+=("$build/bin/integration_tests"); fi
 
 rm -rf "$root"
 mkdir -p "$root"/usr/{bin,sbin,lib,lib64} "$root"/{etc,proc,sys,dev,run,tmp,var,root,lab}
@@ -101,6 +106,7 @@ for program in "${project[@]}"; do
 done
 # Where the lab looks for them without knowing the build dir.
 printf '%s\n' "$build" >"$root/lab/build_dir"
+printf '%s\n' "$suite" >"$root/lab/suite"
 
 # Kernel modules in dependency order, each once, with the parameters modprobe.d gives them.
 : >"$root/lab/modules"

@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# The kernel lab: rdmanet's RDMA paths on a kernel that has RDMA (Debian 12's 6.1, soft-RoCE),
-# booted under QEMU (TCG: this machine has no usable KVM), as root on a Debian 12 machine:
-#   tests/lab/run_lab.sh <build-dir>
+# The kernel lab: rdmanet on a real kernel with real drivers, booted under QEMU (KVM when this
+# machine offers it, else TCG), as root on a Debian 12 machine:
+#   tests/lab/run_lab.sh <build-dir> [rxe|sriov]
+# rxe (default): the RDMA paths on Debian 12's 6.1 kernel with soft-RoCE, on the system's QEMU.
+# sriov: the sriov mode on the same kernel with QEMU's emulated Intel 82576 (igb PF, igbvf VFs),
+#   which needs QEMU >= 8: QEMU 10 from bookworm-backports, unpacked into LAB_QEMU_CACHE (default
+#   /var/cache/rdmanet-lab/qemu) by tests/lab/fetch_qemu.sh, never installed over the system's.
 # Installs what is missing, builds an initramfs (tests/lab/build_initramfs.sh), boots it, lets the
-# guest's /init run tests/lab/guest/*.sh and prints their results. Exit 0 only when the guest
-# printed its summary line with no failure; non-zero on a failure, a crash or the time limit.
+# guest's /init run that suite's tests/lab/guest/*.sh and prints their results. Exit 0 only when
+# the guest printed its summary line with no failure; non-zero on a failure, a crash or the time
+# limit.
 #
 # Environment: LAB_TIMEOUT (seconds for boot + tests, default 1800: a hang guard sized for a
-# loaded 2-CPU CI machine, not the expected duration), LAB_KEEP=1 keeps the temp dir. The serial
-# console is also saved as <build-dir>/lab-console.log.
+# loaded 2-CPU CI machine under TCG, not the expected duration), LAB_KEEP=1 keeps the temp dir,
+# LAB_ACCEL=kvm|tcg overrides the accelerator probe. The serial console is also saved as
+# <build-dir>/lab-console.log (rxe) or <build-dir>/lab-sriov-console.log (sriov).
 #
 # The kernel package goes to /boot like any Debian kernel. On a machine that boots from /boot this
 # adds a boot entry (the host's bootloader would offer 6.1 too); containers and VMs that are
 # started with an external kernel (as this CI machine is, see docs/development.md, "Kernel lab") ignore /boot.
 set -euo pipefail
 
-if [[ $# -ne 1 || ! -d $1 ]]; then
-  echo "usage: $0 <build-dir>   (built: rdmanet rdmanetctl rdmanet-ipam integration_tests)" >&2
+suite=${2:-rxe}
+if [[ $# -lt 1 || $# -gt 2 || ! -d $1 || ( $suite != rxe && $suite != sriov ) ]]; then
+  echo "usage: $0 <build-dir> [rxe|sriov]   (built: rdmanet rdmanetctl rdmanet-ipam, and for rxe" >&2
+  echo "       integration_tests, for sriov cni-driver)" >&2
   exit 2
 fi
 if [[ $(id -u) -ne 0 ]]; then
@@ -54,22 +62,65 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The emulator and its machine. rxe: the system's QEMU, default machine, no NIC. sriov: QEMU 10
+# (fetched once, then cached), q35 with one igb behind a PCIe root port (SR-IOV needs PCIe
+# extended capabilities), its uplink QEMU's user-mode network (nothing leaves this machine:
+# the guest never configures an address on the PF).
+qemu=(qemu-system-x86_64)
+machine=(-nic none)
+console=$build/lab-console.log
+if [[ $suite == sriov ]]; then
+  qemu_cache=${LAB_QEMU_CACHE:-/var/cache/rdmanet-lab/qemu}
+  qemu_bin=$("$here/fetch_qemu.sh" "$qemu_cache")
+  qemu=(env QEMU_MODULE_DIR="$qemu_cache/usr/lib/x86_64-linux-gnu/qemu")
+  [[ -d $qemu_cache/libs ]] && qemu+=(LD_LIBRARY_PATH="$qemu_cache/libs")
+  qemu+=("$qemu_bin" -L "$qemu_cache/usr/share/qemu" -L /usr/share/seabios)
+  machine=(-M q35 -nic none -device pcie-root-port,id=rp1,slot=1
+           -netdev user,id=n0,restrict=on -device igb,netdev=n0,bus=rp1)
+  console=$build/lab-sriov-console.log
+fi
+
+# KVM when it works here, else TCG. /dev/kvm existing is not enough: on some hosts (nested or
+# sandboxed KVM) QEMU aborts on an MSR that "-cpu host" passes through, or the guest kernel hangs
+# right after the BIOS. The probe boots the lab's kernel with each CPU model (no initramfs:
+# it panics at once and -no-reboot ends QEMU) and takes the first that prints the kernel's
+# banner within 15 s; that costs 15-30 s when KVM does not work.
+accel=${LAB_ACCEL:-}
+cpu=(-cpu max)
+probe_kvm() {
+  timeout 15 "${qemu[@]}" -accel kvm -cpu "$1" "${machine[@]}" -smp 1 -m 256M -display none -no-reboot \
+    -serial stdio -monitor none -kernel "$kernel" -append "console=ttyS0 earlyprintk=ttyS0 panic=-1" \
+    </dev/null 2>/dev/null | grep -a -m1 -q 'Linux version'
+}
+if [[ -z $accel || $accel == kvm ]]; then
+  accel=tcg
+  if [[ -w /dev/kvm ]]; then
+    for model in host host,-arch-capabilities; do
+      if probe_kvm "$model"; then
+        accel=kvm
+        cpu=(-cpu "$model")
+        break
+      fi
+    done
+  fi
+  [[ ${LAB_ACCEL:-} == kvm && $accel != kvm ]] && { echo "lab: LAB_ACCEL=kvm, but KVM does not work here" >&2; exit 1; }
+fi
+
 t0=$SECONDS
-"$here/build_initramfs.sh" "$build" "$kver" "$work/root" "$work/initrd.cpio.gz"
+"$here/build_initramfs.sh" "$build" "$kver" "$work/root" "$work/initrd.cpio.gz" "$suite"
 rm -rf "$work/root"
-echo "== lab: initramfs $(du -h "$work/initrd.cpio.gz" | cut -f1) built in $((SECONDS - t0))s; booting $kver under QEMU (TCG), limit ${timeout_s}s"
+echo "== lab: initramfs ($suite) $(du -h "$work/initrd.cpio.gz" | cut -f1) built in $((SECONDS - t0))s; booting $kver under QEMU (${accel^^} ${cpu[1]}), limit ${timeout_s}s"
 
 # no_timer_check: on a loaded host, TCG is too slow for the kernel's IO-APIC timer check, which
 # then panics ("IO-APIC + timer doesn't work!"). mitigations=off: a throwaway test guest, and
 # page-table isolation costs TCG a TLB flush per system call.
 kernel_args="no_timer_check mitigations=off"
 t1=$SECONDS
-console=$build/lab-console.log
 set +e
 # -no-reboot: a guest reboot or panic ends QEMU; /init powers off when it is done. stdin is
 # /dev/null so nothing on the CI side can reach the QEMU monitor.
-timeout -k 10 "$timeout_s" qemu-system-x86_64 \
-  -accel tcg -cpu max -smp 2 -m 1G -nographic -no-reboot -nic none \
+timeout -k 10 "$timeout_s" "${qemu[@]}" \
+  -accel "$accel" "${cpu[@]}" -smp 2 -m 1G -nographic -no-reboot "${machine[@]}" \
   -kernel "$kernel" -initrd "$work/initrd.cpio.gz" \
   -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init $kernel_args" \
   </dev/null 2>&1 | tr -d '\r' | tee "$console"

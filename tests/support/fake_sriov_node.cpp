@@ -15,7 +15,7 @@ void FakeSriovNode::build(FakeSysfs& tree, FakeVfControl& vfs) const {
     tree.add_vf(kIbPfPci, 0, kIbVfPci, ibvf_netdev);
     if (ib_vf_rdma) tree.add_rdma_device(kIbVfPci, "mlx5_9");
 
-    vfs.add_pf(pf, 2);
+    vfs.add_pf(pf, 2, /*infiniband=*/false, pf_driver);
     vfs.add_pf(ibpf, 1, /*infiniband=*/true);
     netns::VfInfo& vf = vfs.vf(pf, 0);
     vf.mac = kVfMac;

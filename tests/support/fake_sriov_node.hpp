@@ -25,6 +25,7 @@ struct FakeSriovNode {
 
     std::string pf, ibpf, vf0_netdev, ibvf_netdev;
     bool ib_vf_rdma = false;
+    std::string pf_driver{};   // the Ethernet PF's driver model in FakeVfControl: "" or "igb"
 
     // Lays the PCI functions out in `tree`, the PFs and VF 0's settings in `vfs`, and sets VF 0's
     // netdev (MTU, alias, up) on the real kernel in the current namespace.

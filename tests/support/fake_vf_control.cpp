@@ -11,9 +11,10 @@ using netns::KernelError;
 using netns::VfChange;
 using Field = VfChange::Field;
 
-void FakeVfControl::add_pf(const std::string& pf, unsigned num_vfs, bool infiniband) {
+void FakeVfControl::add_pf(const std::string& pf, unsigned num_vfs, bool infiniband, const std::string& driver) {
     Pf p;
     p.infiniband = infiniband;
+    p.driver = driver;
     for (unsigned i = 0; i < num_vfs; ++i) {
         netns::VfInfo vf;
         vf.index = i;
@@ -34,6 +35,7 @@ nlohmann::json FakeVfControl::pfs_json() const {
         nlohmann::json vfs = nlohmann::json::array();
         for (const auto& vf : pf.vfs) vfs.push_back(cni::vf_info_to_json(vf));
         out[name] = {{"infiniband", pf.infiniband}, {"vfs", vfs}};
+        if (!pf.driver.empty()) out[name]["driver"] = pf.driver;
     }
     return out;
 }
@@ -44,6 +46,7 @@ void FakeVfControl::load_pfs_json(const nlohmann::json& pfs) {
     for (const auto& [name, j] : pfs.items()) {
         Pf pf;
         pf.infiniband = j.value("infiniband", false);
+        pf.driver = j.value("driver", "");
         unsigned index = 0;
         for (const auto& vf : j.value("vfs", nlohmann::json::array())) {
             pf.vfs.push_back(cni::vf_info_from_json(vf));
@@ -112,12 +115,15 @@ void FakeVfControl::apply(const std::string& pf_name, const VfChange& c) {
     case Field::vlan:
         if (pf.infiniband) throw KernelError(EOPNOTSUPP, what);
         if (c.vlan > 4095 || c.qos > 7) throw KernelError(EINVAL, what);
+        if (pf.driver == "igb" && c.vlan_proto != netns::kVlanProto8021Q) throw KernelError(EPROTONOSUPPORT, what);
         vf.vlan = c.vlan;
         vf.qos = c.qos;
         vf.vlan_proto = c.vlan_proto;
         break;
     case Field::rate:
         if (c.max_tx_rate != 0 && c.min_tx_rate > c.max_tx_rate) throw KernelError(EINVAL, what);
+        // igb: only a maximum, at most the link speed (the emulated 82576 links at 1000 Mb/s).
+        if (pf.driver == "igb" && (c.min_tx_rate != 0 || c.max_tx_rate > 1000)) throw KernelError(EINVAL, what);
         vf.min_tx_rate = c.min_tx_rate;
         vf.max_tx_rate = c.max_tx_rate;
         break;
@@ -131,6 +137,7 @@ void FakeVfControl::apply(const std::string& pf_name, const VfChange& c) {
         break;
     case Field::link_state:
         if (static_cast<unsigned>(c.link_state) > 2) throw KernelError(EINVAL, what);
+        if (pf.driver == "igb") throw KernelError(EOPNOTSUPP, what);
         vf.link_state = c.link_state;
         break;
     case Field::node_guid:

@@ -8,7 +8,11 @@
 //   - IFLA_VF_LINK_STATE > 2 -> EINVAL;
 //   - an InfiniBand PF refuses MAC and VLAN (EOPNOTSUPP) and keeps node/port GUIDs per VF; an
 //     Ethernet PF refuses GUIDs (EOPNOTSUPP);
-//   - a PF that does not report spoofchk/trust (-1 in ifla_vf_info) can be modelled.
+//   - a PF that does not report spoofchk/trust (-1 in ifla_vf_info) can be modelled;
+//   - driver "igb" (Intel 82576, as the kernel lab runs it on QEMU's emulation; igb_main.c):
+//     no ndo_set_vf_link_state -> link_state EOPNOTSUPP; a non-zero min_tx_rate or a
+//     max_tx_rate above the 1000 Mb/s link -> EINVAL; a non-802.1Q VLAN protocol ->
+//     EPROTONOSUPPORT. The default model (driver "") accepts all of these, as mlx5 does.
 // Every accepted change is appended to `log`; failures can be injected per field or per call.
 #include <map>
 #include <optional>
@@ -25,12 +29,13 @@ class FakeVfControl : public netns::VfControl {
 public:
     struct Pf {
         bool infiniband = false;
+        std::string driver;   // "" (mlx5-like: accepts every VF setting) or "igb"
         std::vector<netns::VfInfo> vfs;
     };
 
     // A PF with `num_vfs` VFs in their power-on state: no admin MAC, no VLAN, no rate, spoofchk
     // on, trust off, link state auto; IB VFs have a distinct non-zero node/port GUID.
-    void add_pf(const std::string& pf, unsigned num_vfs, bool infiniband = false);
+    void add_pf(const std::string& pf, unsigned num_vfs, bool infiniband = false, const std::string& driver = "");
     netns::VfInfo& vf(const std::string& pf, unsigned index);
 
     std::vector<netns::VfInfo> list(const std::string& pf) override;

@@ -10,6 +10,7 @@
 
 #include "ipam_test_util.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
+#include "support/fake_vf_control.hpp"
 
 using namespace rdmanet::cni::ctl;
 namespace fs = std::filesystem;
@@ -199,6 +200,38 @@ TEST_CASE("doctor: VFs configured vs requested", "[ctl][doctor]") {
     f = only_failure(node, "sriov.vfs");
     CHECK(f.subject == "ens9");
     CHECK_THAT(f.message, Catch::Contains("not an SR-IOV capable netdev"));
+}
+
+TEST_CASE("doctor: each configured VF with its PCI address and PF-side settings", "[ctl][doctor][sriov]") {
+    FakeNode node;
+    rdmanet::test::FakeVfControl vfs;
+    vfs.add_pf("ens1f0", 8);
+    vfs.vf("ens1f0", 1).mac = "0a:58:0a:01:00:05";
+    vfs.vf("ens1f0", 1).vlan = 100;
+    vfs.vf("ens1f0", 1).qos = 3;
+    vfs.vf("ens1f0", 1).trust = true;
+    vfs.vf("ens1f0", 1).max_tx_rate = 1000;
+    fs::create_directory_symlink("../../../devices/pci0000:00/0000:01:10.2", node.root / "sys/class/net/ens1f0/device/virtfn1");
+    node.options.vf_control = &vfs;
+
+    const auto all = node.run();
+    INFO(describe(all));
+    const auto per_vf = with_status(all, Status::ok, "sriov.vf");
+    REQUIRE(per_vf.size() == 8);
+    CHECK(per_vf[0].subject == "ens1f0 vf 0");
+    CHECK(per_vf[0].message == "mac 00:00:00:00:00:00, vlan 0, spoofchk on, trust off, link_state auto");
+    CHECK(per_vf[1].subject == "ens1f0 vf 1 (0000:01:10.2)");
+    CHECK(per_vf[1].message ==
+          "mac 0a:58:0a:01:00:05, vlan 100 qos 3, spoofchk on, trust on, link_state auto, max_tx_rate 1000 Mbps");
+
+    // A PF the VF control does not know (the driver went away): a warning, the counts still shown.
+    rdmanet::test::FakeVfControl empty;
+    node.options.vf_control = &empty;
+    const auto again = node.run();
+    CHECK_FALSE(with_status(again, Status::ok, "sriov.vfs").empty());
+    const auto warns = with_status(again, Status::warn, "sriov.vf");
+    REQUIRE(warns.size() == 1);
+    CHECK_THAT(warns[0].message, Catch::Contains("cannot read the VFs' settings"));
 }
 
 TEST_CASE("doctor: the CNI binary missing, not executable or writable by others", "[ctl][doctor]") {

@@ -173,6 +173,26 @@ TEST_CASE("devices: sysfs table with PF, VF, SF and rxe, merged with verbs", "[r
     CHECK_THAT(table, Catch::Contains("rxe0    1     ACTIVE  Ethernet    va "));
 }
 
+TEST_CASE("devices: rxe on a VF's netdev reads VF -> PF through the netdev", "[rdma][ctl][unit]") {
+    test::FakeRdmaSysfs sys;
+    sys.add_pci_function("0000:01:00.0");
+    sys.add_pci_function("0000:01:10.2", "0000:01:00.0");
+    sys.add_rdma_device("rxevf", "", {{1, "4: ACTIVE", "Ethernet", {"eth2"}}});
+    sys.add_rdma_device("rxe0", "", {{1, "4: ACTIVE", "Ethernet", {"va"}}});
+    const std::filesystem::path root(sys.root());
+    std::filesystem::create_directories(root / "class/net/eth2");
+    std::filesystem::create_directory_symlink("../../../bus/pci/devices/0000:01:10.2", root / "class/net/eth2/device");
+
+    const auto rows = device_rows(netns::Sysfs(sys.root()), {});
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].device == "rxe0");   // a veth has no device: nothing to show
+    CHECK(rows[0].pci == "-");
+    CHECK(rows[0].function == "-");
+    CHECK(rows[1].device == "rxevf");
+    CHECK(rows[1].pci == "0000:01:10.2 (PF 0000:01:00.0)");
+    CHECK(rows[1].function == "VF (soft)");
+}
+
 TEST_CASE("devices: zero devices is a helpful line, not an error", "[rdma][ctl][unit]") {
     test::FakeRdmaSysfs sys;
     std::ostringstream out, err;

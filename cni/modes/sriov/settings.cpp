@@ -1,8 +1,10 @@
 // PF-side VF settings: what ADD changes (in sriov-cni's order and by its rules), how
 // each change is undone from the VF's saved settings, and the MAC write with verification.
+#include <cerrno>
 #include <thread>
 
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
+#include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::cni::sriov {
 
@@ -79,9 +81,48 @@ bool reflects(const netns::VfInfo& vf, const VfChange& change) {
     return false;
 }
 
+namespace {
+
+// What to change when the PF driver refuses a VF setting. PF drivers differ in what they accept:
+// Intel's igb (82576) has no VF link state, takes only a maximum rate up to the link speed and
+// only 802.1Q tags, while mlx5 accepts all of these.
+std::string refusal_hint(const VfChange& change, const std::string& pf, int err) {
+    const std::string driver = "the PF driver of " + pf;
+    switch (change.field) {
+    case Field::link_state:
+        if (err == EOPNOTSUPP) return driver + " cannot set a VF's link state (igb cannot): remove \"link_state\"";
+        break;
+    case Field::rate:
+        if (err == EINVAL)
+            return driver + " refused the rate: some drivers (igb) take no \"min_tx_rate\" and a \"max_tx_rate\" "
+                            "only up to the PF's current link speed, with the link up";
+        if (err == EOPNOTSUPP) return driver + " cannot limit a VF's rate: remove \"min_tx_rate\" and \"max_tx_rate\"";
+        break;
+    case Field::vlan:
+        if (err == EPROTONOSUPPORT) return driver + " tags VFs with 802.1Q only: remove \"vlanProto\": \"802.1ad\"";
+        break;
+    case Field::spoofchk:
+        if (err == EOPNOTSUPP) return driver + " has no VF spoof checking: remove \"spoofchk\"";
+        break;
+    case Field::trust:
+        if (err == EOPNOTSUPP) return driver + " has no VF trust setting: remove \"trust\"";
+        break;
+    default: break;
+    }
+    return "";
+}
+
+}  // namespace
+
 void apply_verified(netns::VfControl& vfs, const std::string& pf, const VfChange& change, int attempts,
                     std::chrono::milliseconds interval) {
-    vfs.apply(pf, change);
+    try {
+        vfs.apply(pf, change);
+    } catch (const netns::KernelError& e) {
+        const auto hint = refusal_hint(change, pf, e.errno_value());
+        if (hint.empty()) throw;
+        throw Error(ErrorCode::kernel_failure, e.what(), hint);
+    }
     if (change.field != Field::mac) return;
     // Some PF drivers apply the admin MAC asynchronously (sriov-cni re-reads it 20 x 100 ms).
     std::string seen;

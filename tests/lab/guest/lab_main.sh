@@ -13,11 +13,17 @@ load_modules() {
     insmod "$path" $params || return 1
   done </lab/modules
 }
-check "kernel modules load (ib_core, ib_uverbs, rdma_rxe, rdma_cm, configfs, crc32_generic, veth, macvlan, dummy, 8021q, bridge)" load_modules
+check "kernel modules load ($(sed 's|.*/||; s|\.ko.*||' /lab/modules | tr '\n' ' '))" load_modules
 mount_configfs() { mount -t configfs configfs /sys/kernel/config && [ -d /sys/kernel/config/rdma_cm ]; }
 check "configfs mounted at /sys/kernel/config, rdma_cm's group there" mount_configfs
 
-for section in lab_rxe lab_rdma_tool lab_rdmanet lab_compat; do
+# The suite the initramfs was built for (build_initramfs.sh): rxe = soft-RoCE and rdmanet's RDMA
+# paths; sriov = rdmanet's sriov mode on QEMU's igb PF and its igbvf VFs.
+case $(cat /lab/suite 2>/dev/null) in
+  sriov) sections="lab_sriov" ;;
+  *) sections="lab_rxe lab_rdma_tool lab_rdmanet lab_compat" ;;
+esac
+for section in $sections; do
   echo "== $section"
   . "/lab/$section.sh"
 done

@@ -16,6 +16,10 @@
 
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 
+namespace rdmanet::netns {
+class VfControl;
+}
+
 namespace rdmanet::cni::ctl {
 
 // ---- render ---------------------------------------------------------------------------------
@@ -120,6 +124,10 @@ struct DoctorOptions {
     bool json = false;
     // Test hook for check_api: returns "" when reachable, else the problem.
     std::function<std::string(const ipam::kube::KubeConfig& kubeconfig, std::chrono::milliseconds)> probe_api;
+    // Where each configured VF's PF-side settings are read (one "sriov.vf" finding per VF).
+    // nullptr: the kernel's rtnetlink when root is "/", none under another root (a sysfs copy
+    // names PFs this kernel does not have).
+    netns::VfControl* vf_control = nullptr;
 };
 
 enum class Status { ok, warn, fail };
