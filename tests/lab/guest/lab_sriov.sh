@@ -8,6 +8,9 @@ LAB_STATE=/run/lab-cni-state
 LAB_IPAM=/var/lib/cni/rdmanet/lab-sriov-ipam
 DEVINFO_DIR=/run/k8s.cni.cncf.io/devinfo
 mkdir -p "$LAB_STATE" "$DEVINFO_DIR" /lab/conf /lab/cache
+# The node policy's defaults, with the attachment state in $LAB_STATE.
+LAB_POLICY=/run/lab-sriov-policy.json
+printf '{"stateDir":"%s"}\n' "$LAB_STATE" > "$LAB_POLICY"
 
 # ---- the PF and its VFs ----------------------------------------------------------------------
 
@@ -77,7 +80,7 @@ EOF
 }
 # drive <verb> <conflist> <netns-name> <container-id> <vf-pci>: one libcni call.
 drive() {
-  RDMANET_STATE_DIR=$LAB_STATE cni-driver "$1" --conflist "$2" --netns "/run/netns/$3" --ifname net1 \
+  RDMANET_POLICY_FILE=$LAB_POLICY cni-driver "$1" --conflist "$2" --netns "/run/netns/$3" --ifname net1 \
     --container-id "$4" --cni-path "$BUILD_DIR/bin" --cache-dir /lab/cache \
     --cap-args "{\"deviceID\":\"$5\",\"CNIDeviceInfoFile\":\"$DEVINFO_DIR/$4-net1\"}"
 }
