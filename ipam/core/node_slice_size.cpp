@@ -28,7 +28,7 @@ int parse_node_slice_size(std::string_view text) {
 void check_node_slice_size(const Range& range, int prefix) {
     const int bits = range.cidr.address.bits();
     const std::string slice = "ipam.node_slice_size \"/" + std::to_string(prefix) + "\"";
-    const std::string of = range.field + ".range " + range.cidr.str();
+    const std::string of = range.field + " " + range.cidr.str();
     if (prefix > bits) {
         config_error(slice + " is not a prefix length of " + of + " (an IPv" + (bits == 32 ? "4" : "6") +
                      " range has at most /" + std::to_string(bits) + ")");

@@ -43,7 +43,8 @@ json get(const TestApiServer& s, const std::string& path) {
 // nodeName -> sliceRange of every listed entry with a node.
 std::multimap<std::string, std::string> holders(const TestApiServer& s, const std::string& pool) {
     std::multimap<std::string, std::string> out;
-    for (const auto& e : get(s, "/nodeslicepools/" + pool)["status"]["allocations"]) {
+    const json nsp = get(s, "/nodeslicepools/" + pool);
+    for (const auto& e : nsp["status"]["allocations"]) {
         if (e["nodeName"] != "") out.emplace(e["nodeName"], e["sliceRange"]);
     }
     return out;
@@ -234,6 +235,6 @@ TEST_CASE("node slices through an API-server outage: ADD/DEL keep working, SIGKI
         expected[rdmanet::ipam::to_decimal(offset)] = {{"id", owner.container_id}, {"podref", owner.podref}, {"ifname", owner.ifname}};
     }
     CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"] == expected);
-    CHECK_FALSE(expected.contains("1"));   // a0's DEL was published
+    for (const auto& [offset, entry] : expected.items()) CHECK(entry["id"] != "a0");   // a0's DEL was published
     CHECK(server.stats()["by_method"].value("PATCH", 0) > writes_before);
 }
