@@ -1,9 +1,9 @@
 // node_slice_size: see node_slice_size.hpp.
-#include "rdmanet/ipam/node_slice_size.hpp"
+#include "rdmanet/ipam/core/node_slice_size.hpp"
 
 #include <string>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::ipam {
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::ipam::kube {
 

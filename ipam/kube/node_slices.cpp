@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <set>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
-#include "rdmanet/ipam/naming.hpp"
+#include "rdmanet/ipam/core/naming.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -14,9 +14,9 @@ using nlohmann::json;
 
 namespace {
 
-int host_bits(const netns::IpNetwork& range, int prefix) { return range.address.bits() - prefix; }
+int host_bits(const base::IpNetwork& range, int prefix) { return range.address.bits() - prefix; }
 
-uint128 slice_size(const netns::IpNetwork& range, int prefix) {
+uint128 slice_size(const base::IpNetwork& range, int prefix) {
     const int h = host_bits(range, prefix);
     return h >= 128 ? kU128Max : uint128{1} << h;   // a /0 IPv6 slice is never allowed (check_node_slice_size)
 }
@@ -34,7 +34,7 @@ std::optional<uint128> next_allocatable(const Range& r, uint128 from) {
     return from <= r.last ? std::optional(from) : std::nullopt;
 }
 
-uint128 offset_in_parent(const netns::IpNetwork& parent, const netns::IpNetwork& slice) {
+uint128 offset_in_parent(const base::IpNetwork& parent, const base::IpNetwork& slice) {
     return slice.address.to_u128() - parent.masked().address.to_u128();
 }
 
@@ -58,25 +58,25 @@ json rv_test(const NodeSlicePool& pool) {
 
 }  // namespace
 
-uint128 slice_count(const netns::IpNetwork& range, int prefix) {
+uint128 slice_count(const base::IpNetwork& range, int prefix) {
     const int shift = prefix - range.prefix;
     if (shift <= 0) return 1;
     if (shift >= 127) return uint128{1} << 127;
     return uint128{1} << shift;
 }
 
-netns::IpNetwork slice_at(const netns::IpNetwork& range, int prefix, uint128 index) {
+base::IpNetwork slice_at(const base::IpNetwork& range, int prefix, uint128 index) {
     const uint128 base = range.masked().address.to_u128();
-    return {netns::IpAddress::from_u128(range.address.family(), base + index * slice_size(range, prefix)), prefix};
+    return {base::IpAddress::from_u128(range.address.family(), base + index * slice_size(range, prefix)), prefix};
 }
 
-std::optional<uint128> slice_index(const netns::IpNetwork& range, int prefix, const netns::IpNetwork& slice) {
+std::optional<uint128> slice_index(const base::IpNetwork& range, int prefix, const base::IpNetwork& slice) {
     if (slice.prefix != prefix || slice.address.family() != range.address.family()) return std::nullopt;
     if (slice.masked() != slice || !range.masked().contains(slice.address)) return std::nullopt;
     return offset_in_parent(range, slice) / slice_size(range, prefix);
 }
 
-Range slice_range(const Range& parent, const netns::IpNetwork& slice) {
+Range slice_range(const Range& parent, const base::IpNetwork& slice) {
     Range r;
     r.cidr = slice.masked();
     r.field = parent.field + " slice " + r.cidr.str();
@@ -97,21 +97,21 @@ Range slice_range(const Range& parent, const netns::IpNetwork& slice) {
     return r;
 }
 
-bool slice_has_usable(const Range& parent, const netns::IpNetwork& slice) {
+bool slice_has_usable(const Range& parent, const base::IpNetwork& slice) {
     const uint128 base = offset_in_parent(parent.cidr, slice);
     const uint128 size = slice_size(parent.cidr, slice.prefix);
     const auto n = next_allocatable(parent, base + 1);
     return n && *n <= base + size - 2;
 }
 
-PoolKey slice_pool_key(std::string_view network_name, std::string_view node, const netns::IpNetwork& slice) {
+PoolKey slice_pool_key(std::string_view network_name, std::string_view node, const base::IpNetwork& slice) {
     // whereabouts: <network_name>-<node>-<normalised slice>, or <node>-<normalised slice>.
     const std::string prefix = network_name.empty() ? std::string(node) : std::string(network_name) + "-" + std::string(node);
     return PoolKey{prefix, slice.masked()};
 }
 
-std::vector<netns::IpNetwork> NodeSlicePool::slices_of(std::string_view node) const {
-    std::vector<netns::IpNetwork> out;
+std::vector<base::IpNetwork> NodeSlicePool::slices_of(std::string_view node) const {
+    std::vector<base::IpNetwork> out;
     for (const auto& e : entries) {
         if (e.node == node) out.push_back(e.slice);
     }
@@ -119,14 +119,14 @@ std::vector<netns::IpNetwork> NodeSlicePool::slices_of(std::string_view node) co
     return out;
 }
 
-std::string NodeSlicePool::holder(const netns::IpNetwork& slice) const {
+std::string NodeSlicePool::holder(const base::IpNetwork& slice) const {
     for (const auto& e : entries) {
         if (e.slice == slice) return e.node;
     }
     return "";
 }
 
-json new_node_slice_pool(std::string_view ns, std::string_view name, const netns::IpNetwork& range, int slice_prefix) {
+json new_node_slice_pool(std::string_view ns, std::string_view name, const base::IpNetwork& range, int slice_prefix) {
     return {{"apiVersion", kApiVersion},
             {"kind", "NodeSlicePool"},
             {"metadata", {{"name", name}, {"namespace", ns}}},
@@ -134,7 +134,7 @@ json new_node_slice_pool(std::string_view ns, std::string_view name, const netns
             {"status", {{"allocations", json::array()}}}};
 }
 
-NodeSlicePool parse_node_slice_pool(const json& o, const netns::IpNetwork& range, int slice_prefix) {
+NodeSlicePool parse_node_slice_pool(const json& o, const base::IpNetwork& range, int slice_prefix) {
     NodeSlicePool p;
     const json& md = o.contains("metadata") && o["metadata"].is_object() ? o["metadata"] : json::object();
     p.name = md.value("name", "");
@@ -144,7 +144,7 @@ NodeSlicePool parse_node_slice_pool(const json& o, const netns::IpNetwork& range
     const json& spec = o["spec"];
     const std::string range_text = spec.contains("range") && spec["range"].is_string() ? spec["range"].get<std::string>() : "";
     p.slice_size_text = spec.contains("sliceSize") && spec["sliceSize"].is_string() ? spec["sliceSize"].get<std::string>() : "";
-    const auto stored_range = netns::IpNetwork::parse(range_text);
+    const auto stored_range = base::IpNetwork::parse(range_text);
     const auto stored_prefix = slice_prefix_of(p.slice_size_text);
     if (!stored_range || !stored_prefix || stored_range->masked() != range.masked() || *stored_prefix != slice_prefix) {
         config_error(what + " has spec.range \"" + range_text + "\" and spec.sliceSize \"" + p.slice_size_text +
@@ -160,7 +160,7 @@ NodeSlicePool parse_node_slice_pool(const json& o, const netns::IpNetwork& range
         if (auto a = st->find("allocations"); a != st->end() && a->is_array()) {
             for (const auto& e : *a) {
                 const std::string slice_text = e.is_object() ? e.value("sliceRange", "") : "";
-                const auto slice = netns::IpNetwork::parse(slice_text);
+                const auto slice = base::IpNetwork::parse(slice_text);
                 if (!slice || !slice_index(p.range, slice_prefix, *slice)) {
                     throw IpamError(codes::io_failure, what + " lists slice \"" + slice_text + "\", which is not a /" +
                                                            std::to_string(slice_prefix) + " slice of " + p.range.str());
@@ -172,8 +172,8 @@ NodeSlicePool parse_node_slice_pool(const json& o, const netns::IpNetwork& range
     return p;
 }
 
-std::optional<netns::IpNetwork> free_slice(const NodeSlicePool& pool, const Range& parent,
-                                           const std::vector<netns::IpNetwork>& avoid) {
+std::optional<base::IpNetwork> free_slice(const NodeSlicePool& pool, const Range& parent,
+                                           const std::vector<base::IpNetwork>& avoid) {
     std::set<uint128> skip;
     for (const auto& e : pool.entries) {
         if (!e.node.empty()) skip.insert(*slice_index(pool.range, pool.slice_prefix, e.slice));
@@ -190,7 +190,7 @@ std::optional<netns::IpNetwork> free_slice(const NodeSlicePool& pool, const Rang
             ++i;
             continue;
         }
-        const netns::IpNetwork s = slice_at(pool.range, pool.slice_prefix, i);
+        const base::IpNetwork s = slice_at(pool.range, pool.slice_prefix, i);
         if (slice_has_usable(parent, s)) return s;
         // Nothing usable here: go straight to the slice of the next address the range may hand out
         // (big exclusions are skipped in one step, not slice by slice).
@@ -201,7 +201,7 @@ std::optional<netns::IpNetwork> free_slice(const NodeSlicePool& pool, const Rang
     return std::nullopt;
 }
 
-json claim_patch(const NodeSlicePool& pool, std::string_view node, const netns::IpNetwork& slice) {
+json claim_patch(const NodeSlicePool& pool, std::string_view node, const base::IpNetwork& slice) {
     json ops = json::array({rv_test(pool)});
     for (std::size_t i = 0; i < pool.entries.size(); ++i) {
         if (pool.entries[i].slice == slice && pool.entries[i].node.empty()) {
@@ -223,7 +223,7 @@ json claim_patch(const NodeSlicePool& pool, std::string_view node, const netns::
     return ops;
 }
 
-json release_patch(const NodeSlicePool& pool, std::string_view node, const netns::IpNetwork& slice) {
+json release_patch(const NodeSlicePool& pool, std::string_view node, const base::IpNetwork& slice) {
     json ops = json::array({rv_test(pool)});
     // A pool that lists free slices (whereabouts' controller writes it so) keeps the entry, freed.
     const bool lists_free = std::any_of(pool.entries.begin(), pool.entries.end(), [](const auto& e) { return e.node.empty(); });

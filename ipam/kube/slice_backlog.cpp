@@ -15,9 +15,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
-#include "rdmanet/ipam/u128.hpp"
+#include "rdmanet/ipam/core/u128.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -69,7 +69,7 @@ SliceChange slice_change_from_json(const json& j) {
         if (op != "add" && op != "remove") throw std::runtime_error("op " + op);
         c.op = op == "add" ? SliceChange::Op::add : SliceChange::Op::remove;
         c.ns = j.at("namespace").get<std::string>();
-        const auto range = netns::IpNetwork::parse(j.at("pool").at("range").get<std::string>());
+        const auto range = base::IpNetwork::parse(j.at("pool").at("range").get<std::string>());
         if (!range) throw std::runtime_error("pool range");
         c.pool = PoolKey{j.at("pool").at("network_name").get<std::string>(), range->masked()};
         c.container_id = j.at("containerID").get<std::string>();

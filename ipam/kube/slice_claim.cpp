@@ -58,8 +58,8 @@ NodeSlicePool read_or_create_node_slice_pool(KubeApi& api, const SliceScope& sco
     }
 }
 
-netns::IpNetwork claim_slice(KubeApi& api, const SliceScope& scope, const Range& parent,
-                             const std::vector<netns::IpNetwork>& unusable) {
+base::IpNetwork claim_slice(KubeApi& api, const SliceScope& scope, const Range& parent,
+                             const std::vector<base::IpNetwork>& unusable) {
     for (int attempt = 0;; ++attempt) {
         const NodeSlicePool pool = read_or_create_node_slice_pool(api, scope, parent);
         for (const auto& mine : pool.slices_of(scope.node)) {
@@ -74,7 +74,7 @@ netns::IpNetwork claim_slice(KubeApi& api, const SliceScope& scope, const Range&
     }
 }
 
-bool release_slice(KubeApi& api, const SliceScope& scope, const Range& parent, const netns::IpNetwork& slice) {
+bool release_slice(KubeApi& api, const SliceScope& scope, const Range& parent, const base::IpNetwork& slice) {
     for (int attempt = 0;; ++attempt) {
         const auto pool = read_node_slice_pool(api, scope, parent);
         if (!pool || pool->holder(slice) != scope.node) return false;

@@ -1,9 +1,9 @@
 // Publishing slice changes: see slice_publisher.hpp.
 #include "rdmanet/ipam/kube/slice_publisher.hpp"
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
-#include "rdmanet/ipam/u128.hpp"
+#include "rdmanet/ipam/core/u128.hpp"
 
 namespace rdmanet::ipam::kube {
 

@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
 
 namespace rdmanet::ipam::kube {
@@ -26,8 +26,8 @@ namespace {
 
 // held/<NodeSlicePool>.json: {"range", "sliceSize", "slices": [..], "revoked": [..]}.
 struct HeldFile {
-    std::vector<netns::IpNetwork> slices;
-    std::vector<netns::IpNetwork> revoked;
+    std::vector<base::IpNetwork> slices;
+    std::vector<base::IpNetwork> revoked;
 };
 
 // Per NodeSlicePool and node name (a host whose node name changes holds nothing under the new one).
@@ -35,11 +35,11 @@ std::string held_path(const std::string& dir, const SliceSettings& s) {
     return dir + "/held/" + s.pool_name + "@" + s.node + ".json";
 }
 
-std::vector<netns::IpNetwork> networks(const json& list) {
-    std::vector<netns::IpNetwork> out;
+std::vector<base::IpNetwork> networks(const json& list) {
+    std::vector<base::IpNetwork> out;
     if (!list.is_array()) return out;
     for (const auto& s : list) {
-        if (auto n = s.is_string() ? netns::IpNetwork::parse(s.get<std::string>()) : std::nullopt) out.push_back(n->masked());
+        if (auto n = s.is_string() ? base::IpNetwork::parse(s.get<std::string>()) : std::nullopt) out.push_back(n->masked());
     }
     return out;
 }
@@ -149,18 +149,18 @@ SliceStore::SliceStore(KubeConfig config, Deadline deadline, const std::string& 
 
 SliceScope SliceStore::scope() const { return {api_.config().namespace_, settings_.pool_name, settings_.node, settings_.prefix}; }
 
-std::vector<netns::IpNetwork> SliceStore::held(const Range& parent) {
+std::vector<base::IpNetwork> SliceStore::held(const Range& parent) {
     HeldFile h = read_held(dir_, settings_, parent);
-    std::vector<netns::IpNetwork> out;
+    std::vector<base::IpNetwork> out;
     for (const auto& s : h.slices) {
         if (std::find(h.revoked.begin(), h.revoked.end(), s) == h.revoked.end()) out.push_back(s);
     }
     return out;
 }
 
-std::vector<netns::IpNetwork> SliceStore::revoked(const Range& parent) { return read_held(dir_, settings_, parent).revoked; }
+std::vector<base::IpNetwork> SliceStore::revoked(const Range& parent) { return read_held(dir_, settings_, parent).revoked; }
 
-AllocateRequest SliceStore::slice_request(const AllocateRequest& request, const netns::IpNetwork& slice) const {
+AllocateRequest SliceStore::slice_request(const AllocateRequest& request, const base::IpNetwork& slice) const {
     AllocateRequest r = request;
     r.range = slice_range(request.range, slice);
     r.network_name = slice_pool_key(request.network_name, settings_.node, slice).network_name;
@@ -173,7 +173,7 @@ AllocateRequest SliceStore::slice_request(const AllocateRequest& request, const 
     return r;
 }
 
-netns::IpNetwork SliceStore::claim(const Range& parent, const std::vector<netns::IpNetwork>& full) {
+base::IpNetwork SliceStore::claim(const Range& parent, const std::vector<base::IpNetwork>& full) {
     NodeLock lock(held_path(dir_, settings_) + ".lock");
     HeldFile h = read_held(dir_, settings_, parent);
     // Another process of this node may have claimed one while this one waited for the lock.
@@ -182,10 +182,10 @@ netns::IpNetwork SliceStore::claim(const Range& parent, const std::vector<netns:
                             std::find(h.revoked.begin(), h.revoked.end(), s) == h.revoked.end();
         if (usable) return s;
     }
-    std::vector<netns::IpNetwork> unusable = full;
+    std::vector<base::IpNetwork> unusable = full;
     unusable.insert(unusable.end(), h.revoked.begin(), h.revoked.end());
     Bounded bound(api_, kClaimBudget);
-    const netns::IpNetwork slice = claim_slice(api_, scope(), parent, unusable);
+    const base::IpNetwork slice = claim_slice(api_, scope(), parent, unusable);
     if (std::find(h.slices.begin(), h.slices.end(), slice) == h.slices.end()) h.slices.push_back(slice);
     write_held(dir_, settings_, parent, h);
     return slice;
@@ -238,9 +238,9 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
     if (older_pending) {
         if (publish().remaining == 0) recheck(parent);
     }
-    std::vector<netns::IpNetwork> mine = held(parent);
+    std::vector<base::IpNetwork> mine = held(parent);
     // A re-ADD of the same pod+ifname keeps its address, in whichever slice it is.
-    std::optional<netns::IpNetwork> first_try;
+    std::optional<base::IpNetwork> first_try;
     for (const auto& s : mine) {
         if (local_.find(slice_pool_key(request.network_name, settings_.node, s), request.owner.podref, request.owner.ifname)) {
             first_try = s;
@@ -251,8 +251,8 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
         mine.erase(std::find(mine.begin(), mine.end(), *first_try));
         mine.insert(mine.begin(), *first_try);
     }
-    std::vector<netns::IpNetwork> full;
-    auto try_slice = [&](const netns::IpNetwork& slice) -> std::optional<Allocation> {
+    std::vector<base::IpNetwork> full;
+    auto try_slice = [&](const base::IpNetwork& slice) -> std::optional<Allocation> {
         if (!slice_has_usable(parent, slice)) return std::nullopt;
         const AllocateRequest r = slice_request(request, slice);
         if (request.requested && !r.requested) return std::nullopt;
@@ -282,7 +282,7 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
                                                    " (node_slice_size: a node hands out addresses of its own slices only)");
     }
     for (;;) {
-        netns::IpNetwork slice;
+        base::IpNetwork slice;
         try {
             slice = claim(parent, full);
         } catch (const IpamError& e) {

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "fixture.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
 #include "rdmanet/ipam/kube/kube_store.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
@@ -108,7 +108,9 @@ int main(int argc, char** argv) {
                     IpamRequest req;
                     req.config = config;
                     req.network = "bench";
-                    req.container_id = "ctr-" + std::to_string(i);
+                    char id[65];   // 64 hex digits, as container runtimes make them (an entry's size)
+                    std::snprintf(id, sizeof id, "%064x", i);
+                    req.container_id = id;
                     req.ifname = "net1";
                     req.podref = "bench/pod-" + std::to_string(i);
                     const auto t = Clock::now();

@@ -2,8 +2,8 @@
 // simulated node is a process with its own $NODENAME. Wire format, fill and exhaustion, the claim
 // race, bad input.
 #include "test_kube_util.hpp"
-#include "rdmanet/ipam/sqlite_store.hpp"
-#include "rdmanet/ipam/u128.hpp"
+#include "rdmanet/ipam/local/sqlite_store.hpp"
+#include "rdmanet/ipam/core/u128.hpp"
 
 #include <filesystem>
 #include <mutex>
@@ -229,7 +229,7 @@ TEST_CASE("node slices through an API-server outage: ADD/DEL keep working, SIGKI
     CHECK(std::filesystem::is_empty(slices + "/backlog"));
     // The slice IPPool now equals the node's local store, entry for entry.
     rdmanet::ipam::SqliteStore local(slices);
-    const auto key = rdmanet::ipam::PoolKey{"red-node-a", *rdmanet::netns::IpNetwork::parse("10.74.0.0/26")};
+    const auto key = rdmanet::ipam::PoolKey{"red-node-a", *rdmanet::base::IpNetwork::parse("10.74.0.0/26")};
     json expected = json::object();
     for (const auto& [offset, owner] : local.dump(key).allocations) {
         expected[rdmanet::ipam::to_decimal(offset)] = {{"id", owner.container_id}, {"podref", owner.podref}, {"ifname", owner.ifname}};

@@ -4,16 +4,16 @@
 #include <catch2/catch.hpp>
 
 #include "ipam_test_util.hpp"
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/node_identity.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
 #include "rdmanet/ipam/kube/slice_backlog.hpp"
-#include "rdmanet/ipam/node_slice_size.hpp"
+#include "rdmanet/ipam/core/node_slice_size.hpp"
 
 using namespace rdmanet::ipam;
 using namespace rdmanet::ipam::kube;
 using nlohmann::json;
-using rdmanet::netns::IpNetwork;
+using rdmanet::base::IpNetwork;
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "rdmanet/ipam/range.hpp"
+#include "rdmanet/ipam/core/range.hpp"
 
 namespace rdmanet::ipam {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "rdmanet/ipam/error.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/status.hpp"
 
 namespace rdmanet::ipam::kube {

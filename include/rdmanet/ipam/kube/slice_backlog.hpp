@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmanet/ipam/store.hpp"
+#include "rdmanet/ipam/core/store.hpp"
 
 namespace rdmanet::ipam::kube {
 

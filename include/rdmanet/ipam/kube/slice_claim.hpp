@@ -32,10 +32,10 @@ NodeSlicePool read_or_create_node_slice_pool(KubeApi& api, const SliceScope& sco
 // Claims a slice for scope.node and returns it: a slice the node already holds that is not in
 // `unusable` (another process of the same node may have claimed one meanwhile), else the lowest
 // free one. Throws range_exhausted() when no slice is free.
-netns::IpNetwork claim_slice(KubeApi& api, const SliceScope& scope, const Range& parent,
-                             const std::vector<netns::IpNetwork>& unusable);
+base::IpNetwork claim_slice(KubeApi& api, const SliceScope& scope, const Range& parent,
+                             const std::vector<base::IpNetwork>& unusable);
 
 // Releases `slice` held by scope.node (a no-op when it is not). Returns whether it was released.
-bool release_slice(KubeApi& api, const SliceScope& scope, const Range& parent, const netns::IpNetwork& slice);
+bool release_slice(KubeApi& api, const SliceScope& scope, const Range& parent, const base::IpNetwork& slice);
 
 }  // namespace rdmanet::ipam::kube

@@ -21,7 +21,7 @@
 
 #include "rdmanet/ipam/kube/api.hpp"
 #include "rdmanet/ipam/kube/slice_backlog.hpp"
-#include "rdmanet/ipam/store.hpp"
+#include "rdmanet/ipam/core/store.hpp"
 
 namespace rdmanet::ipam::kube {
 

@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "rdmanet/ipam/config.hpp"
+#include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/kube/api.hpp"
 #include "rdmanet/ipam/kube/slice_backlog.hpp"
 #include "rdmanet/ipam/kube/slice_claim.hpp"
 #include "rdmanet/ipam/kube/slice_publisher.hpp"
-#include "rdmanet/ipam/sqlite_store.hpp"
-#include "rdmanet/ipam/store.hpp"
+#include "rdmanet/ipam/local/sqlite_store.hpp"
+#include "rdmanet/ipam/core/store.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -71,17 +71,17 @@ public:
     KubeApi& api() { return api_; }
 
     // The slices this node holds in `parent` as far as the node knows (the local file).
-    std::vector<netns::IpNetwork> held(const Range& parent);
+    std::vector<base::IpNetwork> held(const Range& parent);
     // Slices the node stopped holding while it could not see the API server (found by the
     // re-check after an outage); never allocated from again.
-    std::vector<netns::IpNetwork> revoked(const Range& parent);
+    std::vector<base::IpNetwork> revoked(const Range& parent);
 
 private:
     SliceScope scope() const;
-    AllocateRequest slice_request(const AllocateRequest& request, const netns::IpNetwork& slice) const;
+    AllocateRequest slice_request(const AllocateRequest& request, const base::IpNetwork& slice) const;
     // Claims a slice (under a node-local lock, so one process per node claims at a time) and
     // records it; `full` are held slices that cannot serve the request.
-    netns::IpNetwork claim(const Range& parent, const std::vector<netns::IpNetwork>& full);
+    base::IpNetwork claim(const Range& parent, const std::vector<base::IpNetwork>& full);
     // After a published backlog: the NodeSlicePool still lists these slices for this node?
     void recheck(const Range& parent);
     // Publishes `marker` (and anything older first); leaves it in the backlog when it cannot.
