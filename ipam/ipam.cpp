@@ -5,6 +5,8 @@
 #include "rdmanet/ipam/kube/kube_store.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
 #include "rdmanet/ipam/core/static_ips.hpp"
+#include "rdmanet/ipam/kube/node_identity.hpp"
+#include "rdmanet/ipam/kube/slice_store.hpp"
 
 namespace rdmanet::ipam {
 
@@ -36,10 +38,22 @@ std::unique_ptr<Store> open_store(const StoreConfig& config, std::chrono::millis
     switch (config.datastore) {
     case Datastore::local:
         return std::make_unique<SqliteStore>(config.data_dir);
-    case Datastore::kubernetes:
+    case Datastore::kubernetes: {
         // The deadline starts now: loading the kubeconfig is part of the verb's budget too.
-        return std::make_unique<kube::KubeStore>(kube::load_kubeconfig(config.kubeconfig, config.kubeconfig_dirs, config.on_refusal), kube::Deadline::in(budget),
-                                                 config.data_dir + "/kubernetes");
+        const auto deadline = kube::Deadline::in(budget);
+        auto kubeconfig = kube::load_kubeconfig(config.kubeconfig, config.kubeconfig_dirs, config.on_refusal);
+        if (config.node_slice_prefix) {
+            if (config.slice_pool_name.empty()) {
+                config_error("node_slice_size needs a name for the NodeSlicePool: set ipam.network_name (or the "
+                             "network's name)");
+            }
+            return std::make_unique<kube::SliceStore>(
+                std::move(kubeconfig), deadline, config.data_dir,
+                kube::SliceSettings{config.slice_pool_name, kube::resolve_node_name(config.node_config_dir),
+                                    *config.node_slice_prefix});
+        }
+        return std::make_unique<kube::KubeStore>(std::move(kubeconfig), deadline, config.data_dir + "/kubernetes");
+    }
     }
     throw IpamError(codes::invalid_config, "ipam.datastore: unknown datastore");
 }
@@ -107,23 +121,32 @@ std::vector<Allocation> gc(Store& store, const IpamConfig& config, std::string_v
     return store.gc(network, pool_keys(config), valid);
 }
 
+namespace {
+// The store configuration with what only the verb knows: the NodeSlicePool's name.
+StoreConfig store_for(const IpamConfig& config, std::string_view network) {
+    StoreConfig store = config.store;
+    store.slice_pool_name = config.network_name.empty() ? std::string(network) : config.network_name;
+    return store;
+}
+}  // namespace
+
 IpamResult add(const IpamRequest& request) {
-    auto store = open_store(request.config.store, kube::kAddBudget);
+    auto store = open_store(store_for(request.config, request.network), kube::kAddBudget);
     return add(*store, request);
 }
 
 void del(const IpamRequest& request) {
-    auto store = open_store(request.config.store, kube::kDelBudget);
+    auto store = open_store(store_for(request.config, request.network), kube::kDelBudget);
     del(*store, request);
 }
 
 void check(const IpamRequest& request) {
-    auto store = open_store(request.config.store);
+    auto store = open_store(store_for(request.config, request.network));
     check(*store, request);
 }
 
 std::vector<Allocation> gc(const IpamConfig& config, std::string_view network, std::span<const AttachmentId> valid) {
-    auto store = open_store(config.store, kube::kDelBudget);
+    auto store = open_store(store_for(config, network), kube::kDelBudget);
     return gc(*store, config, network, valid);
 }
 

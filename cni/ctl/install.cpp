@@ -179,6 +179,14 @@ InstallReport install_once(const InstallOptions& options, std::ostream& out) {
         if (const auto written = install_policy_if_absent(options); !written.empty())
             out << "wrote " << written << " (the node policy's defaults: edit it; install never replaces it)\n";
     }
+    // The node's name for node-slice IPAM (node_slice_size), from the DaemonSet's NODE_NAME
+    // (fieldRef spec.nodeName): the plugin runs under the container runtime, not in this pod, so
+    // it reads <cni conf dir>/rdmanet.d/nodename when $NODENAME is not set (whereabouts' rule).
+    if (const std::string node = env_or_empty(options, "NODE_NAME"); !node.empty() && !options.cni_conf_dir.empty()) {
+        const fs::path target = fs::path(options.cni_conf_dir) / "rdmanet.d" / "nodename";
+        fs::create_directories(target.parent_path());
+        if (write_if_changed(target.string(), node + "\n", 0644)) out << "wrote " << target.string() << '\n';
+    }
     if (!options.service_account_dir.empty() && install_kubeconfig(options)) {
         report.kubeconfig_written = true;
         // The path only: the file holds a bearer token.

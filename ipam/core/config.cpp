@@ -1,5 +1,6 @@
 // Parsing of the whereabouts-style ipam object. Pure: the flat-file read is in flat_file.cpp.
 #include "rdmanet/ipam/core/config.hpp"
+#include "rdmanet/ipam/core/node_slice_size.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -254,6 +255,13 @@ StoreConfig parse_store(const json& ipam) {
         if (!k8s->is_object()) config_error("ipam.kubernetes must be an object, not " + type_name(*k8s));
         store.kubeconfig = get_string(*k8s, "kubeconfig", "ipam.kubernetes.kubeconfig").value_or("");
     }
+    if (auto size = get_string(ipam, "node_slice_size", "ipam.node_slice_size")) {
+        store.node_slice_prefix = parse_node_slice_size(*size);
+    }
+    if (auto path = get_string(ipam, "configuration_path", "ipam.configuration_path"); path && !path->empty()) {
+        const auto slash = path->rfind('/');
+        if (slash != std::string::npos && slash > 0) store.node_config_dir = path->substr(0, slash);
+    }
     return store;
 }
 
@@ -325,6 +333,10 @@ IpamConfig parse_ipam_config(const json& ipam, Strictness strictness) {
         }
     }
 
+    section([&] {
+        if (!c.store.node_slice_prefix) return;
+        for (const Range& r : c.ranges) check_node_slice_size(r, *c.store.node_slice_prefix);
+    });
     section([&] {
         if (c.ranges.empty()) config_error("ipam has no range: set ipam.range or ipam.ipRanges");
         // Two entries on one pool would give one pod two addresses from one pool under one

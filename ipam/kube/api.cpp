@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/kube/size_limit.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -47,6 +48,7 @@ HttpResponse KubeApi::call(std::string_view method, const std::string& path, con
             HttpResponse r = http_.send(method, path, body, content_type, left, options);
             if (!retryable_status(r.status)) return r;
             const ApiStatus s = parse_status(r.status, r.body);
+            if (object_too_large(s)) return r;   // permanent: the caller reports it
             last = "HTTP " + std::to_string(r.status) + (s.message.empty() ? "" : ": " + s.message);
             retry_after = r.retry_after;
             if (retry_after && *retry_after >= deadline_.remaining()) {

@@ -18,6 +18,7 @@
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/core/naming.hpp"
 #include "rdmanet/ipam/core/runs.hpp"
+#include "rdmanet/ipam/kube/size_limit.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -79,6 +80,13 @@ Decision spread(const Range& range, Decision d, std::span<Coverage* const> taken
     return d;
 }
 
+// How many offsets `runs` holds (the entries of a pool as read).
+std::size_t taken_count(const MemoryRuns& runs) {
+    uint128 n = 0;
+    for (const auto& [lo, hi] : runs.all()) n += hi - lo + 1;
+    return static_cast<std::size_t>(n);
+}
+
 }  // namespace
 
 KubeStore::KubeStore(KubeConfig config, Deadline deadline, std::string journal_dir, RetryPolicy policy)
@@ -127,6 +135,9 @@ KubeStore::PatchOutcome KubeStore::try_patch(const PoolObject& pool, const std::
     const bool resent = api_.requests() - sent_before > 1 || api_.connections() != connects_before;
     if (r.status == 422 || r.status == 409) return resent ? PatchOutcome::unsure : PatchOutcome::lost;
     if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return PatchOutcome::gone;
+    if (object_too_large(parse_status(r.status, r.body))) {
+        throw pool_too_large(pool.dump.pool.name(), ns(), taken_count(pool.taken));
+    }
     api_.fail("PATCH " + path, r);
 }
 

@@ -204,6 +204,16 @@ void TestApiServer::set_faults(const json& faults) const {
 
 json TestApiServer::stats() const { return request("GET", "/_test/stats").body; }
 
+void TestApiServer::set_outage(Outage mode) const {
+    const char* name = mode == Outage::drop ? "drop" : mode == Outage::hang ? "hang" : "off";
+    auto r = request("POST", "/_test/outage", json{{"mode", name}}.dump());
+    if (r.status != 200) throw std::runtime_error(std::string("setting outage ") + name + " failed");
+}
+
+void TestApiServer::freeze(bool frozen) const {
+    if (::kill(pid_, frozen ? SIGSTOP : SIGCONT) != 0) throw std::runtime_error("cannot signal the test API server");
+}
+
 json TestApiServer::list(const std::string& ns, const std::string& plural) const {
     auto r = request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + ns + "/" + plural);
     if (r.status != 200) throw std::runtime_error("list " + plural + " failed: " + r.body.dump());

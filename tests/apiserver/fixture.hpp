@@ -59,6 +59,14 @@ public:
     void set_faults(const json& faults) const;   // POST /_test/faults
     json stats() const;                          // GET /_test/stats
 
+    // API-server outages, objects kept (main.cpp explains the modes): drop closes every API
+    // request's connection unanswered, hang holds requests unanswered, off ends the outage.
+    enum class Outage { off, drop, hang };
+    void set_outage(Outage mode) const;
+    // SIGSTOP/SIGCONT the server process: it accepts no request at all, control endpoints
+    // included (the kernel still completes TCP handshakes into the listen backlog).
+    void freeze(bool frozen) const;
+
     // Convenience for whereabouts objects in `ns`.
     json list(const std::string& ns, const std::string& plural) const;     // items
     void create_pod(const std::string& ns, const std::string& name) const;

@@ -8,8 +8,16 @@
 //
 // Binds 127.0.0.1 on a free port and writes the port to F once it accepts connections. Stops on
 // SIGTERM/SIGINT. Faults apply to API requests only, not to the control endpoints:
-//   GET  /_test/stats   {"requests":N,"by_method":{..},"faults":{..},"revision":R}
+//   GET  /_test/stats   {"requests":N,"by_method":{..},"bytes_by_method":{..},"largest_object":B,
+//                        "outage":"off","faults":{..},"revision":R}
+//        bytes_by_method: request body bytes received per HTTP method (what clients wrote);
+//        largest_object: serialized size of the largest object ever stored.
 //   POST /_test/faults  {"latency_ms":..,"error_rate":..,...}  (any subset; replaces those values)
+//   POST /_test/outage  {"mode":"drop"|"hang"|"off"}: an API-server outage with the state kept.
+//        drop: every API request's connection is closed without an answer (what a client sees
+//        from a server that is restarting behind a load balancer); hang: requests are held
+//        unanswered until the outage ends and then dropped unapplied (a wedged server; clients
+//        run into their timeouts). off: normal service again, objects as they were.
 // Rates are probabilities per request: error -> 500, conflict -> 409 Conflict on writes,
 // throttle -> 429 with Retry-After, drop -> connection closed before handling, drop-after ->
 // the request is applied and then the connection closed without a response (the lost-answer case).
@@ -22,6 +30,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -72,6 +81,9 @@ struct Server {
     std::mt19937_64 rng;
     std::atomic<std::uint64_t> requests{0};
     std::map<std::string, std::uint64_t> by_method;
+    std::map<std::string, std::uint64_t> bytes_by_method;
+    std::string outage = "off";           // "off", "drop" or "hang" (see the header)
+    std::condition_variable outage_over;
     std::map<std::string, std::uint64_t> injected;
     int port = 0;
 
@@ -300,8 +312,23 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
     if (req.path.rfind("/_test/", 0) == 0) {
         if (req.path == "/_test/stats") {
             std::lock_guard lock(s.mu);
-            send(res, {200, {{"requests", s.requests.load()}, {"by_method", s.by_method}, {"injected", s.injected},
+            send(res, {200, {{"requests", s.requests.load()}, {"by_method", s.by_method},
+                             {"bytes_by_method", s.bytes_by_method}, {"largest_object", s.store.largest_object()},
+                             {"outage", s.outage}, {"injected", s.injected},
                              {"faults", s.faults.to_json()}, {"revision", s.store.revision()}}});
+        } else if (req.path == "/_test/outage" && req.method == "POST") {
+            json j = json::parse(req.body, nullptr, false);
+            const std::string mode = j.is_object() ? j.value("mode", "") : "";
+            if (mode != "off" && mode != "drop" && mode != "hang") {
+                send(res, {400, apiserver::status_object(400, "BadRequest", "mode must be off, drop or hang")});
+                return;
+            }
+            {
+                std::lock_guard lock(s.mu);
+                s.outage = mode;
+            }
+            s.outage_over.notify_all();
+            send(res, {200, {{"outage", mode}}});
         } else if (req.path == "/_test/faults" && req.method == "POST") {
             json j = json::parse(req.body, nullptr, false);
             std::lock_guard lock(s.mu);
@@ -314,8 +341,17 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
     }
     ++s.requests;
     {
-        std::lock_guard lock(s.mu);
+        std::unique_lock lock(s.mu);
         ++s.by_method[req.method];
+        s.bytes_by_method[req.method] += req.body.size();
+        const bool held = s.outage == "hang";
+        // At most 30 s: a held request occupies one of the server's worker threads.
+        if (held) s.outage_over.wait_for(lock, std::chrono::seconds(30), [&] { return s.outage != "hang"; });
+        if (s.outage != "off" || held) {
+            lock.unlock();
+            drop_connection(req);
+            return;
+        }
     }
     if (!s.tokens.empty()) {
         const std::string auth = req.get_header_value("Authorization");
@@ -442,6 +478,11 @@ int main(int argc, char** argv) {
     std::thread stopper([&] {
         int sig = 0;
         sigwait(&stop_signals, &sig);
+        {
+            std::lock_guard lock(s.mu);
+            s.outage = "drop";   // releases held requests without applying them
+        }
+        s.outage_over.notify_all();
         svr.stop();
     });
     svr.listen_after_bind();

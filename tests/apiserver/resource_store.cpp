@@ -1,6 +1,7 @@
 // Test API server object store: see resource_store.hpp.
 #include "resource_store.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 #include "json_writer.hpp"
@@ -188,6 +189,7 @@ ResourceStore::ResourceStore(bool with_whereabouts_crds) {
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "ippools", "ippool", "IPPool", ""});
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "overlappingrangeipreservations",
                           "overlappingrangeipreservation", "OverlappingRangeIPReservation", ""});
+        types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "nodeslicepools", "nodeslicepool", "NodeSlicePool", ""});
     }
     std::lock_guard lock(mu_);
     for (const char* ns : {"default", "kube-system", "kube-public"}) ensure_namespace(ns);
@@ -218,6 +220,21 @@ ResourceStore::Key ResourceStore::key(const ResourceType& t, const std::string& 
 json ResourceStore::not_found(const ResourceType& t, const std::string& name) const {
     return status_object(404, "NotFound", group_kind(t) + " \"" + name + "\" not found",
                          {{"name", name}, {"group", t.group}, {"kind", t.plural}});
+}
+
+std::size_t ResourceStore::largest_object() {
+    std::lock_guard lock(mu_);
+    return largest_object_;
+}
+
+Reply ResourceStore::too_large() {
+    return {500, status_object(500, "InternalError", "etcdserver: request is too large")};
+}
+
+bool ResourceStore::exceeds_limit(const json& object) {
+    std::string text;
+    write_json(object, text);
+    return text.size() > kMaxObjectBytes;
 }
 
 std::uint64_t ResourceStore::revision() {
@@ -259,6 +276,26 @@ std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::s
                 for (auto it = allocs->begin(); it != allocs->end(); ++it) check_entry(it.key(), *it);
             }
         }
+    } else if (t.kind == "NodeSlicePool") {
+        // whereabouts v0.9's CRD: spec.range and spec.sliceSize; a status needs allocations, each
+        // entry nodeName and sliceRange (strings; nodeName "" = a free slice).
+        require(spec.is_object(), "spec", "Required value");
+        if (spec.is_object()) {
+            require(is_string_member(spec, "range"), "spec.range", "Required value");
+            require(is_string_member(spec, "sliceSize"), "spec.sliceSize", "Required value");
+        }
+        if (auto st = o.find("status"); st != o.end()) {
+            auto allocs = st->is_object() ? st->find("allocations") : st->end();
+            const bool have = st->is_object() && allocs != st->end() && allocs->is_array();
+            require(have, "status.allocations", "Required value");
+            if (have) {
+                for (std::size_t i = 0; i < allocs->size(); ++i) {
+                    const std::string at = "status.allocations[" + std::to_string(i) + "]";
+                    require(is_string_member((*allocs)[i], "nodeName"), at + ".nodeName", "Required value");
+                    require(is_string_member((*allocs)[i], "sliceRange"), at + ".sliceRange", "Required value");
+                }
+            }
+        }
     } else if (t.kind == "OverlappingRangeIPReservation") {
         require(spec.is_object(), "spec", "Required value");
         require(is_string_member(spec, "podref"), "spec.podref", "Required value");
@@ -296,6 +333,7 @@ Reply ResourceStore::stored_reply(int status, Stored& st, Output out) {
             write_json(st.object, text);
         }
         st.text_size = text.size();
+        if (text.size() <= kMaxObjectBytes) largest_object_ = std::max(largest_object_, text.size());
         st.text = std::make_shared<const std::string>(std::move(text));
     }
     return Reply(status, st.text);
@@ -348,6 +386,7 @@ Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o
         return {409, status_object(409, "AlreadyExists", group_kind(t) + " \"" + name + "\" already exists",
                                    {{"name", name}, {"group", t.group}, {"kind", t.plural}})};
     }
+    if (exceeds_limit(o)) return too_large();
     ensure_namespace(ns);
     md["name"] = name;
     if (!ns.empty()) md["namespace"] = ns;
@@ -385,6 +424,7 @@ Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const 
     }
     if (md.value("name", name) != name) return {400, status_object(400, "BadRequest", "the name of the object does not match the URL")};
     if (auto bad = validate(t, name, o)) return *bad;
+    if (exceeds_limit(o)) return too_large();
     for (const char* keep : {"uid", "creationTimestamp", "namespace", "name"}) md[keep] = stored[keep];
     md["resourceVersion"] = std::to_string(++revision_);
     o["apiVersion"] = t.group.empty() ? t.version : t.group + "/" + t.version;
@@ -454,10 +494,26 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     for (const char* keep : {"uid", "creationTimestamp", "namespace", "name"}) {
         if (md_before.contains(keep)) patched["metadata"][keep] = md_before[keep];
     }
+    const json rv_before = md_before.value("resourceVersion", json());
     patched["metadata"]["resourceVersion"] = std::to_string(++revision_);
-    if (copy) stored = std::move(*copy);
+    if (copy) {
+        if (exceeds_limit(*copy)) {
+            --revision_;
+            return too_large();
+        }
+        stored = std::move(*copy);
+    }
     it->second.changed(entries ? &*entries : nullptr);
-    return stored_reply(200, it->second, out);
+    Reply reply = stored_reply(200, it->second, Output::object);
+    if (!copy && it->second.text_size > kMaxObjectBytes) {
+        // Refused like etcd refuses it: the stored object goes back to its previous version.
+        undo_all(stored, undo);
+        stored["metadata"]["resourceVersion"] = rv_before;
+        --revision_;
+        it->second.changed(nullptr);
+        return too_large();
+    }
+    return out == Output::object ? reply : stored_reply(200, it->second, out);
 }
 
 Reply ResourceStore::remove(const ResourceType& t, const std::string& ns, const std::string& name, const json& options) {

@@ -34,6 +34,10 @@
 //  - namespaces: created implicitly by the first object in them (the real server would refuse);
 //  - errors as `Status` objects (NotFound with details for an object, without for a resource
 //    the server does not have);
+//  - etcd's default value limit (--max-request-bytes, 1.5 MiB = 1,572,864 bytes): a create,
+//    update or patch whose resulting object serializes to more is refused the way the
+//    kube-apiserver relays etcd's refusal: 500 InternalError, message "etcdserver: request is too
+//    large", and nothing stored (the object keeps its previous version and resourceVersion);
 //  - whereabouts' CRD schema: IPPool spec.range and spec.allocations required, entries need id
 //    and podref; OverlappingRangeIPReservation spec.podref required -> 422 Invalid otherwise.
 #include <cstdint>
@@ -94,6 +98,10 @@ public:
     Reply remove(const ResourceType& t, const std::string& ns, const std::string& name, const json& options);
 
     std::uint64_t revision();
+    // Serialized size of the largest object stored so far (the benchmark reports it).
+    std::size_t largest_object();
+
+    static constexpr std::size_t kMaxObjectBytes = 1572864;   // etcd's default max request size
 
 private:
     using Key = std::tuple<std::string, std::string, std::string>;   // plural.group, namespace, name
@@ -113,9 +121,13 @@ private:
         void changed(const std::vector<std::string>* entries);
     };
     // The object's serialized form (or its metadata) as a reply. Caller holds mu_.
-    static Reply stored_reply(int status, Stored& s, Output out);
+    Reply stored_reply(int status, Stored& s, Output out);
 
     json not_found(const ResourceType& t, const std::string& name) const;
+    // The refusal of an object above kMaxObjectBytes, as the kube-apiserver relays etcd's.
+    static Reply too_large();
+    // Whether `object` serializes to more than kMaxObjectBytes.
+    static bool exceeds_limit(const json& object);
     // Namespaces exist once anything is created in them (kubectl looks a namespace up when a get
     // answers NotFound); default, kube-system and kube-public exist from the start. Caller holds mu_.
     void ensure_namespace(const std::string& ns);
@@ -125,6 +137,7 @@ private:
     std::map<Key, Stored> objects_;
     std::uint64_t revision_ = 1000;
     std::uint64_t next_uid_ = 1;
+    std::size_t largest_object_ = 0;
 };
 
 }  // namespace apiserver

@@ -82,6 +82,7 @@ TEST_CASE("deploy: kustomize renders exactly the expected objects", "[deploy]") 
                        "Namespace/rdmanet-system",
                        "CustomResourceDefinition/ippools.whereabouts.cni.cncf.io",
                        "CustomResourceDefinition/overlappingrangeipreservations.whereabouts.cni.cncf.io",
+                       "CustomResourceDefinition/nodeslicepools.whereabouts.cni.cncf.io",
                        "ServiceAccount/rdmanet", "ClusterRole/rdmanet", "ClusterRoleBinding/rdmanet",
                        "DaemonSet/rdmanet"});
     for (const auto& o : objects) {
@@ -124,6 +125,21 @@ TEST_CASE("deploy: the CRDs are whereabouts' (group, version, scope, names, requ
     CHECK(strings(oschema["properties"]["spec"]["required"]) == std::set<std::string>{"podref"});
     for (const char* field : {"containerid", "podref", "ifname"})
         CHECK(oschema["properties"]["spec"]["properties"][field]["type"] == "string");
+
+    // whereabouts v0.9's NodeSlicePool: spec {range, sliceSize}, status {allocations[{nodeName, sliceRange}]}.
+    const auto& nsp = one(objects, "CustomResourceDefinition", "nodeslicepools.whereabouts.cni.cncf.io");
+    CHECK(nsp["spec"]["group"] == "whereabouts.cni.cncf.io");
+    CHECK(nsp["spec"]["scope"] == "Namespaced");
+    CHECK(nsp["spec"]["names"]["kind"] == "NodeSlicePool");
+    CHECK(nsp["spec"]["names"]["plural"] == "nodeslicepools");
+    REQUIRE(nsp["spec"]["versions"].size() == 1);
+    CHECK(nsp["spec"]["versions"][0]["name"] == "v1alpha1");
+    CHECK_FALSE(nsp["spec"]["versions"][0].contains("subresources"));   // status written with the object
+    const auto& nschema = nsp["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
+    CHECK(strings(nschema["spec"]["required"]) == std::set<std::string>{"range", "sliceSize"});
+    CHECK(strings(nschema["status"]["required"]) == std::set<std::string>{"allocations"});
+    const auto& item = nschema["status"]["properties"]["allocations"]["items"];
+    CHECK(strings(item["required"]) == std::set<std::string>{"nodeName", "sliceRange"});
 }
 
 TEST_CASE("deploy: RBAC is least privilege", "[deploy]") {
@@ -147,6 +163,7 @@ TEST_CASE("deploy: RBAC is least privilege", "[deploy]") {
     CHECK(granted == std::map<std::pair<std::string, std::string>, std::set<std::string>>{
                          {{"whereabouts.cni.cncf.io", "ippools"}, ipam_verbs},
                          {{"whereabouts.cni.cncf.io", "overlappingrangeipreservations"}, ipam_verbs},
+                         {{"whereabouts.cni.cncf.io", "nodeslicepools"}, ipam_verbs},
                          {{"", "pods"}, {"get", "list"}},
                          {{"", "nodes"}, {"get"}}});
 

@@ -238,3 +238,24 @@ TEST_CASE("install: a missing binary in the image fails the install", "[ctl][ins
     CHECK(install(t.options, out, err) == 1);
     CHECK_THAT(err.str(), Catch::Contains("cannot read " + t.dir.sub("image/rdmanet-ipam")));
 }
+
+TEST_CASE("install: the node's name from NODE_NAME goes to rdmanet.d/nodename for node-slice IPAM", "[ctl][install]") {
+    HostTree t;
+    std::ostringstream out, err;
+    REQUIRE(install(t.options, out, err) == 0);
+    const auto file = t.options.cni_conf_dir + "/rdmanet.d/nodename";
+    CHECK_FALSE(std::filesystem::exists(file));   // no NODE_NAME: nothing written
+    t.options.getenv = [](const char* name) -> std::optional<std::string> {
+        if (std::string(name) == "NODE_NAME") return "gpu-node-7";
+        if (std::string(name) == "KUBERNETES_SERVICE_HOST") return "10.96.0.1";
+        if (std::string(name) == "KUBERNETES_SERVICE_PORT") return "443";
+        return std::nullopt;
+    };
+    out.str("");
+    REQUIRE(install(t.options, out, err) == 0);
+    CHECK(slurp(file) == "gpu-node-7\n");
+    CHECK_THAT(out.str(), Catch::Contains("wrote " + file));
+    out.str("");
+    REQUIRE(install(t.options, out, err) == 0);
+    CHECK(out.str().find(file) == std::string::npos);   // unchanged: not rewritten
+}

@@ -186,7 +186,7 @@ TEST_CASE("ipam config: other keys", "[ipam]") {
                                 {"datastore", "kubernetes"},
                                 {"kubernetes", {{"kubeconfig", "/etc/k.conf"}, {"k8s_api_root", "x"}}},
                                 {"data_dir", "/run/rdmanet-ipam"},
-                                {"node_slice_size", "/22"},
+                                {"node_slice_size", "/26"},
                                 {"leader_lease_duration", 1500},
                                 {"etcd_host", "x"}});
     REQUIRE(c.routes.size() == 2);
@@ -198,6 +198,7 @@ TEST_CASE("ipam config: other keys", "[ipam]") {
     CHECK_FALSE(c.enable_overlapping_ranges);
     CHECK(c.log_file == "/tmp/ipam.log");
     CHECK(c.log_level == "debug");
+    CHECK(c.store.node_slice_prefix == 26);
     CHECK(c.store.datastore == Datastore::kubernetes);
     CHECK(c.store.kubeconfig == "/etc/k.conf");
     CHECK(c.store.data_dir == "/run/rdmanet-ipam");

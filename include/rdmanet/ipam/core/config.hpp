@@ -24,7 +24,9 @@
 //                            unset. Unlike whereabouts, no default flat-file locations are searched
 //                            (they would pull a whereabouts install's "datastore":"kubernetes" in)
 //                            and none is required.
-// Accepted and ignored: type, node_slice_size, leader_*, reconciler_cron_expression,
+//   node_slice_size          "/26" or "26" (kubernetes datastore): per-node address slices of that
+//                            prefix length instead of one IPPool per range (node_slice_size.hpp)
+// Accepted and ignored: type, leader_*, reconciler_cron_expression,
 // sleep_for_race, kubernetes.k8s_api_root, etcd_* (whereabouts dropped etcd in v0.6).
 //
 // Deliberate differences from whereabouts: a range_start/range_end outside the CIDR, or
@@ -44,6 +46,7 @@
 namespace rdmanet::ipam {
 
 inline constexpr std::string_view kDefaultDataDir = "/var/lib/cni/rdmanet/ipam";
+inline constexpr std::string_view kDefaultNodeConfigDir = "/etc/cni/net.d/rdmanet.d";
 
 struct Route {
     std::string dst;   // CIDR
@@ -76,6 +79,14 @@ struct StoreConfig {
     // plugin at the kubelet's credentials through a kubeconfig it controls. Empty = unconfined.
     std::vector<std::string> kubeconfig_dirs;
     std::function<void(const std::string& message)> on_refusal;   // the audit log, as in PathLimits
+    // node_slice_size's prefix length: node-slice mode of the kubernetes datastore when set.
+    std::optional<int> node_slice_prefix;
+    // Where a `nodename` file names this node when $NODENAME is unset: the directory of
+    // configuration_path when set, else kDefaultNodeConfigDir (the installer writes it there).
+    std::string node_config_dir = std::string(kDefaultNodeConfigDir);
+    // The NodeSlicePool's name: network_name, else the CNI network's name (set by the caller
+    // that knows the network, ipam.cpp).
+    std::string slice_pool_name;
 };
 
 struct IpamConfig {

@@ -51,6 +51,9 @@ public:
 
     const KubeConfig& config() const { return config_; }
     const Deadline& deadline() const { return deadline_; }
+    // Moves the deadline (a caller bounding one step, e.g. publication during an outage, below the
+    // verb's budget; it restores the old one after).
+    void set_deadline(Deadline d) { deadline_ = d; }
     std::uint64_t requests() const { return requests_; }
     long connections() const { return http_.connections(); }
 

@@ -1,0 +1,21 @@
+#pragma once
+// Which node this is, resolved as whereabouts resolves it: $NODENAME, else the first line of the
+// file `nodename` in the configuration directory (the installer writes it from the pod's
+// spec.nodeName), else the host name (/etc/hostname, then gethostname()). The name must be a
+// valid Kubernetes object name part (lower-case DNS label characters and dots), since it goes
+// into the slice IPPools' names.
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rdmanet::ipam::kube {
+
+// Pure: picks the first non-empty of the three sources (trimmed) and validates it. Throws
+// IpamError(7) saying where the name came from and how to set it when none is usable.
+std::string choose_node_name(std::optional<std::string> env_nodename, std::optional<std::string> nodename_file,
+                             std::optional<std::string> hostname, std::string_view config_dir);
+
+// The effects: reads $NODENAME, <config_dir>/nodename, /etc/hostname and gethostname().
+std::string resolve_node_name(const std::string& config_dir);
+
+}  // namespace rdmanet::ipam::kube

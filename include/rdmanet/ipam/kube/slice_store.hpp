@@ -1,0 +1,99 @@
+#pragma once
+// The Kubernetes datastore in node-slice mode (node_slice_size): the node's own slices, allocated
+// in the node's local store first and published to the slice IPPools after.
+//
+// ADD  the slices this node holds come from a local file (held/<NodeSlicePool>.json, written
+//      when a slice is claimed); none, or all full -> claim one (slice_claim.hpp: GET + PATCH of
+//      the NodeSlicePool, once per slice). Then: a backlog marker (slice_backlog.hpp), the
+//      allocation committed in the local SQLite store (<data_dir>/kubernetes/slices/ipam.db: the
+//      decision and the double-hand-out guard are the local store's), and one PATCH publishing it
+//      (slice_publisher.hpp). Steady state: 1 API request per ADD, none between nodes contending.
+// DEL  marker, local release, one PATCH removing the entries (tested to still be ours).
+// Outage: a node holding a slice with a free address keeps answering ADD and DEL; what could not
+//      be published stays in the backlog, published in order by the next CNI call on the node or
+//      by the node agent (publish_pending). Publication waits at most kPublishBudget per call. The
+//      local store is on disk: a node rebooted during the outage never hands an address out twice.
+//      After a backlog was published, the node re-reads the NodeSlicePool and stops allocating
+//      from any slice it no longer holds (and says so in doctor).
+// No overlapping-range reservations are written: slices of one NodeSlicePool are disjoint.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rdmanet/ipam/core/config.hpp"
+#include "rdmanet/ipam/kube/api.hpp"
+#include "rdmanet/ipam/kube/slice_backlog.hpp"
+#include "rdmanet/ipam/kube/slice_claim.hpp"
+#include "rdmanet/ipam/kube/slice_publisher.hpp"
+#include "rdmanet/ipam/local/sqlite_store.hpp"
+#include "rdmanet/ipam/core/store.hpp"
+
+namespace rdmanet::ipam::kube {
+
+// How long one CNI call waits for publication before leaving the change in the backlog.
+inline constexpr std::chrono::milliseconds kPublishBudget{1000};
+// How long a claim may take (the API server answering slowly or not at all): past it the ADD
+// fails with code 11 rather than holding the runtime for the verb's whole budget.
+inline constexpr std::chrono::milliseconds kClaimBudget{8000};
+
+struct SliceSettings {
+    std::string pool_name;   // the NodeSlicePool: network_name, else the CNI network's name
+    std::string node;        // this node (node_identity.hpp)
+    int prefix = 0;          // node_slice_size
+};
+
+// <data_dir>/kubernetes/slices: local store, held slices and backlog of node-slice mode.
+std::string slices_dir(const std::string& data_dir);
+
+// The node agent's entry point (the DaemonSet's rdmanetctl container, on its interval): publishes
+// the node-slice backlog of the IPAM data directory `data_dir` (<data_dir>/kubernetes/slices) with
+// the credentials of `kubeconfig`, oldest change first, within `budget`. Safe to run while CNI
+// calls run (every change is idempotent). A missing slices directory is an empty backlog.
+PublishReport publish_pending(const KubeConfig& kubeconfig, const std::string& data_dir, std::chrono::milliseconds budget);
+
+class SliceStore final : public Store {
+public:
+    SliceStore(KubeConfig config, Deadline deadline, const std::string& data_dir, SliceSettings settings);
+
+    Allocation allocate(const AllocateRequest& request) override;
+    std::vector<Allocation> release(std::span<const PoolKey> pools, const AttachmentId& attachment) override;
+    std::optional<Allocation> find(const PoolKey& pool, std::string_view podref, std::string_view ifname) override;
+    std::vector<PoolKey> pools() override;
+    PoolDump dump(const PoolKey& pool) override;
+    std::vector<Allocation> gc(std::string_view network, std::span<const PoolKey> pools,
+                               std::span<const AttachmentId> valid) override;
+
+    // Publishes the backlog now (within kPublishBudget).
+    PublishReport publish();
+    SliceBacklog& backlog() { return backlog_; }
+    KubeApi& api() { return api_; }
+
+    // The slices this node holds in `parent` as far as the node knows (the local file).
+    std::vector<base::IpNetwork> held(const Range& parent);
+    // Slices the node stopped holding while it could not see the API server (found by the
+    // re-check after an outage); never allocated from again.
+    std::vector<base::IpNetwork> revoked(const Range& parent);
+
+private:
+    SliceScope scope() const;
+    AllocateRequest slice_request(const AllocateRequest& request, const base::IpNetwork& slice) const;
+    // Claims a slice (under a node-local lock, so one process per node claims at a time) and
+    // records it; `full` are held slices that cannot serve the request.
+    base::IpNetwork claim(const Range& parent, const std::vector<base::IpNetwork>& full);
+    // After a published backlog: the NodeSlicePool still lists these slices for this node?
+    void recheck(const Range& parent);
+    // Publishes `marker` (and anything older first); leaves it in the backlog when it cannot.
+    void publish_after_commit(const std::string& marker, const SliceChange& change, bool older_pending);
+
+    KubeApi api_;
+    std::string dir_;
+    SqliteStore local_;
+    SliceBacklog backlog_;
+    SliceSettings settings_;
+    bool unreachable_ = false;   // publication failed in this call: later changes go to the backlog
+    bool recheck_due_ = false;
+};
+
+}  // namespace rdmanet::ipam::kube

@@ -1,0 +1,362 @@
+// Node-slice mode of the Kubernetes datastore: see slice_store.hpp.
+#include "rdmanet/ipam/kube/slice_store.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/kube/node_slices.hpp"
+
+namespace rdmanet::ipam::kube {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// held/<NodeSlicePool>.json: {"range", "sliceSize", "slices": [..], "revoked": [..]}.
+struct HeldFile {
+    std::vector<base::IpNetwork> slices;
+    std::vector<base::IpNetwork> revoked;
+};
+
+// Per NodeSlicePool and node name (a host whose node name changes holds nothing under the new one).
+std::string held_path(const std::string& dir, const SliceSettings& s) {
+    return dir + "/held/" + s.pool_name + "@" + s.node + ".json";
+}
+
+std::vector<base::IpNetwork> networks(const json& list) {
+    std::vector<base::IpNetwork> out;
+    if (!list.is_array()) return out;
+    for (const auto& s : list) {
+        if (auto n = s.is_string() ? base::IpNetwork::parse(s.get<std::string>()) : std::nullopt) out.push_back(n->masked());
+    }
+    return out;
+}
+
+HeldFile read_held(const std::string& dir, const SliceSettings& s, const Range& parent) {
+    std::ifstream in(held_path(dir, s));
+    if (!in) return {};
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const json j = json::parse(ss.str(), nullptr, false);
+    if (!j.is_object()) throw IpamError(codes::io_failure, held_path(dir, s) + " is not a JSON object");
+    const std::string want_size = "/" + std::to_string(s.prefix);
+    if (j.value("range", "") != parent.cidr.str() || j.value("sliceSize", "") != want_size) {
+        config_error("this node holds slices of NodeSlicePool " + s.pool_name + " for range " + j.value("range", "") +
+                     " and node_slice_size \"" + j.value("sliceSize", "") + "\" (" + held_path(dir, s) +
+                     "), but the configuration now has " + parent.cidr.str() + " and \"" + want_size +
+                     "\": a network's range and slice size cannot change while nodes hold slices; use a new network_name");
+    }
+    HeldFile h;
+    h.slices = networks(j.value("slices", json::array()));
+    h.revoked = networks(j.value("revoked", json::array()));
+    return h;
+}
+
+void write_held(const std::string& dir, const SliceSettings& s, const Range& parent, const HeldFile& h) {
+    json slices = json::array(), revoked = json::array();
+    for (const auto& n : h.slices) slices.push_back(n.str());
+    for (const auto& n : h.revoked) revoked.push_back(n.str());
+    const std::string text =
+        json{{"range", parent.cidr.str()}, {"sliceSize", "/" + std::to_string(s.prefix)}, {"slices", slices}, {"revoked", revoked}}
+            .dump();
+    const std::string path = held_path(dir, s), tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) throw IpamError(codes::io_failure, "cannot write " + tmp + ": " + std::strerror(errno));
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+        throw IpamError(codes::io_failure, "cannot write " + path + ": " + std::strerror(errno));
+    }
+    if (const int d = ::open((dir + "/held").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+        ::fsync(d);
+        ::close(d);
+    }
+}
+
+// An exclusive flock held for the object's lifetime.
+class NodeLock {
+public:
+    explicit NodeLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
+        if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
+            throw IpamError(codes::io_failure, "cannot lock " + path + ": " + std::strerror(errno));
+        }
+    }
+    ~NodeLock() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    NodeLock(const NodeLock&) = delete;
+    NodeLock& operator=(const NodeLock&) = delete;
+
+private:
+    int fd_;
+};
+
+Range range_of(const PoolKey& key) {
+    Range r;
+    r.cidr = key.range;
+    return r;
+}
+
+// Sets the API's deadline to at most `budget` from now for the object's lifetime.
+class Bounded {
+public:
+    Bounded(KubeApi& api, std::chrono::milliseconds budget) : api_(api), saved_(api.deadline()) {
+        const Deadline cap = Deadline::in(budget);
+        if (cap.at < saved_.at) api.set_deadline(cap);
+    }
+    ~Bounded() { api_.set_deadline(saved_); }
+
+private:
+    KubeApi& api_;
+    Deadline saved_;
+};
+
+}  // namespace
+
+std::string slices_dir(const std::string& data_dir) { return data_dir + "/kubernetes/slices"; }
+
+PublishReport publish_pending(const KubeConfig& kubeconfig, const std::string& data_dir, std::chrono::milliseconds budget) {
+    const std::string dir = slices_dir(data_dir);
+    SliceBacklog backlog(dir + "/backlog");
+    if (backlog.empty()) return {};
+    KubeApi api(kubeconfig, Deadline::in(budget));
+    SqliteStore local(dir);
+    return publish_pending(api, local, backlog);
+}
+
+SliceStore::SliceStore(KubeConfig config, Deadline deadline, const std::string& data_dir, SliceSettings settings)
+    : api_(std::move(config), deadline),
+      dir_(slices_dir(data_dir)),
+      local_(dir_),
+      backlog_(dir_ + "/backlog"),
+      settings_(std::move(settings)) {
+    std::error_code ec;
+    fs::create_directories(dir_ + "/held", ec);
+    if (ec) throw IpamError(codes::io_failure, "cannot create " + dir_ + "/held: " + ec.message());
+}
+
+SliceScope SliceStore::scope() const { return {api_.config().namespace_, settings_.pool_name, settings_.node, settings_.prefix}; }
+
+std::vector<base::IpNetwork> SliceStore::held(const Range& parent) {
+    HeldFile h = read_held(dir_, settings_, parent);
+    std::vector<base::IpNetwork> out;
+    for (const auto& s : h.slices) {
+        if (std::find(h.revoked.begin(), h.revoked.end(), s) == h.revoked.end()) out.push_back(s);
+    }
+    return out;
+}
+
+std::vector<base::IpNetwork> SliceStore::revoked(const Range& parent) { return read_held(dir_, settings_, parent).revoked; }
+
+AllocateRequest SliceStore::slice_request(const AllocateRequest& request, const base::IpNetwork& slice) const {
+    AllocateRequest r = request;
+    r.range = slice_range(request.range, slice);
+    r.network_name = slice_pool_key(request.network_name, settings_.node, slice).network_name;
+    r.overlapping_check = false;
+    r.requested.reset();
+    if (request.requested) {
+        const auto ip = request.range.address_at(*request.requested);
+        if (slice.contains(ip)) r.requested = r.range.offset_of(ip);
+    }
+    return r;
+}
+
+base::IpNetwork SliceStore::claim(const Range& parent, const std::vector<base::IpNetwork>& full) {
+    NodeLock lock(held_path(dir_, settings_) + ".lock");
+    HeldFile h = read_held(dir_, settings_, parent);
+    // Another process of this node may have claimed one while this one waited for the lock.
+    for (const auto& s : h.slices) {
+        const bool usable = std::find(full.begin(), full.end(), s) == full.end() &&
+                            std::find(h.revoked.begin(), h.revoked.end(), s) == h.revoked.end();
+        if (usable) return s;
+    }
+    std::vector<base::IpNetwork> unusable = full;
+    unusable.insert(unusable.end(), h.revoked.begin(), h.revoked.end());
+    Bounded bound(api_, kClaimBudget);
+    const base::IpNetwork slice = claim_slice(api_, scope(), parent, unusable);
+    if (std::find(h.slices.begin(), h.slices.end(), slice) == h.slices.end()) h.slices.push_back(slice);
+    write_held(dir_, settings_, parent, h);
+    return slice;
+}
+
+void SliceStore::recheck(const Range& parent) {
+    recheck_due_ = false;
+    Bounded bound(api_, kPublishBudget);
+    const auto pool = read_node_slice_pool(api_, scope(), parent);
+    NodeLock lock(held_path(dir_, settings_) + ".lock");
+    HeldFile h = read_held(dir_, settings_, parent);
+    bool changed = false;
+    for (const auto& s : h.slices) {
+        const bool still_mine = pool && pool->holder(s) == settings_.node;
+        if (!still_mine && std::find(h.revoked.begin(), h.revoked.end(), s) == h.revoked.end()) {
+            h.revoked.push_back(s);
+            changed = true;
+        }
+    }
+    if (changed) write_held(dir_, settings_, parent, h);
+}
+
+PublishReport SliceStore::publish() {
+    Bounded bound(api_, kPublishBudget);
+    PublishReport r = publish_pending(api_, local_, backlog_);
+    if (r.remaining > 0) unreachable_ = true;
+    return r;
+}
+
+void SliceStore::publish_after_commit(const std::string& marker, const SliceChange& change, bool older_pending) {
+    if (unreachable_) return;   // this call already found the API server unreachable: keep order, do not wait again
+    if (older_pending) {
+        // Older changes first (they include this one): the backlog's order is the node's order.
+        if (publish().remaining == 0) recheck_due_ = true;
+        return;
+    }
+    Bounded bound(api_, kPublishBudget);
+    try {
+        std::string conflict;
+        publish_change(api_, local_, change, &conflict);
+        backlog_.remove(marker);
+    } catch (const IpamError&) {
+        unreachable_ = true;   // stays in the backlog
+    }
+}
+
+Allocation SliceStore::allocate(const AllocateRequest& request) {
+    const Range& parent = request.range;
+    const bool older_pending = !backlog_.empty();
+    if (older_pending) {
+        if (publish().remaining == 0) recheck(parent);
+    }
+    std::vector<base::IpNetwork> mine = held(parent);
+    // A re-ADD of the same pod+ifname keeps its address, in whichever slice it is.
+    std::optional<base::IpNetwork> first_try;
+    for (const auto& s : mine) {
+        if (local_.find(slice_pool_key(request.network_name, settings_.node, s), request.owner.podref, request.owner.ifname)) {
+            first_try = s;
+            break;
+        }
+    }
+    if (first_try) {
+        mine.erase(std::find(mine.begin(), mine.end(), *first_try));
+        mine.insert(mine.begin(), *first_try);
+    }
+    std::vector<base::IpNetwork> full;
+    auto try_slice = [&](const base::IpNetwork& slice) -> std::optional<Allocation> {
+        if (!slice_has_usable(parent, slice)) return std::nullopt;
+        const AllocateRequest r = slice_request(request, slice);
+        if (request.requested && !r.requested) return std::nullopt;
+        SliceChange change{SliceChange::Op::add, api_.config().namespace_, r.pool(), request.owner.container_id,
+                           request.owner.ifname, request.owner.podref, {}};
+        const bool others = !backlog_.empty();
+        const std::string marker = backlog_.add(change);
+        Allocation a;
+        try {
+            a = local_.allocate(r);
+        } catch (const IpamError& e) {
+            backlog_.remove(marker);
+            if (e.code == codes::range_full) return std::nullopt;
+            throw;
+        }
+        publish_after_commit(marker, change, others);
+        return a;
+    };
+    for (const auto& slice : mine) {
+        if (auto a = try_slice(slice)) return *a;
+        full.push_back(slice);
+    }
+    if (request.requested) {
+        throw IpamError(codes::address_in_use, "static IP " + parent.address_at(*request.requested).str() +
+                                                   " is not free in the slices node " + settings_.node + " holds in " +
+                                                   parent.cidr.str() +
+                                                   " (node_slice_size: a node hands out addresses of its own slices only)");
+    }
+    for (;;) {
+        base::IpNetwork slice;
+        try {
+            slice = claim(parent, full);
+        } catch (const IpamError& e) {
+            if (e.code != codes::try_again) throw;
+            throw IpamError(codes::try_again, "node " + settings_.node + " has no slice of " + parent.cidr.str() +
+                                                  " with a free address and the Kubernetes API server is unreachable to "
+                                                  "claim one (" + e.msg + "); retry later");
+        }
+        if (auto a = try_slice(slice)) return *a;
+        full.push_back(slice);
+    }
+}
+
+std::vector<Allocation> SliceStore::release(std::span<const PoolKey> pools, const AttachmentId& attachment) {
+    if (!backlog_.empty()) publish();
+    std::vector<Allocation> released;
+    for (const PoolKey& parent_key : pools) {
+        const Range parent = range_of(parent_key);
+        HeldFile h = read_held(dir_, settings_, parent);
+        for (const auto& slice : h.slices) {   // revoked ones too: their entries are still released locally
+            const PoolKey key = slice_pool_key(parent_key.network_name, settings_.node, slice);
+            std::vector<std::pair<uint128, Owner>> entries;
+            for (const auto& [offset, owner] : local_.dump(key).allocations) {
+                if (owner.container_id == attachment.container_id && owner.ifname == attachment.ifname) entries.emplace_back(offset, owner);
+            }
+            if (entries.empty()) continue;
+            SliceChange change{SliceChange::Op::remove, api_.config().namespace_, key, attachment.container_id,
+                               attachment.ifname, "", entries};
+            const bool others = !backlog_.empty();
+            const std::string marker = backlog_.add(change);
+            const PoolKey keys[] = {key};
+            auto r = local_.release(keys, attachment);
+            released.insert(released.end(), r.begin(), r.end());
+            publish_after_commit(marker, change, others);
+        }
+    }
+    return released;
+}
+
+std::optional<Allocation> SliceStore::find(const PoolKey& parent_key, std::string_view podref, std::string_view ifname) {
+    for (const auto& slice : held(range_of(parent_key))) {
+        if (auto a = local_.find(slice_pool_key(parent_key.network_name, settings_.node, slice), podref, ifname)) return a;
+    }
+    return std::nullopt;
+}
+
+std::vector<PoolKey> SliceStore::pools() { return local_.pools(); }
+
+PoolDump SliceStore::dump(const PoolKey& pool) { return local_.dump(pool); }
+
+std::vector<Allocation> SliceStore::gc(std::string_view network, std::span<const PoolKey> pools,
+                                       std::span<const AttachmentId> valid) {
+    // Which attachments of `network` the node's slices hold that are not valid: released one by
+    // one, so that each removal is published like a DEL's.
+    std::vector<PoolKey> keys;
+    for (const PoolKey& parent_key : pools) {
+        for (const auto& slice : read_held(dir_, settings_, range_of(parent_key)).slices) {
+            keys.push_back(slice_pool_key(parent_key.network_name, settings_.node, slice));
+        }
+    }
+    std::set<AttachmentId> keep(valid.begin(), valid.end()), stale;
+    for (const auto& key : keys) {
+        for (const auto& [offset, owner] : local_.dump(key).allocations) {
+            AttachmentId a{owner.container_id, owner.ifname};
+            if (!keep.count(a)) stale.insert(a);
+        }
+    }
+    (void)network;   // the slice pools are the network's own: every stale entry in them is its
+    std::vector<Allocation> released;
+    for (const auto& a : stale) {
+        auto r = release(pools, a);
+        released.insert(released.end(), r.begin(), r.end());
+    }
+    return released;
+}
+
+}  // namespace rdmanet::ipam::kube

@@ -1,0 +1,240 @@
+// Node slices (node_slice_size) through bin/rdmanet-ipam against the test API server: each
+// simulated node is a process with its own $NODENAME. Wire format, fill and exhaustion, the claim
+// race, bad input.
+#include "test_kube_util.hpp"
+#include "rdmanet/ipam/local/sqlite_store.hpp"
+#include "rdmanet/ipam/core/u128.hpp"
+
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+
+using namespace kube_test;
+using ipam_plugin_test::first_ip;
+
+namespace {
+
+const std::string kApi = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + kNs;
+
+CniOutcome call_on(const Env& env, const std::string& node, const std::string& command, const json& conf,
+                   const std::string& id, std::chrono::milliseconds timeout = std::chrono::seconds(90)) {
+    rdmanet::test::PluginRequest req;
+    req.command = command;
+    req.container_id = id;
+    req.netns = "/var/run/netns/unused";
+    req.ifname = "net1";
+    req.args = ipam_plugin_test::pod_args("ns", "pod-" + id);
+    req.path = rdmanet::test::bin_dir();
+    json c = conf;
+    c["ipam"]["data_dir"] = env.data_dir + "/" + node;   // each node its own local store
+    req.stdin_data = c.dump();
+    auto e = env.env();
+    e["NODENAME"] = node;
+    return rdmanet::test::invoke_plugin(ipam_plugin_test::ipam_plugin_path(), req, e, timeout);
+}
+
+json get(const TestApiServer& s, const std::string& path) {
+    auto r = s.request("GET", kApi + path);
+    REQUIRE(r.status == 200);
+    return r.body;
+}
+
+// nodeName -> sliceRange of every listed entry with a node.
+std::multimap<std::string, std::string> holders(const TestApiServer& s, const std::string& pool) {
+    std::multimap<std::string, std::string> out;
+    const json nsp = get(s, "/nodeslicepools/" + pool);
+    for (const auto& e : nsp["status"]["allocations"]) {
+        if (e["nodeName"] != "") out.emplace(e["nodeName"], e["sliceRange"]);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("node slices: ADD claims a slice per node and allocates from it, in whereabouts v0.9's shape",
+          "[kube][integration][slices]") {
+    TestApiServer server;
+    Env env(server);
+    const json conf = env.conf("10.70.0.0/16", {{"node_slice_size", "/25"}, {"network_name", "blue"}});
+
+    auto a = call_on(env, "node-a", "ADD", conf, "a1");
+    INFO(a.describe());
+    REQUIRE(a.exit_code == 0);
+    CHECK(first_ip(a) == "10.70.0.1");
+    CHECK(a.json["ips"][0]["address"] == "10.70.0.1/16");   // the network's prefix, not the slice's
+    auto b = call_on(env, "node-b", "ADD", conf, "b1");
+    REQUIRE(b.exit_code == 0);
+    CHECK(first_ip(b) == "10.70.0.129");
+    auto a2 = call_on(env, "node-a", "ADD", conf, "a2");
+    REQUIRE(a2.exit_code == 0);
+    CHECK(first_ip(a2) == "10.70.0.2");
+
+    const json nsp = get(server, "/nodeslicepools/blue");
+    CHECK(nsp["spec"] == json({{"range", "10.70.0.0/16"}, {"sliceSize", "/25"}}));
+    CHECK(nsp["status"]["allocations"] == json::parse(R"([{"nodeName":"node-a","sliceRange":"10.70.0.0/25"},
+                                                          {"nodeName":"node-b","sliceRange":"10.70.0.128/25"}])"));
+    const json pa = get(server, "/ippools/blue-node-a-10.70.0.0-25");
+    CHECK(pa["spec"]["range"] == "10.70.0.0/25");
+    CHECK(pa["spec"]["allocations"] == json::parse(R"({"1":{"id":"a1","podref":"ns/pod-a1","ifname":"net1"},
+                                                       "2":{"id":"a2","podref":"ns/pod-a2","ifname":"net1"}})"));
+    CHECK(get(server, "/ippools/blue-node-b-10.70.0.128-25")["spec"]["allocations"].size() == 1);
+    // No whole-range IPPool and no reservations: slices are disjoint by construction.
+    CHECK(server.request("GET", kApi + "/ippools/blue-10.70.0.0-16").status == 404);
+    CHECK(reservations(server).empty());
+
+    // CHECK and DEL find the entry in the node's slice; DEL is idempotent.
+    CHECK(call_on(env, "node-a", "CHECK", conf, "a1").exit_code == 0);
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a1").exit_code == 0);
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a1").exit_code == 0);
+    CHECK(get(server, "/ippools/blue-node-a-10.70.0.0-25")["spec"]["allocations"].size() == 1);
+}
+
+TEST_CASE("node slices: a full slice makes the node claim another; an exhausted range is a clear error",
+          "[kube][integration][slices]") {
+    TestApiServer server;
+    Env env(server);
+    // 10.71.0.0/26 in /28 slices: 4 slices of 14 usable addresses.
+    const json conf = env.conf("10.71.0.0/26", {{"node_slice_size", "/28"}});
+    std::set<std::string> ips;
+    for (int i = 0; i < 15; ++i) {
+        auto r = call_on(env, "node-a", "ADD", conf, "a" + std::to_string(i));
+        INFO(r.describe());
+        REQUIRE(r.exit_code == 0);
+        ips.insert(first_ip(r));
+    }
+    CHECK(ips.size() == 15);
+    CHECK(ips.count("10.71.0.17"));   // the 15th: first address of the second slice
+    CHECK(holders(server, "kubenet") == std::multimap<std::string, std::string>{{"node-a", "10.71.0.0/28"},
+                                                                                {"node-a", "10.71.0.16/28"}});
+    REQUIRE(call_on(env, "node-b", "ADD", conf, "b0").exit_code == 0);
+    REQUIRE(call_on(env, "node-c", "ADD", conf, "c0").exit_code == 0);
+    auto d = call_on(env, "node-d", "ADD", conf, "d0");
+    INFO(d.describe());
+    CHECK(d.exit_code != 0);
+    CHECK(d.code() == 110);
+    CHECK_THAT(d.msg(), Catch::Contains("network kubenet") && Catch::Contains("10.71.0.0/26") &&
+                            Catch::Contains("/28") && Catch::Contains("node-d"));
+    // Nothing written for node-d.
+    CHECK(holders(server, "kubenet").count("node-d") == 0);
+}
+
+TEST_CASE("node slices: 32 nodes claiming at once get distinct slices, one owner each",
+          "[kube][integration][slices]") {
+    TestApiServer server({.extra_args = {"--latency-ms", "2"}});
+    Env env(server);
+    const json conf = env.conf("10.72.0.0/16", {{"node_slice_size", "/24"}});
+    constexpr int kNodes = 32;
+    std::mutex mu;
+    std::map<std::string, std::string> ip_of;
+    std::vector<std::string> failures;
+    std::vector<std::thread> threads;
+    for (int n = 0; n < kNodes; ++n) {
+        threads.emplace_back([&, n] {
+            const std::string node = "node-" + std::to_string(n);
+            auto r = call_on(env, node, "ADD", conf, "c" + std::to_string(n));
+            std::lock_guard lock(mu);
+            if (r.exit_code != 0) failures.push_back(node + ": " + r.describe());
+            else ip_of[node] = first_ip(r);
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& f : failures) UNSCOPED_INFO(f);
+    REQUIRE(failures.empty());
+    const auto held = holders(server, "kubenet");
+    CHECK(held.size() == kNodes);
+    std::set<std::string> nodes, slices;
+    for (const auto& [node, slice] : held) {
+        nodes.insert(node);
+        slices.insert(slice);
+    }
+    CHECK(nodes.size() == kNodes);    // one slice per node
+    CHECK(slices.size() == kNodes);   // no slice twice
+    // Each node's address is the first of its own slice.
+    for (const auto& [node, slice] : held) {
+        const std::string third = slice.substr(6, slice.find(".0/24") - 6);   // "10.72.<k>.0/24"
+        CHECK(ip_of[node] == "10.72." + third + ".1");
+    }
+}
+
+TEST_CASE("node slices bad input: a NodeSlicePool of another range or size, no node name", "[kube][integration][slices]") {
+    TestApiServer server;
+    Env env(server);
+    const json theirs = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "NodeSlicePool"},
+                         {"metadata", {{"name", "kubenet"}}},
+                         {"spec", {{"range", "10.73.0.0/16"}, {"sliceSize", "24"}}},
+                         {"status", {{"allocations", json::array()}}}};
+    REQUIRE(server.request("POST", kApi + "/nodeslicepools", theirs.dump()).status == 201);
+    auto r = call_on(env, "node-a", "ADD", env.conf("10.73.0.0/16", {{"node_slice_size", "/25"}}), "x");
+    CHECK(r.code() == 7);
+    CHECK_THAT(r.msg(), Catch::Contains("NodeSlicePool kubenet") && Catch::Contains("spec.sliceSize \"24\""));
+    // A bad size never reaches the API.
+    const auto before = server.stats()["requests"].get<int>();
+    r = call_on(env, "node-a", "ADD", env.conf("10.73.0.0/16", {{"node_slice_size", "/8"}}), "y");
+    CHECK(r.code() == 7);
+    CHECK_THAT(r.msg(), Catch::Contains("larger than"));
+    r = call_on(env, "Bad_Node", "ADD", env.conf("10.73.0.0/16", {{"node_slice_size", "/24"}}), "z");
+    CHECK(r.code() == 7);
+    CHECK_THAT(r.msg(), Catch::Contains("$NODENAME"));
+    CHECK(server.stats()["requests"].get<int>() == before);
+}
+
+TEST_CASE("node slices through an API-server outage: ADD/DEL keep working, SIGKILLs leave no duplicate, the backlog "
+          "is published in order once the API answers", "[kube][integration][slices][outage]") {
+    TestApiServer server;
+    Env env(server);
+    const json conf = env.conf("10.74.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "red"}});
+    const std::string pool = "red-node-a-10.74.0.0-26";
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "a0").exit_code == 0);
+    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"].size() == 1);
+    const auto writes_before = server.stats()["by_method"].value("PATCH", 0);
+
+    server.set_outage(TestApiServer::Outage::drop);
+    std::mt19937 rng(1717);
+    std::set<std::string> ips;
+    int killed = 0;
+    for (int i = 1; i <= 12; ++i) {
+        const std::string id = "a" + std::to_string(i);
+        // Every third one killed part-way (SIGKILL: an OOM kill, a node reboot).
+        const bool kill = i % 3 == 0;
+        const auto budget = kill ? std::chrono::milliseconds(std::uniform_int_distribution<int>(2, 25)(rng))
+                                 : std::chrono::milliseconds(10000);
+        const auto start = std::chrono::steady_clock::now();
+        auto r = call_on(env, "node-a", "ADD", conf, id, budget);
+        if (r.timed_out) {
+            ++killed;
+            continue;
+        }
+        INFO(r.describe());
+        REQUIRE(r.exit_code == 0);
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+        CHECK(ips.insert(first_ip(r)).second);   // never handed out twice
+    }
+    CHECK(killed > 0);
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a0").exit_code == 0);   // DEL works too
+    const std::string slices = env.data_dir + "/node-a/kubernetes/slices";
+    CHECK_FALSE(std::filesystem::is_empty(slices + "/backlog"));
+    // A node without a slice cannot claim one now: code 11, saying why.
+    const auto start = std::chrono::steady_clock::now();
+    auto b = call_on(env, "node-b", "ADD", conf, "b0");
+    CHECK(b.code() == 11);
+    CHECK_THAT(b.msg(), Catch::Contains("unreachable"));
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(15));
+
+    server.set_outage(TestApiServer::Outage::off);
+    // The next CNI call on the node publishes the backlog, oldest first, then its own change.
+    auto last = call_on(env, "node-a", "ADD", conf, "a-last");
+    REQUIRE(last.exit_code == 0);
+    CHECK(ips.insert(first_ip(last)).second);
+    CHECK(std::filesystem::is_empty(slices + "/backlog"));
+    // The slice IPPool now equals the node's local store, entry for entry.
+    rdmanet::ipam::SqliteStore local(slices);
+    const auto key = rdmanet::ipam::PoolKey{"red-node-a", *rdmanet::base::IpNetwork::parse("10.74.0.0/26")};
+    json expected = json::object();
+    for (const auto& [offset, owner] : local.dump(key).allocations) {
+        expected[rdmanet::ipam::to_decimal(offset)] = {{"id", owner.container_id}, {"podref", owner.podref}, {"ifname", owner.ifname}};
+    }
+    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"] == expected);
+    for (const auto& [offset, entry] : expected.items()) CHECK(entry["id"] != "a0");   // a0's DEL was published
+    CHECK(server.stats()["by_method"].value("PATCH", 0) > writes_before);
+}
