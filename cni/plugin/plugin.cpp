@@ -3,6 +3,7 @@
 #include "rdmanet/cni/plugin/plugin.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 
@@ -19,6 +20,9 @@
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/plugin/skel.hpp"
 #include "rdmanet/cni/protocol/version.hpp"
+#include "rdmanet/cni/plugin/call_metrics.hpp"
+#include "rdmanet/cni/config/sandbox.hpp"
+#include "rdmanet/cni/plugin/teardown.hpp"
 #include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::cni {
@@ -153,6 +157,13 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out, con
     state.mode = std::string(mode_name(conf.mode));
     state.netns = env.netns;
     state.ipam_type = conf.ipam.type;
+    // What the node agent needs to undo this attachment if the runtime never sends DEL.
+    const auto identity = netns_identity_of_fd(pod_ns.fd());
+    state.netns_dev = identity.dev;
+    state.netns_inode = identity.inode;
+    state.netconf = conf.raw;
+    state.cni_args = env.cni_args_raw;
+    state.cni_path = env.path;
 
     Rollback rollback;
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
@@ -179,7 +190,9 @@ void cmd_add(const NetConf& conf, const Environment& env, std::ostream& out, con
     out << result_to_json(merge_into_prev(conf, own), conf.cni_version).dump() << '\n';
 }
 
-void cmd_del(const NetConf& conf, const Environment& env, const KernelServices& services) {
+}  // namespace
+
+void del_attachment(const NetConf& conf, const Environment& env, const KernelServices& services) {
     const StateStore store(StateStore::default_dir());
     const auto state = store.load(conf.name, env.container_id, env.ifname);
     std::vector<std::string> failures;
@@ -187,6 +200,18 @@ void cmd_del(const NetConf& conf, const Environment& env, const KernelServices& 
     // IPAM first: a failure later must never leak the address (REFERENCE §7.1).
     try {
         ipam_del(conf, env);
+    } catch (const Error& e) {
+        // An IPAM configuration that is invalid or refused by the node policy fails every retry
+        // the same way. Without attachment state nothing was set up under it (ADD allocates
+        // under the same config and policy), so it must not keep the pod in Terminating.
+        if (is_config_error(e) && !state) {
+            const std::string line = "DEL " + env.container_id + " " + env.ifname + ": IPAM release skipped (" +
+                                     e.msg() + "): nothing is recorded for this attachment";
+            spdlog::warn("{}", line);
+            audit_line(node_policy_or_defaults(), line);
+        } else {
+            failures.push_back("IPAM release: " + e.msg() + (state ? " (remains: " + describe_remains(*state) + ")" : ""));
+        }
     } catch (const std::exception& e) {
         failures.push_back(std::string("IPAM release: ") + e.what());
     }
@@ -196,7 +221,14 @@ void cmd_del(const NetConf& conf, const Environment& env, const KernelServices& 
     try {
         const auto host_ns = NetNamespace::current();
         Rtnl host;
-        const auto pod_ns = open_pod_netns_if_alive(env.netns);
+        // A path that now names another namespace (reused by the runtime for a new pod) is
+        // treated as gone: nothing of ours is in there.
+        std::string pod_path = env.netns;
+        if (state && sandbox_status(*state) == SandboxStatus::replaced && state->netns == env.netns) {
+            spdlog::warn("{} names another namespace than at ADD: treated as gone", env.netns);
+            pod_path.clear();
+        }
+        const auto pod_ns = open_pod_netns_if_alive(pod_path);
         std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
         const auto sysfs = node_sysfs();
         DelRequest del{env, state, host, host_ns, pod.get(), sysfs};
@@ -214,6 +246,8 @@ void cmd_del(const NetConf& conf, const Environment& env, const KernelServices& 
     store.remove(conf.name, env.container_id, env.ifname);
     spdlog::info("DEL done");
 }
+
+namespace {
 
 void cmd_check(const NetConf& conf, const Environment& env, const KernelServices& services) {
     if (!conf.prev_result)
@@ -271,7 +305,7 @@ void cmd_gc(const NetConf& conf, const Environment& env, const KernelServices& s
         stale.ifname = state.ifname;
         stale.netns = state.netns;
         try {
-            cmd_del(conf, stale, services);
+            del_attachment(conf, stale, services);
         } catch (const Error& e) {
             failures.push_back(state.container_id + "/" + state.ifname + ": " + e.msg());
         }
@@ -289,6 +323,43 @@ void cmd_status(const NetConf& conf, const Environment& env) {
     }
 }
 
+// One verb, from the parsed environment and the raw config on stdin.
+void handle_verb(const KernelServices& services, const Environment& env, const std::string& input,
+                 std::ostream& result_out) {
+    std::optional<NetConf> parsed;
+    try {
+        parsed = parse_net_conf(input, env.command);
+    } catch (const Error& e) {
+        // DEL must not wedge a pod on a config that can never parse.
+        if (env.command != Command::del || !is_config_error(e)) throw;
+        return del_with_unusable_config(env, network_name_of(input), e);
+    }
+    const NetConf& conf = *parsed;
+    // The node policy: ADD/CHECK fail closed on a broken policy file, teardown
+    // and reports run with the defaults then (README "Security model").
+    const bool strict = env.command == Command::add || env.command == Command::check;
+    const NodePolicy& policy = strict ? node_policy() : node_policy_or_defaults();
+    setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
+                          conf.name + " " + env.container_id + " " + env.ifname, strict);
+    if (strict) check_mode_allowed(policy, mode_name(conf.mode));
+    // Before anything changes: a literal runtimeConfig in the NAD must not make
+    // the root plugin write a file anywhere on the node.
+    if (env.command == Command::add && conf.runtime.device_info_file)
+        check_path_in(policy, "runtimeConfig.CNIDeviceInfoFile", *conf.runtime.device_info_file,
+                      policy.device_info_dirs);
+    spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode),
+                 env.netns);
+    switch (env.command) {
+    case Command::add: cmd_add(conf, env, result_out, services); break;
+    case Command::del: del_attachment(conf, env, services); break;
+    case Command::check: cmd_check(conf, env, services); break;
+    case Command::gc: cmd_gc(conf, env, services); break;
+    case Command::status: cmd_status(conf, env); break;
+    case Command::version:
+    case Command::none: break;
+    }
+}
+
 }  // namespace
 
 int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err) {
@@ -297,33 +368,30 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
 
 int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err,
                const KernelServices& services) {
-    return run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
-                    [&services](const Environment& env, const std::string& input, std::ostream& result_out) {
-                        const NetConf conf = parse_net_conf(input, env.command);
-                        // The node policy: ADD/CHECK fail closed on a broken policy file, teardown
-                        // and reports run with the defaults then (README "Security model").
-                        const bool strict = env.command == Command::add || env.command == Command::check;
-                        const NodePolicy& policy = strict ? node_policy() : node_policy_or_defaults();
-                        setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
-                                              conf.name + " " + env.container_id + " " + env.ifname, strict);
-                        if (strict) check_mode_allowed(policy, mode_name(conf.mode));
-                        // Before anything changes: a literal runtimeConfig in the NAD must not make
-                        // the root plugin write a file anywhere on the node.
-                        if (env.command == Command::add && conf.runtime.device_info_file)
-                            check_path_in(policy, "runtimeConfig.CNIDeviceInfoFile", *conf.runtime.device_info_file,
-                                          policy.device_info_dirs);
-                        spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode),
-                                     env.netns);
-                        switch (env.command) {
-                        case Command::add: cmd_add(conf, env, result_out, services); break;
-                        case Command::del: cmd_del(conf, env, services); break;
-                        case Command::check: cmd_check(conf, env, services); break;
-                        case Command::gc: cmd_gc(conf, env, services); break;
-                        case Command::status: cmd_status(conf, env); break;
-                        case Command::version:
-                        case Command::none: break;
-                        }
-                    });
+    // One metrics record per call that reached a verb (the node agent aggregates them).
+    const auto started = std::chrono::steady_clock::now();
+    Command verb = Command::none;
+    int code = 0;
+    const int status =
+        run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
+                                [&](const Environment& env, const std::string& input, std::ostream& result_out) {
+                                    verb = env.command;
+                                    try {
+                                        handle_verb(services, env, input, result_out);
+                                    } catch (const Error& e) {
+                                        code = e.code();
+                                        throw;
+                                    } catch (...) {
+                                        code = kCallCodeOther;
+                                        throw;
+                                    }
+                                });
+    if (verb != Command::none && verb != Command::version) {
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+        append_call_record(call_metrics_dir(StateStore::default_dir()), verb, status == 0 ? 0 : (code ? code : kCallCodeOther),
+                           static_cast<std::uint64_t>(us.count()));
+    }
+    return status;
 }
 
 }  // namespace rdmanet::cni
