@@ -73,7 +73,12 @@ nlohmann::json AttachmentState::to_json() const {
         {"childKind", child_kind},
         {"result", result},
         {"ipamType", ipam_type},
+        {"netnsDev", netns_dev},
+        {"netnsInode", netns_inode},
+        {"cniArgs", cni_args},
+        {"cniPath", cni_path},
     };
+    if (!netconf.is_null()) j["netconf"] = netconf;
     if (sriov) j["sriov"] = sriov->to_json();
     return j;
 }
@@ -95,6 +100,13 @@ AttachmentState AttachmentState::from_json(const nlohmann::json& j) {
     s.child_kind = j.value("childKind", "");
     if (j.contains("result") && j["result"].is_object()) s.result = j["result"];
     s.ipam_type = j.value("ipamType", "");
+    s.netns_dev = j.value("netnsDev", std::uint64_t{0});
+    s.netns_inode = j.value("netnsInode", std::uint64_t{0});
+    if (j.contains("netconf") && j["netconf"].is_object()) s.netconf = j["netconf"];
+    s.cni_args = j.value("cniArgs", "");
+    if (j.contains("cniPath") && j["cniPath"].is_array())
+        for (const auto& entry : j["cniPath"])
+            if (entry.is_string()) s.cni_path.push_back(entry.get<std::string>());
     if (j.contains("sriov") && j["sriov"].is_object()) s.sriov = SriovState::from_json(j["sriov"]);
     return s;
 }

@@ -49,6 +49,8 @@ void append_audit(const NodePolicy& policy, const std::string& line) {
 
 }  // namespace
 
+void audit_line(const NodePolicy& policy, const std::string& line) { append_audit(policy, line); }
+
 void refuse(const NodePolicy& policy, ErrorCode code, const std::string& msg, const std::string& details) {
     spdlog::warn("refused by node policy: {}", msg);
     append_audit(policy, "refused: " + msg);

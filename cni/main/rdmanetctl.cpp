@@ -5,6 +5,8 @@
 //   rdmanetctl pool verify [--data-dir DIR]            consistency check of the store
 //   rdmanetctl pool list|show ... --kubeconfig F | --in-cluster   the same from the Kubernetes datastore
 //   rdmanetctl reconcile (--kubeconfig F | --in-cluster) [--dry-run] [--interval S]  release allocations of gone pods
+//   rdmanetctl reconcile --local [--dry-run]             undo this node's attachments whose pod netns is gone
+//   rdmanetctl agent [--interval S] [--metrics-address A] ...  the node agent (DaemonSet)
 //   rdmanetctl render -f FILE [--ipam rdmanet] [-o json]  network specs -> NetworkAttachmentDefinitions
 //   rdmanetctl install [--watch] ...                     node installer (DaemonSet)
 //   rdmanetctl doctor [--json] [--root DIR] ...          node checks; exit 1 on problems
@@ -21,6 +23,7 @@
 #include "../ctl/rdma_cli.hpp"
 #include "rdmanet/cni/ctl/pool.hpp"
 #include "rdmanet/ipam/core/config.hpp"
+#include "rdmanet/cni/ctl/agent.hpp"
 
 namespace {
 
@@ -67,9 +70,14 @@ int main(int argc, char** argv) {
     show->callback([&] { status = ctl::pool_show(options, pool_name, std::cout, std::cerr); });
 
     bool dry_run = false;
+    bool local = false;
     CLI::App* reconcile = app.add_subcommand(
-        "reconcile", "Kubernetes datastore: release allocations of pods that no longer exist and stray reservations");
+        "reconcile", "Kubernetes datastore: release allocations of pods that no longer exist and stray reservations; "
+                     "--local: undo this node's attachments whose pod network namespace is gone");
     add_kube(*reconcile, options.kube);
+    reconcile->add_flag("--local", local,
+                        "this node only, any datastore: undo attachments whose pod netns is gone (addresses, "
+                        "devices, VF settings, RDMA device, state) as their DEL would have");
     reconcile->add_flag("--dry-run", dry_run, "only print what would be released");
     // --interval: the DaemonSet's long-running reconciler (deploy/daemonset.yaml); a failed round
     // is reported and the next one tries again.
@@ -77,6 +85,10 @@ int main(int argc, char** argv) {
     reconcile->add_option("--interval", reconcile_interval, "keep running: reconcile every SECONDS (0 = once)")
         ->check(CLI::Range(0, 86400));
     reconcile->callback([&] {
+        if (local) {
+            status = ctl::reconcile_local(ctl::LocalReconcileOptions{dry_run, {}}, std::cout, std::cerr);
+            return;
+        }
         for (;;) {
             status = ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
             if (reconcile_interval <= 0) return;
@@ -84,6 +96,26 @@ int main(int argc, char** argv) {
             std::this_thread::sleep_for(std::chrono::seconds(reconcile_interval));
         }
     });
+
+    // agent: the DaemonSet's node agent (cni/ctl_agent.cpp).
+    ctl::AgentOptions agent_options;
+    CLI::App* agent = app.add_subcommand(
+        "agent", "node agent: repair attachments whose pod is gone, serve metrics; runs until SIGTERM");
+    agent->add_option("--interval", agent_options.interval_seconds, "seconds between repair passes")
+        ->check(CLI::Range(1, 86400));
+    agent->add_option("--metrics-address", agent_options.metrics_address,
+                      "serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9750); off when empty");
+    agent->add_option("--ipam-data-dir", agent_options.ipam_data_dir,
+                      "local IPAM store whose pools are reported, default " + std::string(rdmanet::ipam::kDefaultDataDir));
+    add_kube(*agent, agent_options.kube);
+    agent->add_option("--node-name", agent_options.node_name, "this node's name (with the Kubernetes datastore)")
+        ->envname("NODE_NAME");
+    agent->add_option("--pod-grace", agent_options.pod_grace_seconds,
+                      "seconds a pod must be missing from the API before its attachments are undone")
+        ->check(CLI::Range(0, 86400));
+    agent->add_option("--passes", agent_options.max_passes, "stop after N passes (0 = run until SIGTERM)")
+        ->check(CLI::Range(0, 1000000));
+    agent->callback([&] { status = ctl::run_agent(agent_options, std::cout, std::cerr); });
 
     CLI::App* verify = pool->add_subcommand("verify", "check the store's internal consistency; non-zero exit on problems");
     add_data_dir(*verify, options);

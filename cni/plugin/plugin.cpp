@@ -3,6 +3,7 @@
 #include "rdmanet/cni/plugin/plugin.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 
@@ -19,6 +20,9 @@
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/plugin/skel.hpp"
 #include "rdmanet/cni/protocol/version.hpp"
+#include "rdmanet/cni/plugin/call_metrics.hpp"
+#include "rdmanet/cni/config/sandbox.hpp"
+#include "rdmanet/cni/plugin/teardown.hpp"
 #include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::cni {
@@ -135,6 +139,13 @@ void cmd_add(const Call& call, std::ostream& out) {
     state.mode = std::string(mode_name(conf.mode));
     state.netns = env.netns;
     state.ipam_type = conf.ipam.type;
+    // What the node agent needs to undo this attachment if the runtime never sends DEL.
+    const auto identity = netns_identity_of_fd(pod_ns.fd());
+    state.netns_dev = identity.dev;
+    state.netns_inode = identity.inode;
+    state.netconf = conf.raw;
+    state.cni_args = env.cni_args_raw;
+    state.cni_path = env.path;
 
     Rollback rollback;
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
@@ -171,6 +182,18 @@ void cmd_del(const Call& call) {
     // IPAM first: a failure later must never leak the address.
     try {
         ipam_del(conf, env, call.policy);
+    } catch (const Error& e) {
+        // An IPAM configuration that is invalid or refused by the node policy fails every retry
+        // the same way. Without attachment state nothing was set up under it (ADD allocates
+        // under the same config and policy), so it must not keep the pod in Terminating.
+        if (is_config_error(e) && !state) {
+            const std::string line = "DEL " + env.container_id + " " + env.ifname + ": IPAM release skipped (" +
+                                     e.msg() + "): nothing is recorded for this attachment";
+            spdlog::warn("{}", line);
+            audit_line(call.policy, line);
+        } else {
+            failures.push_back("IPAM release: " + e.msg() + (state ? " (remains: " + describe_remains(*state) + ")" : ""));
+        }
     } catch (const std::exception& e) {
         failures.push_back(std::string("IPAM release: ") + e.what());
     }
@@ -182,7 +205,14 @@ void cmd_del(const Call& call) {
     try {
         const auto host_ns = NetNamespace::current();
         Rtnl host;
-        const auto pod_ns = open_pod_netns_if_alive(env.netns);
+        // A path that now names another namespace (reused by the runtime for a new pod) is
+        // treated as gone: nothing of ours is in there.
+        std::string pod_path = env.netns;
+        if (state && sandbox_status(*state) == SandboxStatus::replaced && state->netns == env.netns) {
+            spdlog::warn("{} names another namespace than at ADD: treated as gone", env.netns);
+            pod_path.clear();
+        }
+        const auto pod_ns = open_pod_netns_if_alive(pod_path);
         std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
         DelRequest del{env, state, call.policy, store, host, host_ns, pod.get(), call.sysfs};
         del.pod_ns = pod_ns ? &*pod_ns : nullptr;
@@ -277,7 +307,53 @@ void cmd_status(const Call& call) {
     }
 }
 
+// One verb, from the parsed environment and the raw config on stdin.
+void handle_verb(const EnvLookup& lookup, const KernelServices& services, const Environment& env,
+                 const std::string& input, std::ostream& result_out) {
+    std::optional<NetConf> parsed;
+    try {
+        parsed = parse_net_conf(input, env.command);
+    } catch (const Error& e) {
+        // DEL must not wedge a pod on a config that can never parse.
+        if (env.command != Command::del || !is_config_error(e)) throw;
+        return del_with_unusable_config(env, network_name_of(input), e, load_node_policy_or_defaults(lookup));
+    }
+    const NetConf& conf = *parsed;
+    // The node policy: ADD/CHECK fail closed on a broken policy file, teardown and reports run
+    // with the defaults then (docs/security.md).
+    const bool strict = env.command == Command::add || env.command == Command::check;
+    const NodePolicy policy = load_node_policy_for(env.command, lookup);
+    setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
+                          conf.name + " " + env.container_id + " " + env.ifname, strict);
+    if (strict) check_mode_allowed(policy, mode_name(conf.mode));
+    // Before anything changes: a literal runtimeConfig in the NAD must not make the root plugin
+    // write a file anywhere on the node.
+    if (env.command == Command::add && conf.runtime.device_info_file)
+        check_path_in(policy, "runtimeConfig.CNIDeviceInfoFile", *conf.runtime.device_info_file,
+                      policy.device_info_dirs);
+    spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode), env.netns);
+    const StateStore states(policy);
+    const netns::Sysfs real_sysfs("/sys");
+    const Call call{conf, env, policy, states, services.sysfs ? *services.sysfs : real_sysfs, services};
+    switch (env.command) {
+    case Command::add: cmd_add(call, result_out); break;
+    case Command::del: cmd_del(call); break;
+    case Command::check: cmd_check(call); break;
+    case Command::gc: cmd_gc(call); break;
+    case Command::status: cmd_status(call); break;
+    case Command::version:
+    case Command::none: break;
+    }
+}
+
 }  // namespace
+
+void del_attachment(const NetConf& conf, const Environment& env, const NodePolicy& policy,
+                    const KernelServices& services) {
+    const StateStore states(policy);
+    const netns::Sysfs real_sysfs("/sys");
+    cmd_del(Call{conf, env, policy, states, services.sysfs ? *services.sysfs : real_sysfs, services});
+}
 
 int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err) {
     return run_plugin(lookup, in, out, err, KernelServices{});
@@ -285,37 +361,33 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
 
 int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err,
                const KernelServices& services) {
-    return run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
-                    [&services, &lookup](const Environment& env, const std::string& input, std::ostream& result_out) {
-                        const NetConf conf = parse_net_conf(input, env.command);
-                        // The node policy: ADD/CHECK fail closed on a broken policy file, teardown
-                        // and reports run with the defaults then (docs/security.md).
-                        const bool strict = env.command == Command::add || env.command == Command::check;
-                        const NodePolicy policy = load_node_policy_for(env.command, lookup);
-                        const StateStore states(policy);
-                        const netns::Sysfs real_sysfs("/sys");
-                        const Call call{conf, env, policy, states, services.sysfs ? *services.sysfs : real_sysfs,
-                                        services};
-                        setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
-                                              conf.name + " " + env.container_id + " " + env.ifname, strict);
-                        if (strict) check_mode_allowed(policy, mode_name(conf.mode));
-                        // Before anything changes: a literal runtimeConfig in the NAD must not make
-                        // the root plugin write a file anywhere on the node.
-                        if (env.command == Command::add && conf.runtime.device_info_file)
-                            check_path_in(policy, "runtimeConfig.CNIDeviceInfoFile", *conf.runtime.device_info_file,
-                                          policy.device_info_dirs);
-                        spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode),
-                                     env.netns);
-                        switch (env.command) {
-                        case Command::add: cmd_add(call, result_out); break;
-                        case Command::del: cmd_del(call); break;
-                        case Command::check: cmd_check(call); break;
-                        case Command::gc: cmd_gc(call); break;
-                        case Command::status: cmd_status(call); break;
-                        case Command::version:
-                        case Command::none: break;
-                        }
-                    });
+    // One metrics record per call that reached a verb (the node agent aggregates them).
+    const auto started = std::chrono::steady_clock::now();
+    Command verb = Command::none;
+    int code = 0;
+    const int status =
+        run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
+                 [&](const Environment& env, const std::string& input, std::ostream& result_out) {
+                     verb = env.command;
+                     try {
+                         handle_verb(lookup, services, env, input, result_out);
+                     } catch (const Error& e) {
+                         code = e.code();
+                         throw;
+                     } catch (...) {
+                         code = kCallCodeOther;
+                         throw;
+                     }
+                 });
+    if (verb != Command::none && verb != Command::version) {
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+        // The records sit next to the state dir: the policy is read again only here, after the
+        // call, so a broken policy file costs the call nothing more than its own error.
+        append_call_record(call_metrics_dir(load_node_policy_or_defaults(lookup).state_dir),
+                           verb, status == 0 ? 0 : (code ? code : kCallCodeOther),
+                           static_cast<std::uint64_t>(us.count()));
+    }
+    return status;
 }
 
 }  // namespace rdmanet::cni

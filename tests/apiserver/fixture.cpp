@@ -227,6 +227,14 @@ void TestApiServer::create_pod(const std::string& ns, const std::string& name) c
     if (r.status != 201) throw std::runtime_error("create pod failed: " + r.body.dump());
 }
 
+std::string TestApiServer::create_pod_on(const std::string& ns, const std::string& name, const std::string& node) const {
+    json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", ns}}},
+                {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+    auto r = request("POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump());
+    if (r.status != 201) throw std::runtime_error("create pod failed: " + r.body.dump());
+    return r.body["metadata"].value("uid", "");
+}
+
 void TestApiServer::delete_pod(const std::string& ns, const std::string& name) const {
     request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name);
 }

@@ -70,6 +70,8 @@ public:
     // Convenience for whereabouts objects in `ns`.
     json list(const std::string& ns, const std::string& plural) const;     // items
     void create_pod(const std::string& ns, const std::string& name) const;
+    // A pod scheduled to `node` (spec.nodeName); returns its metadata.uid.
+    std::string create_pod_on(const std::string& ns, const std::string& name, const std::string& node) const;
     void delete_pod(const std::string& ns, const std::string& name) const;
 
 private:

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <optional>
 
 #include "json_writer.hpp"
 
@@ -343,12 +344,19 @@ Reply ResourceStore::list(const ResourceType& t, const std::string& ns, const st
     std::lock_guard lock(mu_);
     std::string only_name;
     if (field_selector.rfind("metadata.name=", 0) == 0) only_name = field_selector.substr(14);
+    // spec.nodeName=NODE, as the kubelet and node agents list the pods of one node.
+    std::optional<std::string> only_node;
+    if (field_selector.rfind("spec.nodeName=", 0) == 0) only_node = field_selector.substr(14);
     json items = json::array();
     const std::string gk = group_kind(t);
     for (const auto& [k, obj] : objects_) {
         if (std::get<0>(k) != gk) continue;
         if (!ns.empty() && std::get<1>(k) != ns) continue;
         if (!only_name.empty() && std::get<2>(k) != only_name) continue;
+        if (only_node) {
+            const auto& spec = obj.object.contains("spec") ? obj.object["spec"] : json::object();
+            if (!spec.is_object() || spec.value("nodeName", "") != *only_node) continue;
+        }
         items.push_back(obj.object);
     }
     return {200, {{"apiVersion", t.group.empty() ? t.version : t.group + "/" + t.version},

@@ -6,17 +6,23 @@
 // Everything else -- netns moves, renames, addresses, IPAM, state, locks -- is the product's code
 // on the real kernel. TEST ONLY: built into <build>/test-bin, never installed or packaged. The
 // production binary (cni/main/rdmanet.cpp) reads no such variable: it has no way to reach fakes.
+//
+// `rdmanet-fakekernel reconcile-local [--dry-run]` runs the node agent's repair pass
+// (rdmanetctl reconcile --local) over the same fakes, so sriov/ipoib repairs are tested too.
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string_view>
+
+#include "rdmanet/cni/ctl/agent.hpp"
 
 #include "rdmanet/cni/plugin/plugin.hpp"
 #include "rdmanet/netns/rtnl.hpp"
 #include "rdmanet/netns/sysfs.hpp"
 #include "support/fake_kernel_file.hpp"
 
-int main() {
+int main(int argc, char** argv) {
     std::ios::sync_with_stdio(false);
     const char* state = std::getenv(rdmanet::test::kFakeKernelStateEnv);
     const char* sysfs_root = std::getenv(rdmanet::test::kFakeSysfsRootEnv);
@@ -31,6 +37,10 @@ int main() {
     if (sysfs_root && *sysfs_root) {
         sysfs.emplace(sysfs_root);
         services.sysfs = &*sysfs;
+    }
+    if (argc > 1 && std::string_view(argv[1]) == "reconcile-local") {
+        const bool dry_run = argc > 2 && std::string_view(argv[2]) == "--dry-run";
+        return rdmanet::cni::ctl::reconcile_local({dry_run, services}, std::cout, std::cerr);
     }
     return rdmanet::cni::run_plugin(rdmanet::cni::process_env_lookup(), std::cin, std::cout, std::cerr, services);
 }

@@ -84,7 +84,7 @@ TEST_CASE("deploy: kustomize renders exactly the expected objects", "[deploy]") 
                        "CustomResourceDefinition/overlappingrangeipreservations.whereabouts.cni.cncf.io",
                        "CustomResourceDefinition/nodeslicepools.whereabouts.cni.cncf.io",
                        "ServiceAccount/rdmanet", "ClusterRole/rdmanet", "ClusterRoleBinding/rdmanet",
-                       "DaemonSet/rdmanet"});
+                       "DaemonSet/rdmanet", "CronJob/rdmanet-reconcile"});
     for (const auto& o : objects) {
         const std::string kind = o["kind"];
         const bool cluster_scoped = kind == "Namespace" || kind == "CustomResourceDefinition" ||
@@ -173,7 +173,7 @@ TEST_CASE("deploy: RBAC is least privilege", "[deploy]") {
           json::array({{{"kind", "ServiceAccount"}, {"name", "rdmanet"}, {"namespace", "rdmanet-system"}}}));
 }
 
-TEST_CASE("deploy: the DaemonSet installs, watches and reconciles with the right mounts", "[deploy]") {
+TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with the right mounts", "[deploy]") {
     const auto objects = rendered();
     const auto& ds = one(objects, "DaemonSet", "rdmanet");
     const auto& pod = ds["spec"]["template"]["spec"];
@@ -190,20 +190,26 @@ TEST_CASE("deploy: the DaemonSet installs, watches and reconciles with the right
                                                            {"cni-conf", "/etc/cni/net.d"},
                                                            {"cni-state", "/var/lib/cni"},
                                                            {"log", "/var/log/rdmanet"},
-                                                           {"modprobe-d", "/etc/modprobe.d"}});
+                                                           {"modprobe-d", "/etc/modprobe.d"},
+                                                           {"netns", "/run/netns"}});
 
     REQUIRE(pod["initContainers"].size() == 1);
     const auto& init = pod["initContainers"][0];
     CHECK(init["command"] == json({"rdmanetctl", "install"}));
     REQUIRE(pod["containers"].size() == 2);
     const auto& watcher = pod["containers"][0];
-    const auto& reconciler = pod["containers"][1];
+    const auto& agent = pod["containers"][1];
     CHECK(watcher["command"] == json({"rdmanetctl", "install"}));
     CHECK(std::find(watcher["args"].begin(), watcher["args"].end(), json("--watch")) != watcher["args"].end());
-    CHECK(reconciler["command"] == json({"rdmanetctl", "reconcile"}));
-    CHECK(arg_value(reconciler, "--interval") == "300");
-    CHECK(std::find(reconciler["args"].begin(), reconciler["args"].end(), json("--in-cluster")) !=
-          reconciler["args"].end());
+    CHECK(agent["command"] == json({"rdmanetctl", "agent"}));
+    CHECK(arg_value(agent, "--interval") == "60");
+    CHECK(std::find(agent["args"].begin(), agent["args"].end(), json("--in-cluster")) != agent["args"].end());
+    // Metrics on the node's loopback only (hostNetwork): the admin opens them deliberately.
+    CHECK(arg_value(agent, "--metrics-address").rfind("127.0.0.1:", 0) == 0);
+    // Per-node scope: the node name comes from the downward API.
+    REQUIRE(agent["env"].size() == 1);
+    CHECK(agent["env"][0]["name"] == "NODE_NAME");
+    CHECK(agent["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName");
 
     // The installer's directories are where the host's are mounted.
     for (const auto* c : {&init, &watcher}) {
@@ -213,11 +219,17 @@ TEST_CASE("deploy: the DaemonSet installs, watches and reconciles with the right
         CHECK(arg_value(*c, "--ipam-namespace") == "kube-system");
     }
     CHECK(mounts(init).at(arg_value(init, "--modprobe-dir")) == "modprobe-d");
-    const auto rm = mounts(reconciler);
-    CHECK(rm.at("/var/lib/cni") == "cni-state");
-    CHECK(rm.at("/var/log/rdmanet") == "log");
+    const auto am = mounts(agent);
+    CHECK(am.at("/var/lib/cni") == "cni-state");
+    CHECK(am.at("/var/log/rdmanet") == "log");
+    CHECK(am.at("/etc/cni/net.d") == "cni-conf");
+    CHECK(am.at("/opt/cni/bin") == "cni-bin");
+    CHECK(am.at("/run/netns") == "netns");
+    for (const auto& m : agent["volumeMounts"])
+        if (m["name"] == "netns") CHECK(m["mountPropagation"] == "HostToContainer");
+    CHECK(agent["securityContext"]["capabilities"]["add"] == json({"NET_ADMIN", "SYS_ADMIN"}));
 
-    for (const auto* c : {&init, &watcher, &reconciler}) {
+    for (const auto* c : {&init, &watcher, &agent}) {
         INFO((*c)["name"]);
         CHECK((*c)["image"] == "ghcr.io/rdmanet/rdmanet:v0.1.0");
         CHECK((*c)["securityContext"]["allowPrivilegeEscalation"] == false);
@@ -234,4 +246,23 @@ TEST_CASE("deploy: rdmanetctl accepts every flag the DaemonSet passes", "[deploy
     const auto& pod = one(objects, "DaemonSet", "rdmanet")["spec"]["template"]["spec"];
     check_flags_known(pod["initContainers"][0]);
     for (const auto& c : pod["containers"]) check_flags_known(c);
+    const auto& job = one(objects, "CronJob", "rdmanet-reconcile")["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    for (const auto& c : job["containers"]) check_flags_known(c);
+}
+
+TEST_CASE("deploy: the cluster-wide reconcile runs once per cluster, not on every node", "[deploy]") {
+    const auto objects = rendered();
+    const auto& cron = one(objects, "CronJob", "rdmanet-reconcile");
+    CHECK(cron["spec"]["concurrencyPolicy"] == "Forbid");
+    const auto& pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    CHECK(pod["serviceAccountName"] == "rdmanet");
+    REQUIRE(pod["containers"].size() == 1);
+    const auto& c = pod["containers"][0];
+    CHECK(c["command"] == json({"rdmanetctl", "reconcile"}));
+    CHECK(std::find(c["args"].begin(), c["args"].end(), json("--in-cluster")) != c["args"].end());
+    CHECK(c["image"] == "ghcr.io/rdmanet/rdmanet:v0.1.0");
+    CHECK(c["securityContext"]["capabilities"]["drop"] == json({"ALL"}));
+    // No DaemonSet container reconciles the whole cluster any more.
+    for (const auto& dc : one(objects, "DaemonSet", "rdmanet")["spec"]["template"]["spec"]["containers"])
+        CHECK(dc["command"] != json({"rdmanetctl", "reconcile"}));
 }

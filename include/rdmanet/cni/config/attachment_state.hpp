@@ -3,6 +3,7 @@
 // Written atomically (temp file + rename) so a crash leaves either the old or the new state.
 // Not fsync'd on purpose: it describes kernel objects (namespaces, moved links) that a power loss
 // destroys anyway, while IPAM allocations live in the IPAM's own durable store.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,17 @@ struct AttachmentState {
     std::string ifname;
     std::string mode;                 // mode_name() of the backend
     std::string netns;                // CNI_NETNS at ADD
+    // The pod namespace's identity at ADD (st_dev/st_ino of the nsfs file behind CNI_NETNS, 0 when
+    // unknown): the node agent treats the sandbox as gone when the path is gone or now names a
+    // different namespace (a runtime reusing the path for a new pod).
+    std::uint64_t netns_dev = 0;
+    std::uint64_t netns_inode = 0;
+    // What a DEL needs when the runtime never sends it: the network configuration the plugin got
+    // on stdin, CNI_ARGS and CNI_PATH (for a delegated IPAM plugin). Null/empty in states written
+    // before the agent existed; those can still be cleaned by a runtime DEL, not by the agent.
+    nlohmann::json netconf;
+    std::string cni_args;
+    std::vector<std::string> cni_path;
     bool complete = false;            // false while ADD is still in progress (written before the move)
 
     // hostdev: the device's identity in the host, to return it or find it again.
@@ -55,6 +67,7 @@ public:
     // The node policy's stateDir; refusals (a symlinked dir) go to the policy's audit log. The
     // store keeps a reference: `policy` must outlive it.
     explicit StateStore(const NodePolicy& policy);
+    const NodePolicy& policy() const { return policy_; }
 
     const std::string& dir() const { return dir_; }
     // Names are validated by the caller (network name, container id, ifname): no '/' possible.

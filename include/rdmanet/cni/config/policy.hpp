@@ -127,6 +127,10 @@ std::string default_policy_file_content();
 [[noreturn]] void refuse(const NodePolicy& policy, ErrorCode code, const std::string& msg,
                          const std::string& details = "");
 
+// One line in policy.audit_log (timestamped, control characters escaped, best effort): decisions
+// the admin should be able to find later, such as a DEL that succeeded despite a refused config.
+void audit_line(const NodePolicy& policy, const std::string& line);
+
 // ---- configuration checks (before anything is opened) ----------------------------------------
 
 // Code 7 "mode X is not allowed on this node" unless policy.modes is absent or lists it.

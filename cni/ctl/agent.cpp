@@ -1,0 +1,174 @@
+// rdmanetctl agent: the node agent's loop (see ctl_local.hpp). One thread: a signalfd and the
+// metrics socket are polled between passes, so SIGTERM is seen within one poll.
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "kube.hpp"
+#include "rdmanet/cni/ctl/agent_metrics.hpp"
+#include "rdmanet/cni/ctl/agent.hpp"
+
+#include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/ctl/metrics_server.hpp"
+#include "rdmanet/cni/ctl/pod_scope.hpp"
+#include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/base/fd.hpp"
+
+namespace rdmanet::cni::ctl {
+
+namespace {
+
+double unix_now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// SIGTERM, SIGINT (exit) and SIGHUP (run a pass now) as a readable fd, blocked for normal delivery.
+base::UniqueFd signal_fd() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    ::sigprocmask(SIG_BLOCK, &set, nullptr);
+    return base::UniqueFd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+}
+
+class Agent {
+public:
+    Agent(const AgentOptions& options, std::ostream& out, std::ostream& err) : o_(options), out_(out), err_(err) {}
+
+    void pass() {
+        // The node policy as the plugin reads it (RDMANET_POLICY_FILE, else the default file),
+        // read again at every pass so the admin's edits apply without a restart.
+        const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup());
+        metrics_.record_calls(take_call_records(call_metrics_dir(policy.state_dir)));
+        const StateStore store(policy);
+        RepairReport report = repair_stranded_attachments(store, RepairOptions{false, o_.services});
+        if (kube_) {
+            try {
+                const auto pods = list_node_pods(kube_->api(), o_.node_name);
+                const auto gone = pod_tracker_.update(store, pods, std::chrono::steady_clock::now(),
+                                                      std::chrono::seconds(o_.pod_grace_seconds));
+                merge(report, repair_attachments_of_gone_pods(gone, policy, o_.services));
+            } catch (const ipam::IpamError& e) {
+                err_ << "agent: listing the pods of node " << o_.node_name << ": " << e.msg << '\n';
+            } catch (const std::exception& e) {
+                err_ << "agent: listing the pods of node " << o_.node_name << ": " << e.what() << '\n';
+            }
+        }
+        metrics_.record_pass(report, unix_now());
+        if (!report.repaired.empty() || !report.failed.empty() || !report.not_repairable.empty())
+            print_repair_report(report, false, out_, err_);
+        out_.flush();
+        err_.flush();
+    }
+
+    std::string metrics_text() {
+        // The latest call records too, so a scrape right after a call sees it.
+        const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup());
+        metrics_.record_calls(take_call_records(call_metrics_dir(policy.state_dir)));
+        metrics_.set_attachments(live_attachments_by_mode(StateStore(policy)));
+        std::vector<PoolUsage> pools;
+        try {
+            pools = local_pool_usage(o_.ipam_data_dir);
+        } catch (const std::exception& e) {
+            spdlog::warn("pool metrics: {}", e.what());
+        }
+        return metrics_.render(pools);
+    }
+
+    void connect_kube() {
+        if (!o_.kube.enabled()) return;
+        kube_ = open_kube_store(o_.kube);
+    }
+
+private:
+    static void merge(RepairReport& into, RepairReport&& more) {
+        for (auto& i : more.repaired) into.repaired.push_back(std::move(i));
+        for (auto& i : more.failed) into.failed.push_back(std::move(i));
+        for (auto& i : more.not_repairable) into.not_repairable.push_back(std::move(i));
+        for (const auto& i : more.repaired)
+            if (into.alive_by_mode[i.mode] > 0) --into.alive_by_mode[i.mode];
+    }
+
+    const AgentOptions& o_;
+    std::ostream& out_;
+    std::ostream& err_;
+    AgentMetrics metrics_;
+    std::unique_ptr<ipam::kube::KubeStore> kube_;
+    GonePodTracker pod_tracker_;
+};
+
+}  // namespace
+
+int run_agent(const AgentOptions& options, std::ostream& out, std::ostream& err) {
+    if (options.kube.enabled() && options.node_name.empty()) {
+        err << "rdmanetctl agent: --kubeconfig/--in-cluster needs --node-name (the DaemonSet passes $NODE_NAME)\n";
+        return 2;
+    }
+    const auto signals = signal_fd();
+    Agent agent(options, out, err);
+    std::optional<MetricsServer> server;
+    try {
+        agent.connect_kube();
+        if (!options.metrics_address.empty()) {
+            server.emplace(options.metrics_address);
+            const auto colon = options.metrics_address.rfind(':');
+            out << "metrics on " << options.metrics_address.substr(0, colon) << ":" << server->port() << std::endl;
+        }
+    } catch (const ipam::IpamError& e) {
+        err << "rdmanetctl agent: " << e.msg << '\n';
+        return 1;
+    } catch (const std::exception& e) {
+        err << "rdmanetctl agent: " << e.what() << '\n';
+        return 1;
+    }
+    out << "agent: node " << (options.node_name.empty() ? "(local only)" : options.node_name) << ", state "
+        << load_node_policy_or_defaults(process_env_lookup()).state_dir << ", every " << options.interval_seconds << " s" << std::endl;
+
+    using clock = std::chrono::steady_clock;
+    int passes = 0;
+    auto next_pass = clock::now();
+    for (;;) {
+        const auto now = clock::now();
+        if (now >= next_pass) {
+            try {
+                agent.pass();
+            } catch (const std::exception& e) {
+                err << "agent: pass failed: " << e.what() << std::endl;
+            }
+            ++passes;
+            next_pass = clock::now() + std::chrono::seconds(options.interval_seconds);
+            if (options.max_passes > 0 && passes >= options.max_passes) {
+                if (!server) return 0;
+                next_pass = clock::now() + std::chrono::hours(24 * 365);   // serve metrics until signalled
+            }
+            continue;
+        }
+        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_pass - now).count();
+        pollfd fds[2] = {{signals.get(), POLLIN, 0}, {server ? server->fd() : -1, POLLIN, 0}};
+        const int ready = ::poll(fds, 2, static_cast<int>(std::min<long long>(wait, 1000)));
+        if (ready < 0) continue;   // EINTR
+        if (fds[0].revents & POLLIN) {
+            signalfd_siginfo info{};
+            [[maybe_unused]] auto n = ::read(signals.get(), &info, sizeof info);
+            if (info.ssi_signo == SIGHUP) {
+                next_pass = clock::now();
+                continue;
+            }
+            out << "agent: signal " << info.ssi_signo << ", exiting" << std::endl;
+            return 0;
+        }
+        if (server && (fds[1].revents & POLLIN)) server->serve_one([&] { return agent.metrics_text(); });
+    }
+}
+
+}  // namespace rdmanet::cni::ctl

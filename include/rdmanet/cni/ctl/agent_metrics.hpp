@@ -1,0 +1,51 @@
+#pragma once
+// What the node agent serves on its metrics port: pool usage of the local IPAM store, live
+// attachments per mode, the repairs it did, and the plugin's calls (call_metrics.hpp) as
+// counters and latency histograms. Pure aggregation plus one renderer; the agent feeds it.
+//
+// Pool samples carry {network, range}; a node slice of a pool (when the IPAM hands out per-node
+// slices) adds a "slice" label to the same families, so dashboards and alerts written against
+// {network, range} keep working.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rdmanet/cni/plugin/call_metrics.hpp"
+#include "rdmanet/cni/plugin/repair.hpp"
+
+namespace rdmanet::cni {
+
+struct PoolUsage {
+    std::string network;   // ipam.network_name ("" when unset)
+    std::string range;     // the pool's CIDR
+    std::string slice;     // "" = the whole range
+    double size = 0;       // addresses the range can hand out at all (before exclusions)
+    double used = 0;       // allocations
+};
+
+// The pools of the local IPAM store in `data_dir` (nothing when it holds no store: never created).
+std::vector<PoolUsage> local_pool_usage(const std::string& data_dir);
+
+// Attachments whose sandbox is alive, per mode (read from the attachment states now).
+std::map<std::string, std::size_t> live_attachments_by_mode(const StateStore& store);
+
+class AgentMetrics {
+public:
+    void record_pass(const RepairReport& report, double unix_seconds);
+    void record_calls(const std::vector<CallRecord>& records);
+    void set_attachments(std::map<std::string, std::size_t> by_mode) { attachments_ = std::move(by_mode); }
+    // The whole exposition (Prometheus text format 0.0.4).
+    std::string render(const std::vector<PoolUsage>& pools) const;
+
+private:
+    std::uint64_t passes_ = 0;
+    double last_pass_ = 0;
+    std::map<std::pair<std::string, std::string>, std::uint64_t> repairs_;   // (mode, reason)
+    std::map<std::string, std::uint64_t> repair_failures_;                   // mode
+    std::map<std::string, std::size_t> attachments_;                         // mode
+    CallStats calls_;
+};
+
+}  // namespace rdmanet::cni
