@@ -11,6 +11,8 @@
 #include "netns_helpers.hpp"
 
 using namespace rdmanet::netns;
+using rdmanet::base::IpAddress;
+using rdmanet::base::IpNetwork;
 using rdmanet::test::errno_of;
 using rdmanet::test::index_of;
 using rdmanet::test::rtnl_in;

@@ -12,6 +12,8 @@
 #include "support/process.hpp"
 
 using namespace rdmanet::netns;
+using rdmanet::base::IpAddress;
+using rdmanet::base::IpNetwork;
 using rdmanet::test::index_of;
 using rdmanet::test::rtnl_in;
 using rdmanet::test::ScopedNetns;
