@@ -13,13 +13,13 @@
 #include <chrono>
 #include <iostream>
 #include <string>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 
 #include "../ctl/admin_cli.hpp"
 #include "../ctl/rdma_cli.hpp"
 #include "rdmanet/cni/ctl/pool.hpp"
+#include "rdmanet/cni/ctl/stop_signal.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 
 namespace {
@@ -77,11 +77,20 @@ int main(int argc, char** argv) {
     reconcile->add_option("--interval", reconcile_interval, "keep running: reconcile every SECONDS (0 = once)")
         ->check(CLI::Range(0, 86400));
     reconcile->callback([&] {
-        for (;;) {
+        if (reconcile_interval <= 0) {
             status = ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
-            if (reconcile_interval <= 0) return;
+            return;
+        }
+        // The DaemonSet container's PID 1: SIGTERM ends the loop between rounds, exit 0.
+        rdmanet::cni::StopSignal stop;
+        for (;;) {
+            ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
             std::cout.flush();
-            std::this_thread::sleep_for(std::chrono::seconds(reconcile_interval));
+            if (stop.wait(std::chrono::seconds(reconcile_interval))) {
+                std::cout << "rdmanetctl reconcile: stopping (SIGTERM)" << std::endl;
+                status = 0;
+                return;
+            }
         }
     });
 
