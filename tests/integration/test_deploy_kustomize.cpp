@@ -173,7 +173,9 @@ TEST_CASE("deploy: the DaemonSet installs, watches and reconciles with the right
                                                            {"cni-conf", "/etc/cni/net.d"},
                                                            {"cni-state", "/var/lib/cni"},
                                                            {"log", "/var/log/rdmanet"},
-                                                           {"modprobe-d", "/etc/modprobe.d"}});
+                                                           {"modprobe-d", "/etc/modprobe.d"},
+                                                           {"host-sys", "/sys"},
+                                                           {"host-proc-cmdline", "/proc/cmdline"}});
 
     REQUIRE(pod["initContainers"].size() == 1);
     const auto& init = pod["initContainers"][0];
@@ -196,6 +198,21 @@ TEST_CASE("deploy: the DaemonSet installs, watches and reconciles with the right
         CHECK(arg_value(*c, "--ipam-namespace") == "kube-system");
     }
     CHECK(mounts(init).at(arg_value(init, "--modprobe-dir")) == "modprobe-d");
+    // `doctor --root /host` in the installer sees the node's sysfs, kernel command line and
+    // modprobe.d, read-only.
+    for (const auto& [path, volume] : std::map<std::string, std::string>{
+             {"/host/sys", "host-sys"}, {"/host/proc/cmdline", "host-proc-cmdline"}, {"/host/etc/modprobe.d", "modprobe-d"}}) {
+        INFO(path);
+        bool found = false;
+        for (const auto& m : watcher["volumeMounts"]) {
+            if (m["mountPath"] == path) {
+                found = true;
+                CHECK(m["name"] == volume);
+                CHECK(m.value("readOnly", false));
+            }
+        }
+        CHECK(found);
+    }
     const auto rm = mounts(reconciler);
     CHECK(rm.at("/var/lib/cni") == "cni-state");
     CHECK(rm.at("/var/log/rdmanet") == "log");
