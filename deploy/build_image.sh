@@ -3,6 +3,7 @@
 # when debian:bookworm-slim is not in local storage, a Debian 12 base is made with mmdebstrap
 # (minbase, from deb.debian.org) and imported as localhost/rdmanet-base:bookworm.
 # Usage: deploy/build_image.sh [IMAGE]        (default localhost/rdmanet:dev; root or rootless)
+# OCI_RUNTIME: the runtime for the RUN steps (podman's default when unset).
 # Prints the image's size and the build time at the end.
 set -euo pipefail
 
@@ -34,10 +35,12 @@ if ! exists "$base"; then
 fi
 
 echo "== building $image from $base with $engine"
+runtime=()
+[[ -n ${OCI_RUNTIME:-} ]] && runtime=(--runtime "$OCI_RUNTIME")
 if [[ $engine == podman ]]; then
-  podman build --network=host --build-arg BASE="$base" -f "$root/deploy/Dockerfile" -t "$image" "$root"
+  podman build "${runtime[@]}" --network=host --build-arg BASE="$base" -f "$root/deploy/Dockerfile" -t "$image" "$root"
 else
-  buildah build --network=host --build-arg BASE="$base" -f "$root/deploy/Dockerfile" -t "$image" "$root"
+  buildah build "${runtime[@]}" --network=host --build-arg BASE="$base" -f "$root/deploy/Dockerfile" -t "$image" "$root"
 fi
 took=$(($(date +%s) - start))
 if [[ $engine == podman ]]; then

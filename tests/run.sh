@@ -16,7 +16,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev catch2
   libsqlite3-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev openssl
   golang-go golang-github-appc-cni-dev containernetworking-plugins
-  iproute2 iputils-ping procps jq mmdebstrap podman
+  iproute2 iputils-ping procps jq mmdebstrap podman runc
   clang libclang-rt-14-dev
 )
 

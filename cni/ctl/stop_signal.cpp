@@ -6,9 +6,23 @@
 #include <cerrno>
 #include <ctime>
 
+#include <unistd.h>
+
 namespace rdmanet::cni {
 
 namespace {
+// What the handler writes: the only state a signal handler can reach is static.
+const char* g_stop_message = "";
+
+extern "C" void exit_now(int) {
+    // Only async-signal-safe calls: write(2) and _exit(2).
+    const char* m = g_stop_message;
+    std::size_t n = 0;
+    while (m[n]) ++n;
+    [[maybe_unused]] const ssize_t w = ::write(2, m, n);
+    ::_exit(0);
+}
+
 sigset_t stop_set() {
     sigset_t s;
     sigemptyset(&s);
@@ -43,5 +57,23 @@ bool StopSignal::wait(std::chrono::milliseconds period) {
 }
 
 bool StopSignal::pending() { return wait(std::chrono::milliseconds(0)); }
+
+}  // namespace rdmanet::cni
+
+namespace rdmanet::cni {
+
+void exit_on_stop_signal(const char* message) {
+    g_stop_message = message;
+    struct sigaction sa {};
+    sa.sa_handler = exit_now;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGTERM, SIGINT}) {
+        sigaction(sig, &sa, nullptr);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+    }
+}
 
 }  // namespace rdmanet::cni

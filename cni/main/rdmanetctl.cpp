@@ -13,6 +13,7 @@
 #include <chrono>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -81,16 +82,15 @@ int main(int argc, char** argv) {
             status = ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
             return;
         }
-        // The DaemonSet container's PID 1: SIGTERM ends the loop between rounds, exit 0.
-        rdmanet::cni::StopSignal stop;
+        // The DaemonSet container's PID 1: SIGTERM ends it at once with exit 0, also in the middle
+        // of a round retrying an unreachable API server. Abandoning a round is safe: each release
+        // is one API request, and the next reconciler picks up what this one left.
+        rdmanet::cni::exit_on_stop_signal("rdmanetctl reconcile: stopping (SIGTERM)\n");
         for (;;) {
             ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
             std::cout.flush();
-            if (stop.wait(std::chrono::seconds(reconcile_interval))) {
-                std::cout << "rdmanetctl reconcile: stopping (SIGTERM)" << std::endl;
-                status = 0;
-                return;
-            }
+            std::cerr.flush();
+            std::this_thread::sleep_for(std::chrono::seconds(reconcile_interval));
         }
     });
 

@@ -19,6 +19,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "rdmanet/base/sigpipe_guard.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::ipam::kube {
@@ -199,6 +200,7 @@ Connection::Connection(const ServerUrl& url, const TlsContext* tls, Clock::time_
                                           : SSL_set1_host(ssl_, url.host.c_str());
             if (ok != 1) throw failure(TransportFailure::tls_handshake, "cannot set the expected host: " + openssl_errors());
         }
+        const base::SigpipeGuard no_sigpipe;
         for (;;) {
             ERR_clear_error();
             errno = 0;
@@ -228,6 +230,7 @@ Connection::Connection(const ServerUrl& url, const TlsContext* tls, Clock::time_
 
 Connection::~Connection() {
     if (ssl_) {
+        const base::SigpipeGuard no_sigpipe;
         SSL_shutdown(ssl_);   // close_notify without waiting for the peer's (non-blocking)
         SSL_free(ssl_);
     }
@@ -235,6 +238,7 @@ Connection::~Connection() {
 }
 
 void Connection::write_all(std::string_view data, Clock::time_point deadline) {
+    const base::SigpipeGuard no_sigpipe;
     while (!data.empty()) {
         if (ssl_) {
             ERR_clear_error();
@@ -264,6 +268,7 @@ void Connection::write_all(std::string_view data, Clock::time_point deadline) {
 }
 
 std::size_t Connection::read_some(char* buf, std::size_t size, Clock::time_point deadline) {
+    const base::SigpipeGuard no_sigpipe;   // TLS may write while reading (alerts, key updates)
     for (;;) {
         if (ssl_) {
             ERR_clear_error();

@@ -29,4 +29,10 @@ private:
     sigset_t saved_mask_{};   // the caller's, restored at the end
 };
 
+// For a loop whose round may be abandoned at any point (it already survives SIGKILL, e.g. the
+// reconciler, whose writes are single API requests): SIGTERM and SIGINT write `message` to stderr
+// and end the process with exit 0 at once, even in the middle of a round waiting on the network.
+// `message` must outlive the process (a string literal). Process-wide (signal dispositions).
+void exit_on_stop_signal(const char* message);
+
 }  // namespace rdmanet::cni
