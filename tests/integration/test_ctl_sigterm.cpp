@@ -79,7 +79,7 @@ TEST_CASE("rdmanetctl install --watch exits 0 at once on SIGTERM", "[ctl][signal
     const std::string log = dir.path() + "/log";
     const pid_t pid = start({std::string(RDMANET_BIN_DIR) + "/rdmanetctl", "install", "--watch", "--interval=60",
                              "--source-dir=" + src, "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf,
-                             "--service-account-dir="},
+                             "--service-account-dir", ""},
                             log);
     expect_prompt_exit(pid, log, "installed " + bin + "/rdmanet-ipam");
 }
