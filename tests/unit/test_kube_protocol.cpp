@@ -9,7 +9,7 @@
 
 using namespace rdmanet::ipam;
 using namespace rdmanet::ipam::kube;
-namespace netns = rdmanet::netns;
+namespace base = rdmanet::base;
 using nlohmann::json;
 using std::chrono::milliseconds;
 
