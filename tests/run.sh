@@ -14,9 +14,9 @@ packages=(
   g++ cmake make pkg-config
   libnl-3-dev libnl-route-3-dev libnl-genl-3-dev rdma-core libibverbs-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev catch2
-  libsqlite3-dev libcurl4-openssl-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev openssl
+  libsqlite3-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev openssl
   golang-go golang-github-appc-cni-dev containernetworking-plugins
-  iproute2 iputils-ping procps
+  iproute2 iputils-ping procps jq mmdebstrap podman runc
   clang libclang-rt-14-dev
 )
 

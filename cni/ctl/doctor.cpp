@@ -86,6 +86,26 @@ std::string human_bytes(std::uint64_t v) {
     return std::to_string(v) + " bytes";
 }
 
+// ---- the node's sysfs ------------------------------------------------------------------------
+
+// In a container, --root is where the host is mounted: without the host's /sys there, every
+// sysfs check below would describe an empty node ("no RDMA devices") instead of the real one.
+void check_sysfs_visible(Doctor& d) {
+    const auto netdevs = sorted_entries(d.under("/sys/class/net"));
+    if (netdevs.empty()) {
+        d.add("node.sysfs", Status::fail, "/sys",
+              "no network interface under " + d.under("/sys/class/net").string() +
+                  ": the node's sysfs is not visible here, so the RDMA and VF checks cannot see the node; mount "
+                  "the host's /sys read-only at " + d.under("/sys").string() +
+                  " (the DaemonSet's installer container has it at /host/sys)");
+        return;
+    }
+    std::string names;
+    for (std::size_t i = 0; i < netdevs.size() && i < 8; ++i) names += (i ? ", " : "") + netdevs[i].filename().string();
+    if (netdevs.size() > 8) names += ", ...";
+    d.add("node.sysfs", Status::ok, "/sys", std::to_string(netdevs.size()) + " network interface(s): " + names);
+}
+
 // ---- RDMA devices and ports -----------------------------------------------------------------
 
 bool check_rdma_ports(Doctor& d) {
@@ -564,6 +584,7 @@ void check_memlock(Doctor& d) {
 
 std::vector<Finding> doctor_checks(const DoctorOptions& options) {
     Doctor d{options, {}};
+    check_sysfs_visible(d);
     const bool have_rdma = check_rdma_ports(d);
     check_netns_mode(d, have_rdma);
     check_vfs(d);

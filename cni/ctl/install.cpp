@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "rdmanet/cni/ctl/rdma.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/base/atomic_file.hpp"
+#include "rdmanet/cni/ctl/stop_signal.hpp"
 #include "rdmanet/base/fd.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 
@@ -202,7 +204,11 @@ InstallReport install_once(const InstallOptions& options, std::ostream& out) {
 }
 
 int install(const InstallOptions& options, std::ostream& out, std::ostream& err) {
-    auto sleep = options.sleep ? options.sleep : [](std::chrono::seconds s) { std::this_thread::sleep_for(s); };
+    // Watching is the DaemonSet container's PID 1: SIGTERM (pod deletion, rollout) ends it at the
+    // next wait, with 0, instead of the kubelet's SIGKILL after the grace period.
+    std::optional<StopSignal> stop;
+    if (options.watch && !options.wait) stop.emplace();
+    auto wait = options.wait ? options.wait : [&stop](std::chrono::seconds s) { return stop->wait(s); };
     for (unsigned round = 1;; ++round) {
         try {
             install_once(options, out);
@@ -213,7 +219,11 @@ int install(const InstallOptions& options, std::ostream& out, std::ostream& err)
             if (!options.watch) return 1;
         }
         if (!options.watch || (options.max_rounds && round >= options.max_rounds)) return 0;
-        sleep(options.interval);
+        if (wait(options.interval)) {
+            out << "rdmanetctl install: stopping (SIGTERM)\n";
+            out.flush();
+            return 0;
+        }
     }
 }
 

@@ -22,6 +22,7 @@
 #include "../ctl/admin_cli.hpp"
 #include "../ctl/rdma_cli.hpp"
 #include "rdmanet/cni/ctl/pool.hpp"
+#include "rdmanet/cni/ctl/stop_signal.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/cni/ctl/agent.hpp"
 
@@ -89,10 +90,18 @@ int main(int argc, char** argv) {
             status = ctl::reconcile_local(ctl::LocalReconcileOptions{dry_run, {}}, std::cout, std::cerr);
             return;
         }
-        for (;;) {
+        if (reconcile_interval <= 0) {
             status = ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
-            if (reconcile_interval <= 0) return;
+            return;
+        }
+        // The DaemonSet container's PID 1: SIGTERM ends it at once with exit 0, also in the middle
+        // of a round retrying an unreachable API server. Abandoning a round is safe: each release
+        // is one API request, and the next reconciler picks up what this one left.
+        rdmanet::cni::exit_on_stop_signal("rdmanetctl reconcile: stopping (SIGTERM)\n");
+        for (;;) {
+            ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
             std::cout.flush();
+            std::cerr.flush();
             std::this_thread::sleep_for(std::chrono::seconds(reconcile_interval));
         }
     });

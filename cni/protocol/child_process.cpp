@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "rdmanet/base/fd.hpp"
+#include "rdmanet/base/sigpipe_guard.hpp"
 
 namespace rdmanet::cni {
 
@@ -52,39 +53,7 @@ void set_nonblocking(const UniqueFd& fd) {
         throw_errno(errno, "fcntl(O_NONBLOCK)");
 }
 
-// Blocks SIGPIPE in this thread while we write to the child's stdin (a child that exits early
-// must not kill us), and discards a SIGPIPE that the writes raised before unblocking it.
-class SigpipeGuard {
-public:
-    SigpipeGuard() {
-        sigset_t pipe_only;
-        sigemptyset(&pipe_only);
-        sigaddset(&pipe_only, SIGPIPE);
-        sigset_t pending;
-        sigpending(&pending);
-        was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-        pthread_sigmask(SIG_BLOCK, &pipe_only, &original_);
-    }
-    ~SigpipeGuard() {
-        sigset_t pending;
-        sigpending(&pending);
-        if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
-            sigset_t pipe_only;
-            sigemptyset(&pipe_only);
-            sigaddset(&pipe_only, SIGPIPE);
-            const timespec zero{0, 0};
-            sigtimedwait(&pipe_only, nullptr, &zero);
-        }
-        pthread_sigmask(SIG_SETMASK, &original_, nullptr);
-    }
-    SigpipeGuard(const SigpipeGuard&) = delete;
-    SigpipeGuard& operator=(const SigpipeGuard&) = delete;
-    const sigset_t& original_mask() const { return original_; }
-
-private:
-    sigset_t original_{};
-    bool was_pending_ = false;
-};
+using base::SigpipeGuard;
 
 pid_t spawn(const ChildSpec& spec, const Pipe& in, const Pipe& out, const Pipe& err,
             const sigset_t& child_mask) {

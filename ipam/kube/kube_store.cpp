@@ -129,7 +129,7 @@ KubeStore::PatchOutcome KubeStore::try_patch(const PoolObject& pool, const std::
     if (r.status == 200) return PatchOutcome::applied;
     // 422: a test failed (the entries changed since read); 409: a server that checks the same as
     // a precondition. 404: deleted meanwhile (re-read recreates it). When the PATCH may have been
-    // sent more than once (our retry after a lost answer or a 5xx, or libcurl's own silent resend
+    // sent more than once (our retry after a lost answer or a 5xx, or the HTTP client's own silent resend
     // on a new connection when a kept-alive one closed without answering), the entry that failed
     // the test may be our own first try.
     const bool resent = api_.requests() - sent_before > 1 || api_.connections() != connects_before;

@@ -191,7 +191,9 @@ TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with 
                                                            {"cni-state", "/var/lib/cni"},
                                                            {"log", "/var/log/rdmanet"},
                                                            {"modprobe-d", "/etc/modprobe.d"},
-                                                           {"netns", "/run/netns"}});
+                                                           {"netns", "/run/netns"},
+                                                           {"host-sys", "/sys"},
+                                                           {"host-proc-cmdline", "/proc/cmdline"}});
 
     REQUIRE(pod["initContainers"].size() == 1);
     const auto& init = pod["initContainers"][0];
@@ -228,6 +230,21 @@ TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with 
     for (const auto& m : agent["volumeMounts"])
         if (m["name"] == "netns") CHECK(m["mountPropagation"] == "HostToContainer");
     CHECK(agent["securityContext"]["capabilities"]["add"] == json({"NET_ADMIN", "SYS_ADMIN"}));
+    // `doctor --root /host` in the installer sees the node's sysfs, kernel command line and
+    // modprobe.d, read-only.
+    for (const auto& [path, volume] : std::map<std::string, std::string>{
+             {"/host/sys", "host-sys"}, {"/host/proc/cmdline", "host-proc-cmdline"}, {"/host/etc/modprobe.d", "modprobe-d"}}) {
+        INFO(path);
+        bool found = false;
+        for (const auto& m : watcher["volumeMounts"]) {
+            if (m["mountPath"] == path) {
+                found = true;
+                CHECK(m["name"] == volume);
+                CHECK(m.value("readOnly", false));
+            }
+        }
+        CHECK(found);
+    }
 
     for (const auto* c : {&init, &watcher, &agent}) {
         INFO((*c)["name"]);

@@ -127,7 +127,7 @@ TEST_CASE("doctor: a healthy node passes, exit 0", "[ctl][doctor]") {
     INFO(describe(all));
     CHECK(with_status(all, Status::fail).empty());
     CHECK(with_status(all, Status::warn).empty());
-    for (const char* check : {"rdma.ports", "rdma.netns", "sriov.vfs", "cni.binary", "cni.config", "node.policy",
+    for (const char* check : {"node.sysfs", "rdma.ports", "rdma.netns", "sriov.vfs", "cni.binary", "cni.config", "node.policy",
                               "ipam.kubeconfig", "runtime.memlock"})
         CHECK_FALSE(with_status(all, Status::ok, check).empty());
     std::ostringstream out, err;
@@ -148,6 +148,16 @@ TEST_CASE("doctor: Down ports are named, INIT points at the subnet manager", "[c
     f = only_failure(node, "rdma.ports");
     CHECK(f.subject == "mlx5_0 port 1");
     CHECK_THAT(f.message, Catch::Contains("subnet manager"));
+}
+
+TEST_CASE("doctor: a root without the node's sysfs fails, naming where to mount it", "[ctl][doctor]") {
+    FakeNode node;
+    const auto seen = with_status(node.run(), Status::ok, "node.sysfs");
+    REQUIRE(seen.size() == 1);
+    CHECK_THAT(seen[0].message, Catch::Contains("1 network interface(s): ens1f0"));
+    fs::remove_all(node.root / "sys/class/net");
+    const auto f = only_failure(node, "node.sysfs");
+    CHECK_THAT(f.message, Catch::Contains((node.root / "sys").string()) && Catch::Contains("read-only"));
 }
 
 TEST_CASE("doctor: no RDMA devices is a warning", "[ctl][doctor]") {

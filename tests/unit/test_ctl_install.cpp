@@ -141,10 +141,11 @@ TEST_CASE("install: the kubeconfig is rewritten when the token rotates (--watch)
     t.options.interval = std::chrono::seconds(42);
     std::vector<std::chrono::seconds> sleeps;
     int rotation = 0;
-    t.options.sleep = [&](std::chrono::seconds s) {
+    t.options.wait = [&](std::chrono::seconds s) {
         sleeps.push_back(s);
         // The kubelet refreshes the projected token in place between two rounds.
         if (++rotation == 2) write(t.dir.sub("sa/token"), "eyJhbGciOi.token-two.sig\n");
+        return false;
     };
     std::ostringstream out, err;
     REQUIRE(install(t.options, out, err) == 0);
@@ -168,7 +169,10 @@ TEST_CASE("install: a watch round that fails keeps the loop going, a single run 
 
     t.options.watch = true;
     t.options.max_rounds = 2;
-    t.options.sleep = [&](std::chrono::seconds) { write(t.dir.sub("sa/token"), "eyJ.late.sig"); };
+    t.options.wait = [&](std::chrono::seconds) {
+        write(t.dir.sub("sa/token"), "eyJ.late.sig");
+        return false;
+    };
     std::ostringstream out2, err2;
     CHECK(install(t.options, out2, err2) == 0);
     CHECK(yaml_to_json(slurp(t.kubeconfig()))["users"][0]["user"]["token"] == "eyJ.late.sig");

@@ -86,9 +86,10 @@ struct InstallOptions {
     std::string modprobe_dir = "/host/etc/modprobe.d";
     bool watch = false;                // loop: re-check binaries, rewrite kubeconfig on rotation
     std::chrono::seconds interval{60};
-    // Test hook: how many rounds the watch loop runs (0 = forever) and how it waits.
+    // Test hook: how many rounds the watch loop runs (0 = forever) and how it waits between rounds
+    // (true = stop now). Default: until SIGTERM/SIGINT (stop_signal.hpp), which ends the loop with 0.
     unsigned max_rounds = 0;
-    std::function<void(std::chrono::seconds)> sleep;
+    std::function<bool(std::chrono::seconds)> wait;
     std::function<std::optional<std::string>(const char*)> getenv;   // default ::getenv
 };
 

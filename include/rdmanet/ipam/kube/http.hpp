@@ -1,6 +1,6 @@
 #pragma once
-// One HTTPS connection to the Kubernetes API, reused for every request of an invocation (libcurl
-// easy handle: TLS handshake once, then keep-alive). No retries here: see api.hpp.
+// One HTTPS connection to the Kubernetes API, reused for every request of an invocation (TLS
+// handshake once, then HTTP/1.1 keep-alive). No retries here: see api.hpp.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -24,13 +24,15 @@ struct RequestOptions {
     bool discard_success_body = false;   // a 2xx answer's body is read and dropped, not stored
 };
 
+enum class TransportFailure { resolve, connect, timeout, tls_handshake, tls_verification, send, receive, protocol };
+
 // The request did not produce an HTTP response (connect, TLS, send/receive, timeout).
 struct TransportError : std::runtime_error {
-    int curl_code;
+    TransportFailure kind;
     bool retryable;           // worth another attempt (refused, reset, dropped, timed out)
     bool tls_verification;    // the server's certificate was not trusted
-    TransportError(int code, bool retry, bool tls, const std::string& what)
-        : std::runtime_error(what), curl_code(code), retryable(retry), tls_verification(tls) {}
+    TransportError(TransportFailure k, bool retry, bool tls, const std::string& what)
+        : std::runtime_error(what), kind(k), retryable(retry), tls_verification(tls) {}
 };
 
 class HttpClient {
