@@ -1,4 +1,5 @@
 // The durable publication backlog: see slice_backlog.hpp.
+#include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/ipam/kube/slice_backlog.hpp"
 
 #include <fcntl.h>
@@ -99,17 +100,12 @@ std::string SliceBacklog::add(const SliceChange& change) {
         fsync_path(fs::path(dir_).parent_path().string(), O_RDONLY | O_DIRECTORY);
     }
     const std::string name = marker_name();
-    const std::string tmp = dir_ + "/." + name + ".tmp", path = dir_ + "/" + name;
-    const std::string text = to_json(change).dump();
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) io_fail("cannot create", tmp);
-    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        io_fail("cannot write", path);
+    try {
+        // Durable before the allocation is committed locally: a crash after it still publishes.
+        base::write_file_atomically(dir_ + "/" + name, to_json(change).dump(), 0600);
+    } catch (const std::system_error& e) {
+        throw IpamError(codes::io_failure, "node slice backlog: cannot write " + dir_ + "/" + name + ": " + e.what());
     }
-    fsync_path(dir_, O_RDONLY | O_DIRECTORY);
     return name;
 }
 

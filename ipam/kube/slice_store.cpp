@@ -1,4 +1,5 @@
 // Node-slice mode of the Kubernetes datastore: see slice_store.hpp.
+#include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
 
 #include <fcntl.h>
@@ -71,17 +72,11 @@ void write_held(const std::string& dir, const SliceSettings& s, const Range& par
     const std::string text =
         json{{"range", parent.cidr.str()}, {"sliceSize", "/" + std::to_string(s.prefix)}, {"slices", slices}, {"revoked", revoked}}
             .dump();
-    const std::string path = held_path(dir, s), tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) throw IpamError(codes::io_failure, "cannot write " + tmp + ": " + std::strerror(errno));
-    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        throw IpamError(codes::io_failure, "cannot write " + path + ": " + std::strerror(errno));
-    }
-    if (const int d = ::open((dir + "/held").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
-        ::fsync(d);
-        ::close(d);
+    const std::string path = held_path(dir, s);
+    try {
+        base::write_file_atomically(path, text, 0600);
+    } catch (const std::system_error& e) {
+        throw IpamError(codes::io_failure, "cannot write " + path + ": " + e.what());
     }
 }
 
