@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "rdmanet/cni/config/attachment_state.hpp"
+#include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/ctl/agent.hpp"
 
 namespace rdmanet::cni::ctl {
