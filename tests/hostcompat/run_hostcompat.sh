@@ -67,7 +67,9 @@ trap cleanup EXIT
 
 mkdir -p "$rootfs" "$work/upper" "$work/overlay-work"
 mount -t overlay overlay -o "lowerdir=$tree,upperdir=$work/upper,workdir=$work/overlay-work" "$rootfs"
-glibc=$(chroot "$rootfs" /usr/bin/ldd --version | head -n1 | grep -o '[0-9.]*$')
+# sed reads all of ldd's output: head would close the pipe early, and with pipefail ldd's SIGPIPE
+# would fail the script at random.
+glibc=$(chroot "$rootfs" /usr/bin/ldd --version | sed -n '1s/.* \([0-9.]*\)$/\1/p')
 echo "rootfs: Debian $(cat "$rootfs/etc/debian_version"), glibc $glibc"
 [[ $glibc == 2.31 ]] || fail "the $suite root filesystem has glibc $glibc, expected 2.31"
 
@@ -112,7 +114,7 @@ conf=$(jq -n '{cniVersion: "1.0.0", name: "hostcompat", type: "rdmanet", mode: "
 add=$(in_rootfs ADD rdmanet <<<"$conf") || fail "ADD exited non-zero: $add"
 addr=$(jq -r '.ips[0].address' <<<"$add")
 [[ $addr == 10.251.7.2/24 ]] || fail "ADD result: $add"
-ip -n "$pod_ns" -4 -o addr show dev net1 | grep -q "inet 10.251.7.2/24" || fail "net1 in the pod has no 10.251.7.2/24"
+ip -n "$pod_ns" -4 -o addr show dev net1 | grep "inet 10.251.7.2/24" >/dev/null || fail "net1 in the pod has no 10.251.7.2/24"
 [[ $(ip -n "$pod_ns" -d -o link show net1) == *macvlan* ]] || fail "net1 is not a macvlan"
 store=$rootfs/var/lib/cni/rdmanet/ipam   # the default data_dir, where the node policy allows it
 allocations() { "$bin/rdmanetctl" pool list --json --data-dir "$store" | jq -c '[.[].spec.allocations | length]'; }

@@ -90,7 +90,7 @@ TEST_CASE("node slices: ADD claims a slice per node and allocates from it, in wh
     CHECK(get(server, "/ippools/blue-node-a-10.70.0.0-25")["spec"]["allocations"].size() == 1);
 }
 
-TEST_CASE("node slices: a full slice makes the node claim another; an exhausted range is a clear error",
+TEST_CASE("node slices: a full slice makes the node claim another, an exhausted range is a clear error",
           "[kube][integration][slices]") {
     TestApiServer server;
     Env env(server);

@@ -118,7 +118,7 @@ TEST_CASE("slices: a slice's usable part keeps the range's start/end, exclusions
     CHECK(slice_has_usable(parent, net("10.0.1.128/25")));
 }
 
-TEST_CASE("NodeSlicePool: whereabouts' own shape is read; a different range or size is code 7", "[ipam][slices]") {
+TEST_CASE("NodeSlicePool: whereabouts' own shape is read, a different range or size is code 7", "[ipam][slices]") {
     // As whereabouts' controller writes it: every slice listed, free ones with nodeName "".
     const json theirs = pool_object("10.0.0.0/16", "24",
                                     {{{"nodeName", "node-a"}, {"sliceRange", "10.0.0.0/24"}},
@@ -154,7 +154,7 @@ TEST_CASE("NodeSlicePool: whereabouts' own shape is read; a different range or s
     }
 }
 
-TEST_CASE("claim: the lowest unheld slice; a listed free entry is claimed in place", "[ipam][slices]") {
+TEST_CASE("claim: the lowest unheld slice, a listed free entry is claimed in place", "[ipam][slices]") {
     const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/16"}, {"node_slice_size", "/24"}});
     // rdmanet's shape: only held slices listed.
     NodeSlicePool ours = parse_node_slice_pool(
