@@ -307,22 +307,26 @@ void cmd_status(const Call& call) {
     }
 }
 
-// One verb, from the parsed environment and the raw config on stdin.
+// One verb, from the parsed environment and the raw config on stdin. `state_dir` is set to the
+// policy's state directory as soon as the policy is loaded (the call records go next to it).
 void handle_verb(const EnvLookup& lookup, const KernelServices& services, const Environment& env,
-                 const std::string& input, std::ostream& result_out) {
+                 const std::string& input, std::ostream& result_out, std::string& state_dir) {
     std::optional<NetConf> parsed;
     try {
         parsed = parse_net_conf(input, env.command);
     } catch (const Error& e) {
         // DEL must not wedge a pod on a config that can never parse.
         if (env.command != Command::del || !is_config_error(e)) throw;
-        return del_with_unusable_config(env, network_name_of(input), e, load_node_policy_or_defaults(lookup));
+        const NodePolicy policy = load_node_policy_or_defaults(lookup);
+        state_dir = policy.state_dir;
+        return del_with_unusable_config(env, network_name_of(input), e, policy);
     }
     const NetConf& conf = *parsed;
     // The node policy: ADD/CHECK fail closed on a broken policy file, teardown and reports run
     // with the defaults then (docs/security.md).
     const bool strict = env.command == Command::add || env.command == Command::check;
     const NodePolicy policy = load_node_policy_for(env.command, lookup);
+    state_dir = policy.state_dir;
     setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
                           conf.name + " " + env.container_id + " " + env.ifname, strict);
     if (strict) check_mode_allowed(policy, mode_name(conf.mode));
@@ -365,12 +369,13 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
     const auto started = std::chrono::steady_clock::now();
     Command verb = Command::none;
     int code = 0;
+    std::string state_dir;   // "" when the call failed before it loaded the policy
     const int status =
         run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
                  [&](const Environment& env, const std::string& input, std::ostream& result_out) {
                      verb = env.command;
                      try {
-                         handle_verb(lookup, services, env, input, result_out);
+                         handle_verb(lookup, services, env, input, result_out, state_dir);
                      } catch (const Error& e) {
                          code = e.code();
                          throw;
@@ -381,9 +386,10 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
                  });
     if (verb != Command::none && verb != Command::version) {
         const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
-        // The records sit next to the state dir: the policy is read again only here, after the
-        // call, so a broken policy file costs the call nothing more than its own error.
-        append_call_record(call_metrics_dir(load_node_policy_or_defaults(lookup).state_dir),
+        // The records sit next to the state dir. The policy is read again only when the call
+        // failed before it loaded it (a config that does not parse, a broken policy file).
+        if (state_dir.empty()) state_dir = load_node_policy_or_defaults(lookup).state_dir;
+        append_call_record(call_metrics_dir(state_dir),
                            verb, status == 0 ? 0 : (code ? code : kCallCodeOther),
                            static_cast<std::uint64_t>(us.count()));
     }
