@@ -28,6 +28,15 @@ PF_PCI=$(basename "$(readlink "/sys/class/net/$PF/device")")
 echo 0 >/proc/sys/net/ipv6/conf/default/accept_ra
 echo 0 >/proc/sys/net/ipv6/conf/all/accept_ra
 ip link set "$PF" up
+# igb refuses a VF's max_tx_rate (EINVAL) until the PF's link is up with a known speed: the rate
+# must not exceed it. QEMU's emulated link comes up a few seconds after `ip link set up`, later on
+# a slow emulator, and creating VFs reopens the PF (the link renegotiates), so the ADDs below wait
+# for it after the VFs exist.
+pf_link_up() {
+  _speed=$(cat "/sys/class/net/$PF/speed" 2>/dev/null)
+  echo "carrier $(cat "/sys/class/net/$PF/carrier" 2>/dev/null), speed ${_speed:-?}"
+  [ "$(cat "/sys/class/net/$PF/carrier" 2>/dev/null)" = 1 ] && [ "${_speed:-0}" -gt 0 ] 2>/dev/null
+}
 
 make_vfs() {
   echo 2 >"/sys/class/net/$PF/device/sriov_numvfs" || return 1
@@ -44,6 +53,7 @@ VF0_DEV=$(vf_netdev_name "$VF0")
 VF1_DEV=$(vf_netdev_name "$VF1")
 echo "LAB-INFO: PF $PF, VF 0 = $VF0 ($VF0_DEV), VF 1 = $VF1 ($VF1_DEV)"
 ip link show dev "$PF"
+check "sriov: the PF's link is up with a known speed" retry 30 pf_link_up
 
 # ---- helpers ---------------------------------------------------------------------------------
 
