@@ -57,21 +57,10 @@ std::string read_name(const JsonFields& top) {
 
 }  // namespace
 
-std::string_view mode_name(Mode mode) {
-    switch (mode) {
-        case Mode::macvlan: return "macvlan";
-        case Mode::hostdev: return "hostdev";
-        case Mode::sriov: return "sriov";
-        case Mode::ipoib: return "ipoib";
-    }
-    return "";
-}
-
 namespace {
 
 // The keys every caller reads; `plugin_keys` adds the plugin's own (logging, dns, prevResult,
-// mode and the backend's keys), which the stand-alone IPAM plugin must ignore: its config is
-// another plugin's.
+// rdma), which the stand-alone IPAM plugin must ignore: its config is another plugin's.
 NetConf parse_conf(std::string_view stdin_bytes, Command command, bool plugin_keys) {
     NetConf conf;
     conf.raw = parse_json_bounded(stdin_bytes);
@@ -98,13 +87,6 @@ NetConf parse_conf(std::string_view stdin_bytes, Command command, bool plugin_ke
     if (plugin_keys) {
         parse_dns(top, conf, attempt);
         parse_prev_result(top, conf, attempt, command == Command::check);
-        // The mode decides which device keys matter; the other mode's keys are ignored entirely,
-        // since Multus writes deviceID/pciBusID into every config whatever its mode.
-        parse_mode(top, conf, attempt, strict);
-        if (conf.mode == Mode::macvlan) parse_macvlan(top, conf, attempt, strict);
-        if (conf.mode == Mode::hostdev) parse_hostdev(top, conf, attempt, strict);
-        if (conf.mode == Mode::sriov) parse_sriov(top, conf, attempt, strict);
-        if (conf.mode == Mode::ipoib) parse_ipoib(top, conf, attempt, strict);
         parse_rdma(top, conf, attempt);
     }
     parse_valid_attachments(top, conf, Attempt{command == Command::gc});
@@ -113,7 +95,7 @@ NetConf parse_conf(std::string_view stdin_bytes, Command command, bool plugin_ke
 
 }  // namespace
 
-NetConf parse_net_conf(std::string_view stdin_bytes, Command command) {
+NetConf parse_common_conf(std::string_view stdin_bytes, Command command) {
     return parse_conf(stdin_bytes, command, /*plugin_keys=*/true);
 }
 
@@ -132,9 +114,8 @@ std::optional<std::string> NetConf::requested_mac(const CniArgs& args) const {
                         "CNI_ARGS");
         return checks::lowercase(*mac);
     }
-    if (mode == Mode::macvlan) return macvlan.mac;
-    if (mode == Mode::sriov) return sriov.mac;
-    return std::nullopt;
+    const ModeSettings* own = settings.get_any();
+    return own ? own->own_mac() : std::nullopt;
 }
 
 std::string reply_version(std::string_view stdin_bytes) {

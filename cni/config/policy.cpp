@@ -1,6 +1,7 @@
 // The node policy file: parsing (pure), loading (one read of the admin's file), rendering.
 #include "rdmanet/cni/config/policy.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -118,13 +119,6 @@ json rules_to_json(const DeviceRules& rules, bool masters) {
     return j;
 }
 
-// The modes the plugin has; a policy naming any other mode is refused, so that a misspelt name is
-// an error instead of a silently ignored entry.
-const std::set<std::string>& known_modes() {
-    static const std::set<std::string> modes = {"macvlan", "hostdev", "sriov", "ipoib"};
-    return modes;
-}
-
 }  // namespace
 
 ipam::PathLimits NodePolicy::ipam_limits() const {
@@ -142,7 +136,7 @@ std::string policy_file_path(const EnvLookup& lookup) {
     return std::string(kDefaultPolicyFile);
 }
 
-NodePolicy parse_node_policy(std::string_view text, const std::string& source) {
+NodePolicy parse_node_policy(std::string_view text, const std::string& source, KnownModes known_modes) {
     json j;
     try {
         j = parse_json_bounded(text);
@@ -161,9 +155,11 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source) {
     p.source = source;
     if (j.contains("modes")) {
         p.modes = get_list(j, "modes", {}, source, "");
+        std::string known;
+        for (auto name : known_modes) known += (known.empty() ? "" : ", ") + std::string(name);
         for (const auto& mode : *p.modes)
-            if (!known_modes().count(mode))
-                policy_error(source, "modes entry \"" + mode + "\" is not a mode (macvlan, hostdev, sriov, ipoib)");
+            if (!known_modes.empty() && std::find(known_modes.begin(), known_modes.end(), mode) == known_modes.end())
+                policy_error(source, "modes entry \"" + mode + "\" is not a mode (" + known + ")");
     }
     p.devices = parse_rules(j, "devices", false, source);
     p.masters = parse_rules(j, "masters", true, source);
@@ -179,7 +175,7 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source) {
     return p;
 }
 
-NodePolicy load_node_policy(const EnvLookup& lookup) {
+NodePolicy load_node_policy(const EnvLookup& lookup, KnownModes known_modes) {
     const std::string path = policy_file_path(lookup);
     // The admin's file in the admin's directory: only its last component must not be a symlink
     // (a swapped-in link could point the plugin at a policy the admin never wrote).
@@ -199,27 +195,27 @@ NodePolicy load_node_policy(const EnvLookup& lookup) {
         if (n <= 0) policy_error(path, std::string("cannot be read: ") + std::strerror(n < 0 ? errno : EIO));
         done += static_cast<std::size_t>(n);
     }
-    return parse_node_policy(text, path);
+    return parse_node_policy(text, path, known_modes);
 }
 
-NodePolicy load_node_policy_or_defaults(const EnvLookup& lookup) {
+NodePolicy load_node_policy_or_defaults(const EnvLookup& lookup, KnownModes known_modes) {
     try {
-        return load_node_policy(lookup);
+        return load_node_policy(lookup, known_modes);
     } catch (const Error&) {
         return NodePolicy{};   // teardown must work even when the admin's file is broken
     }
 }
 
-NodePolicy load_node_policy_for(Command command, const EnvLookup& lookup) {
+NodePolicy load_node_policy_for(Command command, const EnvLookup& lookup, KnownModes known_modes) {
     const bool strict = command == Command::add || command == Command::check;
-    return strict ? load_node_policy(lookup) : load_node_policy_or_defaults(lookup);
+    return strict ? load_node_policy(lookup, known_modes) : load_node_policy_or_defaults(lookup, known_modes);
 }
 
-json policy_to_json(const NodePolicy& p) {
+json policy_to_json(const NodePolicy& p, KnownModes known_modes) {
     json j = {
         {"source", p.source.empty() ? "built-in defaults (no policy file)" : p.source},
         {"version", 1},
-        {"modes", p.modes ? json(*p.modes) : json(std::vector<std::string>(known_modes().begin(), known_modes().end()))},
+        {"modes", p.modes ? json(*p.modes) : json(std::vector<std::string>(known_modes.begin(), known_modes.end()))},
         {"devices", rules_to_json(p.devices, false)},
         {"masters", rules_to_json(p.masters, true)},
         {"logDir", p.log_dir},
@@ -238,8 +234,8 @@ json policy_to_json(const NodePolicy& p) {
     return j;
 }
 
-std::string default_policy_file_content() {
-    json j = policy_to_json(NodePolicy{});
+std::string default_policy_file_content(KnownModes known_modes) {
+    json j = policy_to_json(NodePolicy{}, known_modes);
     j.erase("source");
     j.erase("builtIn");
     return j.dump(2) + "\n";

@@ -16,34 +16,6 @@ constexpr std::string_view kMacHint =
     "write six hex octets such as \"0a:58:0a:01:00:05\", not multicast, not all zeros";
 constexpr std::string_view kIfnameRule = "must be 1-15 characters without '/', ':' or whitespace";
 
-// `value` must be one of `allowed`; the message lists them.
-template <std::size_t N>
-std::string one_of(const JsonFields& f, std::string_view key, const std::string& value,
-                   const std::array<std::string_view, N>& allowed, std::string_view hint = {}) {
-    std::string list;
-    for (auto option : allowed) {
-        if (option == value) return value;
-        list += (list.empty() ? "" : ", ") + text::quote(option);
-    }
-    f.invalid(key, text::quote(value) + " is not supported: use one of " + list, std::string(hint));
-}
-
-std::optional<std::string> assignable_mac(const JsonFields& f, std::string_view key) {
-    auto mac = f.string(key);
-    if (!mac) return std::nullopt;
-    if (!checks::is_assignable_mac(*mac))
-        f.invalid(key, text::quote(*mac) + " is not a usable MAC address: " + std::string(kMacHint));
-    return checks::lowercase(*mac);
-}
-
-std::optional<std::string> interface_name(const JsonFields& f, std::string_view key) {
-    auto name = f.string(key);
-    if (name && !is_valid_ifname(*name))
-        f.invalid(key, text::quote(*name) + " is not a valid interface name: " +
-                           std::string(kIfnameRule));
-    return name;
-}
-
 // A list of "IP" or "IP/prefix" strings, as runtimeConfig.ips and args.cni.ips carry them.
 std::vector<std::string> ip_list(const JsonFields& f, std::string_view key) {
     auto ips = f.strings(key);
@@ -61,19 +33,30 @@ std::optional<JsonFields> section(const JsonFields& top, std::string_view key) {
     return JsonFields(*object, top.name(key), top.code());
 }
 
-// PCI address or auxiliary id from one of the deviceID keys; nullopt when the key is absent or
-// holds a device plugin index, which names no device.
-std::optional<std::string> device_id(const JsonFields& f, std::string_view key,
-                                     const std::optional<std::string>& value) {
-    if (!value || value->empty() || checks::is_device_plugin_index(*value)) return std::nullopt;
-    if (checks::is_pci_address(*value)) return checks::lowercase(*value);
-    if (checks::is_auxiliary_device_id(*value)) return *value;
-    f.invalid(key, text::quote(*value) +
-                       " is neither a PCI address (like \"0000:af:06.0\") nor an auxiliary "
-                       "device id (like \"mlx5_core.sf.4\")");
+}  // namespace
+
+std::optional<std::string> assignable_mac(const JsonFields& f, std::string_view key) {
+    auto mac = f.string(key);
+    if (!mac) return std::nullopt;
+    if (!checks::is_assignable_mac(*mac))
+        f.invalid(key, text::quote(*mac) + " is not a usable MAC address: " + std::string(kMacHint));
+    return checks::lowercase(*mac);
 }
 
-}  // namespace
+std::optional<std::string> interface_name(const JsonFields& f, std::string_view key) {
+    auto name = f.string(key);
+    if (name && !is_valid_ifname(*name))
+        f.invalid(key, text::quote(*name) + " is not a valid interface name: " +
+                           std::string(kIfnameRule));
+    return name;
+}
+
+const JsonFields& runtime_config_names() {
+    static const nlohmann::json kNoObject = nlohmann::json::object();
+    static const JsonFields kNames(kNoObject, "runtimeConfig", kInvalid);
+    return kNames;
+}
+
 
 void parse_logging(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
     attempt([&] {
@@ -96,7 +79,7 @@ void parse_runtime_config(const JsonFields& top, NetConf& conf, const Attempt& a
     auto& runtime = conf.runtime;
     attempt([&] { runtime.mac = assignable_mac(*rc, "mac"); });
     attempt([&] { runtime.ips = ip_list(*rc, "ips"); });
-    // Kept as given: only hostdev mode reads it as a device (see parse_hostdev).
+    // Kept as given: the modes that take a device (hostdev, sriov) read it.
     attempt([&] { runtime.device_id = rc->string("deviceID"); });
     attempt([&] {
         auto guid = rc->string("infinibandGUID");
@@ -152,79 +135,6 @@ void parse_prev_result(const JsonFields& top, NetConf& conf, const Attempt& atte
                         "the runtime passes the result it cached after ADD");
         if (prev) conf.prev_result = parse_result_at(*prev, "prevResult", kInvalid);
     });
-}
-
-void parse_mode(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required) {
-    attempt([&] {
-        auto mode = top.string("mode");
-        if (!mode) {
-            if (required) top.invalid("mode", "is required: set it to \"macvlan\", \"hostdev\", \"sriov\" or \"ipoib\"");
-            return;
-        }
-        // The reference macvlan plugin calls its macvlan mode "mode"; say where that goes.
-        constexpr std::array<std::string_view, 4> kModes = {"macvlan", "hostdev", "sriov", "ipoib"};
-        one_of(top, "mode", *mode, kModes, "the macvlan mode (bridge, private, ...) goes in \"macvlanMode\"");
-        conf.mode = *mode == "hostdev" ? Mode::hostdev : *mode == "sriov" ? Mode::sriov
-                    : *mode == "ipoib" ? Mode::ipoib : Mode::macvlan;
-    });
-}
-
-void parse_macvlan(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required) {
-    auto& macvlan = conf.macvlan;
-    attempt([&] {
-        auto master = interface_name(top, "master");
-        if (!master && required)
-            top.invalid("master", "is required in macvlan mode: set it to the host interface the "
-                                  "macvlan is created on (e.g. \"ens1f0\")");
-        macvlan.master = master.value_or("");
-    });
-    attempt([&] {
-        constexpr std::array<std::string_view, 4> kMacvlanModes = {"bridge", "private", "vepa",
-                                                                   "passthru"};
-        if (auto mode = top.string("macvlanMode"))
-            macvlan.mode = one_of(top, "macvlanMode", *mode, kMacvlanModes);
-    });
-    attempt([&] {
-        // The kernel keeps MTUs in an int; 0 means "the master's".
-        macvlan.mtu = top.uint("mtu", 0x7fffffff).value_or(0);
-    });
-    attempt([&] { macvlan.mac = assignable_mac(top, "mac"); });
-}
-
-void parse_hostdev(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required) {
-    auto& hostdev = conf.hostdev;
-    attempt([&] { hostdev.device = interface_name(top, "device").value_or(""); });
-    attempt([&] {
-        auto hwaddr = top.string("hwaddr");
-        if (hwaddr && !checks::is_mac(*hwaddr))
-            top.invalid("hwaddr", text::quote(*hwaddr) +
-                                      " is not a MAC address: write six hex octets such as "
-                                      "\"0a:58:0a:01:00:05\"");
-        hostdev.hwaddr = checks::lowercase(hwaddr.value_or(""));
-    });
-    attempt([&] {
-        auto path = top.string("kernelpath").value_or("");
-        if (!path.empty() && !checks::is_sys_devices_path(path))
-            top.invalid("kernelpath", text::quote(path) +
-                                          " must be an absolute path under /sys/devices/ without \"..\"");
-        hostdev.kernelpath = path;
-    });
-    attempt([&] {
-        // Precedence runtimeConfig.deviceID > deviceID > pciBusID (Multus writes all three).
-        // Only for naming the key in errors: the value was read by parse_runtime_config.
-        static const nlohmann::json kNoObject = nlohmann::json::object();
-        const JsonFields runtime_fields(kNoObject, "runtimeConfig", kInvalid);
-        std::optional<std::string> id = device_id(runtime_fields, "deviceID", conf.runtime.device_id);
-        if (!id) id = device_id(top, "deviceID", top.string("deviceID"));
-        if (!id) id = device_id(top, "pciBusID", top.string("pciBusID"));
-        hostdev.pci_address = id.value_or("");
-    });
-    if (required && hostdev.device.empty() && hostdev.hwaddr.empty() &&
-        hostdev.kernelpath.empty() && hostdev.pci_address.empty())
-        throw Error(kInvalid,
-                    "hostdev mode needs a device: set one of \"device\", \"hwaddr\", "
-                    "\"kernelpath\" or \"pciBusID\", or let Multus pass deviceID from a device "
-                    "plugin");
 }
 
 void parse_valid_attachments(const JsonFields& top, NetConf& conf, const Attempt& attempt) {

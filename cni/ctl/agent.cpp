@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "kube.hpp"
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/ctl/agent_metrics.hpp"
 #include "rdmanet/cni/ctl/agent.hpp"
 
@@ -48,7 +49,7 @@ public:
     void pass() {
         // The node policy as the plugin reads it (RDMANET_POLICY_FILE, else the default file),
         // read again at every pass so the admin's edits apply without a restart.
-        const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup());
+        const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup(), mode_names());
         metrics_.record_calls(take_call_records(call_metrics_dir(policy.state_dir)));
         const StateStore store(policy);
         RepairReport report = repair_stranded_attachments(store, RepairOptions{false, o_.services});
@@ -73,7 +74,7 @@ public:
 
     std::string metrics_text() {
         // The latest call records too, so a scrape right after a call sees it.
-        const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup());
+        const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup(), mode_names());
         metrics_.record_calls(take_call_records(call_metrics_dir(policy.state_dir)));
         metrics_.set_attachments(live_attachments_by_mode(StateStore(policy)));
         std::vector<PoolUsage> pools;
@@ -132,7 +133,7 @@ int run_agent(const AgentOptions& options, std::ostream& out, std::ostream& err)
         return 1;
     }
     out << "agent: node " << (options.node_name.empty() ? "(local only)" : options.node_name) << ", state "
-        << load_node_policy_or_defaults(process_env_lookup()).state_dir << ", every " << options.interval_seconds << " s" << std::endl;
+        << load_node_policy_or_defaults(process_env_lookup(), mode_names()).state_dir << ", every " << options.interval_seconds << " s" << std::endl;
 
     using clock = std::chrono::steady_clock;
     int passes = 0;

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
 #include "rdmanet/cni/ctl/rdma.hpp"
 #include "rdmanet/cni/config/policy.hpp"
@@ -338,8 +339,8 @@ void check_policy(Doctor& d) {
     const auto policy_file = d.under(d.o.cni_conf_dir) / "rdmanet.d" / "policy.json";
     if (auto text = read_text(policy_file)) {
         try {
-            auto policy = parse_node_policy(*text, policy_file.string());
-            const auto j = policy_to_json(policy);
+            auto policy = parse_node_policy(*text, policy_file.string(), mode_names());
+            const auto j = policy_to_json(policy, mode_names());
             d.add("node.policy", Status::ok, policy_file.string(), "modes " + j["modes"].dump() + ", logDir " +
                                                                        policy.log_dir);
         } catch (const Error& e) {

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <ostream>
 
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/ipam/core/error.hpp"
@@ -82,8 +83,8 @@ int doctor(const DoctorOptions& options, std::ostream& out, std::ostream& err) {
         std::ifstream in(policy_file, std::ios::binary);
         try {
             report["policy"] = in ? policy_to_json(parse_node_policy(
-                                        std::string(std::istreambuf_iterator<char>(in), {}), policy_file.string()))
-                                  : policy_to_json(NodePolicy{});
+                                        std::string(std::istreambuf_iterator<char>(in), {}), policy_file.string(), mode_names()), mode_names())
+                                  : policy_to_json(NodePolicy{}, mode_names());
         } catch (const std::exception&) {
             report["policy"] = nullptr;   // reported as a failed node.policy check
         }

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
 #include "rdmanet/cni/ctl/rdma.hpp"
 #include "rdmanet/cni/config/policy.hpp"
@@ -126,7 +127,7 @@ std::string install_policy_if_absent(const InstallOptions& options) {
     std::error_code ec;
     if (fs::exists(target, ec)) return "";
     fs::create_directories(target.parent_path());
-    base::write_file_atomically(target.string(), default_policy_file_content(), 0644);
+    base::write_file_atomically(target.string(), default_policy_file_content(mode_names()), 0644);
     return target.string();
 }
 

@@ -1,6 +1,7 @@
 // rdmanetctl reconcile --local: one repair pass over this node's attachment states.
 #include <ostream>
 
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/config/attachment_state.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/ctl/agent.hpp"
@@ -27,7 +28,7 @@ void print_repair_report(const RepairReport& report, bool dry_run, std::ostream&
 
 int reconcile_local(const LocalReconcileOptions& options, std::ostream& out, std::ostream& err) {
     try {
-        const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup());
+        const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup(), mode_names());
         const StateStore store(policy);
         const auto report = repair_stranded_attachments(store, RepairOptions{options.dry_run, options.services});
         print_repair_report(report, options.dry_run, out, err);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "rdmanet/cni/modes/net_conf.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
 #include "rdmanet/cni/protocol/error.hpp"

@@ -29,7 +29,7 @@ void handle(const EnvLookup& lookup, const Environment& env, const std::string& 
     const std::string log_level = ipam.is_object() ? ipam.value("log_level", "") : "";
     // Stand-alone, the IPAM applies the same node policy as the plugin (it runs as root too).
     const bool strict = env.command == Command::add || env.command == Command::check;
-    const NodePolicy policy = load_node_policy_for(env.command, lookup);
+    const NodePolicy policy = load_node_policy_for(env.command, lookup, /*known_modes=*/{});
     setup_policed_logging(policy, "ipam.log_file", log_file, spdlog_level(log_level),
                           conf.name + " " + env.container_id + " " + env.ifname, strict);
     switch (env.command) {

@@ -10,8 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include "rdmanet/cni/config/attachment_state.hpp"
-#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/modes/net_conf.hpp"
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/base/failpoint.hpp"
 #include "rdmanet/cni/plugin/ipam_client.hpp"
@@ -136,7 +137,7 @@ void cmd_add(const Call& call, std::ostream& out) {
     state.network = conf.name;
     state.container_id = env.container_id;
     state.ifname = env.ifname;
-    state.mode = std::string(mode_name(conf.mode));
+    state.mode = conf.mode;
     state.netns = env.netns;
     state.ipam_type = conf.ipam.type;
     // What the node agent needs to undo this attachment if the runtime never sends DEL.
@@ -200,27 +201,33 @@ void cmd_del(const Call& call) {
     base::failpoint(base::Failpoint::del_after_ipam);
 
     // The mode ADD recorded wins over today's config (which may have changed since).
-    const ModeEntry* recorded = state ? find_mode_entry(state->mode) : nullptr;
-    const ModeEntry& mode = recorded ? *recorded : mode_entry(conf.mode);
-    try {
-        const auto host_ns = NetNamespace::current();
-        Rtnl host;
-        // A path that now names another namespace (reused by the runtime for a new pod) is
-        // treated as gone: nothing of ours is in there.
-        std::string pod_path = env.netns;
-        if (state && sandbox_status(*state) == SandboxStatus::replaced && state->netns == env.netns) {
-            spdlog::warn("{} names another namespace than at ADD: treated as gone", env.netns);
-            pod_path.clear();
+    // Neither (nothing recorded, and a config whose mode no longer parses): nothing of ours can
+    // be in the pod, since ADD records the mode before it creates anything.
+    const ModeEntry* mode = state ? find_mode_entry(state->mode) : nullptr;
+    if (!mode) mode = find_mode_entry(conf.mode);
+    if (!mode) {
+        spdlog::info("DEL: no recorded attachment and no usable mode: no interface to tear down");
+    } else {
+        try {
+            const auto host_ns = NetNamespace::current();
+            Rtnl host;
+            // A path that now names another namespace (reused by the runtime for a new pod) is
+            // treated as gone: nothing of ours is in there.
+            std::string pod_path = env.netns;
+            if (state && sandbox_status(*state) == SandboxStatus::replaced && state->netns == env.netns) {
+                spdlog::warn("{} names another namespace than at ADD: treated as gone", env.netns);
+                pod_path.clear();
+            }
+            const auto pod_ns = open_pod_netns_if_alive(pod_path);
+            std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
+            DelRequest del{env, state, call.policy, store, host, host_ns, pod.get(), call.sysfs};
+            del.pod_ns = pod_ns ? &*pod_ns : nullptr;
+            del.vf = call.services.vf;
+            del.rdma = call.services.rdma;
+            mode->del(del);
+        } catch (const std::exception& e) {
+            failures.push_back(std::string("interface teardown: ") + e.what());
         }
-        const auto pod_ns = open_pod_netns_if_alive(pod_path);
-        std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
-        DelRequest del{env, state, call.policy, store, host, host_ns, pod.get(), call.sysfs};
-        del.pod_ns = pod_ns ? &*pod_ns : nullptr;
-        del.vf = call.services.vf;
-        del.rdma = call.services.rdma;
-        mode.del(del);
-    } catch (const std::exception& e) {
-        failures.push_back(std::string("interface teardown: ") + e.what());
     }
 
     // On failure the state is kept so that the retry knows what to undo.
@@ -317,7 +324,7 @@ void handle_verb(const EnvLookup& lookup, const KernelServices& services, const 
     } catch (const Error& e) {
         // DEL must not wedge a pod on a config that can never parse.
         if (env.command != Command::del || !is_config_error(e)) throw;
-        const NodePolicy policy = load_node_policy_or_defaults(lookup);
+        const NodePolicy policy = load_node_policy_or_defaults(lookup, mode_names());
         state_dir = policy.state_dir;
         return del_with_unusable_config(env, network_name_of(input), e, policy);
     }
@@ -325,17 +332,17 @@ void handle_verb(const EnvLookup& lookup, const KernelServices& services, const 
     // The node policy: ADD/CHECK fail closed on a broken policy file, teardown and reports run
     // with the defaults then (docs/security.md).
     const bool strict = env.command == Command::add || env.command == Command::check;
-    const NodePolicy policy = load_node_policy_for(env.command, lookup);
+    const NodePolicy policy = load_node_policy_for(env.command, lookup, mode_names());
     state_dir = policy.state_dir;
     setup_policed_logging(policy, "logFile", conf.log_file, conf.log_level,
                           conf.name + " " + env.container_id + " " + env.ifname, strict);
-    if (strict) check_mode_allowed(policy, mode_name(conf.mode));
+    if (strict) check_mode_allowed(policy, conf.mode);
     // Before anything changes: a literal runtimeConfig in the NAD must not make the root plugin
     // write a file anywhere on the node.
     if (env.command == Command::add && conf.runtime.device_info_file)
         check_path_in(policy, "runtimeConfig.CNIDeviceInfoFile", *conf.runtime.device_info_file,
                       policy.device_info_dirs);
-    spdlog::info("{} mode {} netns {}", command_name(env.command), mode_name(conf.mode), env.netns);
+    spdlog::info("{} mode {} netns {}", command_name(env.command), conf.mode.empty() ? "(none)" : conf.mode, env.netns);
     const StateStore states(policy);
     const netns::Sysfs real_sysfs("/sys");
     const Call call{conf, env, policy, states, services.sysfs ? *services.sysfs : real_sysfs, services};
@@ -388,7 +395,7 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
         const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
         // The records sit next to the state dir. The policy is read again only when the call
         // failed before it loaded it (a config that does not parse, a broken policy file).
-        if (state_dir.empty()) state_dir = load_node_policy_or_defaults(lookup).state_dir;
+        if (state_dir.empty()) state_dir = load_node_policy_or_defaults(lookup, mode_names()).state_dir;
         append_call_record(call_metrics_dir(state_dir),
                            verb, status == 0 ? 0 : (code ? code : kCallCodeOther),
                            static_cast<std::uint64_t>(us.count()));

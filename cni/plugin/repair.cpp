@@ -1,3 +1,4 @@
+#include "rdmanet/cni/modes/net_conf.hpp"
 #include "rdmanet/cni/plugin/repair.hpp"
 
 #include <spdlog/spdlog.h>

@@ -2,7 +2,7 @@
 // ADD/CHECK are strict, DEL/GC lenient, and both must only ever fail with a CNI error.
 #include "fuzz_support.hpp"
 
-#include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/modes/net_conf.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using rdmanet::cni::Command;

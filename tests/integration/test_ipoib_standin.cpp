@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "rdmanet/cni/modes/ipoib/mode.hpp"
 #include "support/mode_context.hpp"
 #include "netns_helpers.hpp"
 #include "rdmanet/cni/modes/backend.hpp"
@@ -34,8 +35,8 @@ struct IpoibRig : HostAndPod {
 
     IpoibRig() : HostAndPod("ibh", "ibp") {
         kernel.ipoib = &links;
-        conf.mode = Mode::ipoib;
-        conf.ipoib.master = parent.name_a();
+        conf.mode = "ipoib";
+        conf.settings.edit<IpoibConf>().master = parent.name_a();
         env.command = Command::add;
         env.container_id = "c1";
         env.ifname = "ib1";
@@ -93,9 +94,9 @@ TEST_CASE("ipoib: child inherits pkey and mode, moved and renamed, DEL deletes i
 
 TEST_CASE("ipoib: configured pkey, mode and MTU", "[ipoib][integration]") {
     IpoibRig rig;
-    rig.conf.ipoib.pkey = 0x8012;
-    rig.conf.ipoib.mode = "datagram";
-    rig.conf.ipoib.mtu = 2044;
+    rig.conf.settings.edit<IpoibConf>().pkey = 0x8012;
+    rig.conf.settings.edit<IpoibConf>().mode = "datagram";
+    rig.conf.settings.edit<IpoibConf>().mtu = 2044;
     Rollback rollback;
     rig.add(rollback);
     rollback.commit();
@@ -109,16 +110,16 @@ TEST_CASE("ipoib: bad masters and MTUs fail before anything is created", "[ipoib
     const auto host_before = rig.host_links();
     Rollback rollback;
     SECTION("master missing") {
-        rig.conf.ipoib.master = "nosuchib0";
+        rig.conf.settings.edit<IpoibConf>().master = "nosuchib0";
         REQUIRE_CNI_ERROR(rig.add(rollback), ErrorCode::device_not_found, "nosuchib0");
     }
     SECTION("master is Ethernet") {
         rig.sys.add_netdev(rig.parent.name_b(), 1);
-        rig.conf.ipoib.master = rig.parent.name_b();
+        rig.conf.settings.edit<IpoibConf>().master = rig.parent.name_b();
         REQUIRE_CNI_ERROR(rig.add(rollback), ErrorCode::invalid_config, "not an InfiniBand");
     }
     SECTION("mtu above the parent's") {
-        rig.conf.ipoib.mtu = 9000;
+        rig.conf.settings.edit<IpoibConf>().mtu = 9000;
         REQUIRE_CNI_ERROR(rig.add(rollback), ErrorCode::invalid_config, "larger than master");
     }
     SECTION("isolation required: a child cannot own the parent's RDMA device") {

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "rdmanet/cni/modes/macvlan/mode.hpp"
+#include "rdmanet/cni/modes/hostdev/mode.hpp"
 #include "support/mode_context.hpp"
 #include "unit/cni_test_helpers.hpp"
 #include "netns_helpers.hpp"
@@ -42,8 +44,8 @@ struct Rig : HostAndPod {
     // The veth plays a RoCE function whose RDMA device `rdma_name` names it in its GID table.
     explicit Rig(const std::string& rdma_name = "mlx5_7", bool movable = true) : HostAndPod("rih", "rip") {
         kernel.rdma = &access;
-        conf.mode = Mode::hostdev;
-        conf.hostdev.device = veth.name_a();
+        conf.mode = "hostdev";
+        conf.settings.edit<HostdevConf>().device = veth.name_a();
         env.command = Command::add;
         env.container_id = "c1";
         env.ifname = "net1";
@@ -242,8 +244,8 @@ TEST_CASE("rdma.tos: set on the moved device after the move reset it", "[rdma][h
 
 TEST_CASE("macvlan with isolation required: refused before anything is created", "[rdma][macvlan][integration]") {
     Rig rig;
-    rig.conf.mode = Mode::macvlan;
-    rig.conf.macvlan.master = rig.veth.name_a();
+    rig.conf.mode = "macvlan";
+    rig.conf.settings.edit<MacvlanConf>().master = rig.veth.name_a();
     rig.conf.rdma.isolation = RdmaIsolation::required;
     Rollback rollback;
     const auto e = cni::testing::expect_cni_error([&] { macvlan_add(AddRequest{rig.conf, rig.env, rig.ctx.policy, rig.ctx.states, rig.kernel, rollback, rig.state, [] {}}); });
@@ -280,7 +282,7 @@ struct DevinfoRig : HostAndPod {
 
     DevinfoRig() : HostAndPod("dih", "dip") {
         kernel.rdma = &access;
-        conf.mode = Mode::hostdev;
+        conf.mode = "hostdev";
         conf.runtime.device_info_file = devinfo;
         env.command = Command::add;
         env.container_id = "c1";
@@ -311,7 +313,7 @@ TEST_CASE("hostdev writes Multus' device-info file for a PCI netdev", "[rdma][ho
         rig.tree.add_pf("0000:af:00.0", unique_name("pf"));
         rig.tree.add_vf("0000:af:00.0", 2, "0000:af:00.4", rig.veth.name_a());
         rig.tree.add_rdma_device("0000:af:00.4", "mlx5_3");
-        rig.conf.hostdev.pci_address = "0000:af:00.4";
+        rig.conf.settings.edit<HostdevConf>().pci_address = "0000:af:00.4";
         rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
         rig.add();
         CHECK(rig.state.rdma_device == "mlx5_3");
@@ -325,7 +327,7 @@ TEST_CASE("hostdev writes Multus' device-info file for a PCI netdev", "[rdma][ho
     SECTION("a plain function, shared mode: no PF address, the function's RDMA device") {
         rig.tree.add_function("0000:af:00.4", rig.veth.name_a());
         rig.tree.add_rdma_device("0000:af:00.4", "mlx5_3");
-        rig.conf.hostdev.device = rig.veth.name_a();
+        rig.conf.settings.edit<HostdevConf>().device = rig.veth.name_a();
         // Multus copied the device plugin's file here first: its extra keys survive.
         std::filesystem::create_directories(std::filesystem::path(rig.devinfo).parent_path());
         std::ofstream(rig.devinfo) << R"({"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:af:00.4","vhost-net":"/dev/vhost-net"}})";
@@ -337,13 +339,13 @@ TEST_CASE("hostdev writes Multus' device-info file for a PCI netdev", "[rdma][ho
         CHECK(info["pci"]["vhost-net"] == "/dev/vhost-net");
     }
     SECTION("not a PCI netdev: no file") {
-        rig.conf.hostdev.device = rig.veth.name_a();
+        rig.conf.settings.edit<HostdevConf>().device = rig.veth.name_a();
         rig.add();
         CHECK_FALSE(std::filesystem::exists(rig.devinfo));
     }
     SECTION("a failed ADD removes the file it wrote") {
         rig.tree.add_function("0000:af:00.4", rig.veth.name_a());
-        rig.conf.hostdev.device = rig.veth.name_a();
+        rig.conf.settings.edit<HostdevConf>().device = rig.veth.name_a();
         {
             Rollback rollback;
             hostdev_add(AddRequest{rig.conf, rig.env, rig.ctx.policy, rig.ctx.states, rig.kernel, rollback, rig.state, [] {}});

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "rdmanet/cni/modes/hostdev/mode.hpp"
 #include "support/mode_context.hpp"
 #include "netns_helpers.hpp"
 #include "rdmanet/cni/modes/backend.hpp"
@@ -85,8 +86,8 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
     netns::Rtnl host;
     const netns::Sysfs sysfs("/sys");
     NetConf conf;
-    conf.mode = Mode::hostdev;
-    conf.hostdev.device = netdev;
+    conf.mode = "hostdev";
+    conf.settings.edit<HostdevConf>().device = netdev;
     Environment env;
     env.command = Command::add;
     env.container_id = "lab";

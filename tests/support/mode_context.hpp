@@ -4,6 +4,7 @@
 // would load it for this call.
 #include "rdmanet/cni/config/attachment_state.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/protocol/env.hpp"
 
 namespace rdmanet::test {
@@ -13,7 +14,7 @@ struct ModeContext {
     ModeContext(const ModeContext&) = delete;
     ModeContext& operator=(const ModeContext&) = delete;
 
-    cni::NodePolicy policy = cni::load_node_policy(cni::process_env_lookup());
+    cni::NodePolicy policy = cni::load_node_policy(cni::process_env_lookup(), cni::mode_names());
     cni::StateStore states{policy};
 };
 

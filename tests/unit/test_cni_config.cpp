@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include "rdmanet/cni/modes/net_conf.hpp"
+#include "rdmanet/cni/modes/macvlan/mode.hpp"
+#include "rdmanet/cni/modes/hostdev/mode.hpp"
+#include "rdmanet/cni/modes/registry.hpp"
 #include "cni_test_helpers.hpp"
 #include "rdmanet/cni/config/config.hpp"
 
@@ -64,11 +68,11 @@ TEST_CASE("config: a full macvlan config as Multus delivers it", "[cni][config]"
     CHECK(conf.cni_version == "1.1.0");
     CHECK(conf.name == "rdma-net");
     CHECK(conf.type == "rdmanet");
-    CHECK(conf.mode == Mode::macvlan);
-    CHECK(conf.macvlan.master == "ens1f0");
-    CHECK(conf.macvlan.mode == "vepa");
-    CHECK(conf.macvlan.mtu == 9000);
-    CHECK(conf.macvlan.mac == "0a:58:0a:01:00:05");   // lower-cased
+    CHECK(conf.mode == "macvlan");
+    CHECK(conf.settings.get<MacvlanConf>().master == "ens1f0");
+    CHECK(conf.settings.get<MacvlanConf>().mode == "vepa");
+    CHECK(conf.settings.get<MacvlanConf>().mtu == 9000);
+    CHECK(conf.settings.get<MacvlanConf>().mac == "0a:58:0a:01:00:05");   // lower-cased
     CHECK(conf.ipam.type == "rdmanet-ipam");
     CHECK(conf.ipam.raw == j["ipam"]);
     CHECK(conf.dns.nameservers == Strings{"10.0.0.10"});
@@ -85,14 +89,14 @@ TEST_CASE("config: a full macvlan config as Multus delivers it", "[cni][config]"
     CHECK(conf.prev_result->ips.at(0).address == "10.244.1.7/24");
     CHECK_FALSE(conf.valid_attachments);
     CHECK(conf.raw == j);
-    CHECK(conf.hostdev.pci_address.empty());   // hostdev keys are not read in macvlan mode
+    CHECK(conf.settings.get<HostdevConf>().pci_address.empty());   // hostdev keys are not read in macvlan mode
 }
 
 TEST_CASE("config: defaults of a minimal macvlan config", "[cni][config]") {
     NetConf conf = parse(without(macvlan_config(), "ipam"));
-    CHECK(conf.macvlan.mode == "bridge");
-    CHECK(conf.macvlan.mtu == 0);
-    CHECK_FALSE(conf.macvlan.mac);
+    CHECK(conf.settings.get<MacvlanConf>().mode == "bridge");
+    CHECK(conf.settings.get<MacvlanConf>().mtu == 0);
+    CHECK_FALSE(conf.settings.get<MacvlanConf>().mac);
     CHECK(conf.ipam.type.empty());
     CHECK(conf.ipam.raw == json::object());
     CHECK(conf.dns.empty());
@@ -112,8 +116,8 @@ TEST_CASE("config: JSON null counts as absent", "[cni][config]") {
     j["dns"] = nullptr;
     j["runtimeConfig"] = nullptr;
     NetConf conf = parse(j);
-    CHECK(conf.macvlan.mtu == 0);
-    CHECK_FALSE(conf.macvlan.mac);
+    CHECK(conf.settings.get<MacvlanConf>().mtu == 0);
+    CHECK_FALSE(conf.settings.get<MacvlanConf>().mac);
 }
 
 TEST_CASE("config: every supported cniVersion is accepted for ADD", "[cni][config]") {
@@ -127,43 +131,43 @@ TEST_CASE("config: hostdev selectors", "[cni][config]") {
         j["hwaddr"] = "0A:58:0A:01:00:05";
         j["kernelpath"] = "/sys/devices/pci0000:00/0000:00:02.0/0000:01:00.0";
         NetConf conf = parse(j);
-        CHECK(conf.mode == Mode::hostdev);
-        CHECK(conf.hostdev.device == "ens2f0");
-        CHECK(conf.hostdev.hwaddr == "0a:58:0a:01:00:05");
-        CHECK(conf.hostdev.kernelpath == "/sys/devices/pci0000:00/0000:00:02.0/0000:01:00.0");
-        CHECK(conf.hostdev.pci_address.empty());
-        CHECK(conf.macvlan.master.empty());   // macvlan keys are not read in hostdev mode
+        CHECK(conf.mode == "hostdev");
+        CHECK(conf.settings.get<HostdevConf>().device == "ens2f0");
+        CHECK(conf.settings.get<HostdevConf>().hwaddr == "0a:58:0a:01:00:05");
+        CHECK(conf.settings.get<HostdevConf>().kernelpath == "/sys/devices/pci0000:00/0000:00:02.0/0000:01:00.0");
+        CHECK(conf.settings.get<HostdevConf>().pci_address.empty());
+        CHECK(conf.settings.get<MacvlanConf>().master.empty());   // macvlan keys are not read in hostdev mode
     }
     SECTION("PCI precedence runtimeConfig.deviceID > deviceID > pciBusID") {
         json j = without(hostdev_config(), "device");
         j["pciBusID"] = "0000:03:00.1";
-        CHECK(parse(j).hostdev.pci_address == "0000:03:00.1");
+        CHECK(parse(j).settings.get<HostdevConf>().pci_address == "0000:03:00.1");
         j["deviceID"] = "0000:AF:06.0";
-        CHECK(parse(j).hostdev.pci_address == "0000:af:06.0");   // lower-cased
+        CHECK(parse(j).settings.get<HostdevConf>().pci_address == "0000:af:06.0");   // lower-cased
         j["runtimeConfig"] = {{"deviceID", "0000:af:06.7"}};
-        CHECK(parse(j).hostdev.pci_address == "0000:af:06.7");
+        CHECK(parse(j).settings.get<HostdevConf>().pci_address == "0000:af:06.7");
     }
     SECTION("a lower-precedence key is not validated once a higher one chose the device") {
         json j = without(hostdev_config(), "device");
         j["deviceID"] = "0000:af:06.0";
         j["pciBusID"] = "garbage!";
-        CHECK(parse(j).hostdev.pci_address == "0000:af:06.0");
+        CHECK(parse(j).settings.get<HostdevConf>().pci_address == "0000:af:06.0");
     }
     SECTION("an auxiliary device id") {
         json j = with(without(hostdev_config(), "device"), "runtimeConfig", {{"deviceID", "mlx5_core.sf.4"}});
-        CHECK(parse(j).hostdev.pci_address == "mlx5_core.sf.4");
+        CHECK(parse(j).settings.get<HostdevConf>().pci_address == "mlx5_core.sf.4");
     }
     SECTION("a shared device plugin index is not a device: the next key is used") {
         json j = without(hostdev_config(), "device");
         j["runtimeConfig"] = {{"deviceID", "0"}};
         j["pciBusID"] = "0000:03:00.1";
-        CHECK(parse(j).hostdev.pci_address == "0000:03:00.1");
+        CHECK(parse(j).settings.get<HostdevConf>().pci_address == "0000:03:00.1");
         j.erase("pciBusID");
         auto e = config_error(j);
         CHECK(e.code() == 7);
         CHECK_THAT(e.msg(), Catch::Matchers::Contains("hostdev mode needs a device"));
         // ...but with a named device the index is simply ignored.
-        CHECK(parse(with(j, "device", "ens2f0")).hostdev.pci_address.empty());
+        CHECK(parse(with(j, "device", "ens2f0")).settings.get<HostdevConf>().pci_address.empty());
     }
 }
 
@@ -262,8 +266,11 @@ TEST_CASE("config: mode", "[cni][config]") {
     auto wrong_type = config_error(with(macvlan_config(), "mode", json::array({"macvlan"})));
     CHECK(wrong_type.code() == 7);
     CHECK(wrong_type.msg() == "mode must be a string, got [\"macvlan\"]");
-    CHECK(mode_name(Mode::macvlan) == "macvlan");
-    CHECK(mode_name(Mode::hostdev) == "hostdev");
+    for (auto name : {"macvlan", "hostdev", "sriov", "ipoib"}) {
+        REQUIRE(find_mode_entry(name));
+        CHECK(find_mode_entry(name)->name == name);
+    }
+    CHECK_FALSE(find_mode_entry("bridge"));
 }
 
 TEST_CASE("config: macvlan keys", "[cni][config]") {
@@ -281,15 +288,15 @@ TEST_CASE("config: macvlan keys", "[cni][config]") {
     }
     SECTION("macvlanMode") {
         for (const char* mode : {"bridge", "private", "vepa", "passthru"})
-            CHECK(parse(with(macvlan_config(), "macvlanMode", mode)).macvlan.mode == mode);
+            CHECK(parse(with(macvlan_config(), "macvlanMode", mode)).settings.get<MacvlanConf>().mode == mode);
         auto e = config_error(with(macvlan_config(), "macvlanMode", "source"));
         CHECK(e.code() == 7);
         CHECK(e.msg() == "macvlanMode \"source\" is not supported: use one of \"bridge\", \"private\", "
                          "\"vepa\", \"passthru\"");
     }
     SECTION("mtu") {
-        CHECK(parse(with(macvlan_config(), "mtu", 1500)).macvlan.mtu == 1500);
-        CHECK(parse(with(macvlan_config(), "mtu", 0)).macvlan.mtu == 0);
+        CHECK(parse(with(macvlan_config(), "mtu", 1500)).settings.get<MacvlanConf>().mtu == 1500);
+        CHECK(parse(with(macvlan_config(), "mtu", 0)).settings.get<MacvlanConf>().mtu == 0);
         auto text = config_error(with(macvlan_config(), "mtu", "abc"));
         CHECK(text.code() == 7);
         CHECK(text.msg() == "mtu must be a non-negative integer, got \"abc\"");
@@ -311,7 +318,7 @@ TEST_CASE("config: macvlan keys", "[cni][config]") {
         CHECK(multicast.code() == 7);
         CHECK_THAT(multicast.msg(), Catch::Matchers::Contains("not multicast"));
         CHECK(config_error(with(macvlan_config(), "mac", "00:00:00:00:00:00")).code() == 7);
-        CHECK(parse(with(macvlan_config(), "mac", "02:00:00:00:00:01")).macvlan.mac == "02:00:00:00:00:01");
+        CHECK(parse(with(macvlan_config(), "mac", "02:00:00:00:00:01")).settings.get<MacvlanConf>().mac == "02:00:00:00:00:01");
     }
     SECTION("device plugin keys are ignored in macvlan mode, whatever they hold") {
         json j = macvlan_config();
@@ -472,9 +479,9 @@ TEST_CASE("config: DEL, GC and STATUS are lenient beyond name and version", "[cn
     for (auto command : {Command::del, Command::gc, Command::status}) {
         NetConf conf = parse(broken, command);
         CHECK(conf.name == "rdma-net");
-        CHECK(conf.mode == Mode::macvlan);   // the default, mode was invalid
-        CHECK(conf.macvlan.master.empty());
-        CHECK(conf.macvlan.mtu == 0);
+        CHECK(conf.mode.empty());   // mode was invalid: no mode, no settings
+        CHECK(conf.settings.get<MacvlanConf>().master.empty());
+        CHECK(conf.settings.get<MacvlanConf>().mtu == 0);
         CHECK(conf.log_level == "info");
         CHECK_FALSE(conf.runtime.mac);
         CHECK(conf.runtime.ips == Strings{"10.0.0.9/24"});   // one bad key does not lose its neighbours
@@ -488,7 +495,7 @@ TEST_CASE("config: DEL, GC and STATUS are lenient beyond name and version", "[cn
     NetConf bare = parse(json::parse(R"({"cniVersion":"0.3.1","name":"n"})"), Command::del);
     CHECK(bare.ipam.type.empty());
     NetConf hostdev = parse(without(hostdev_config(), "device"), Command::del);
-    CHECK(hostdev.mode == Mode::hostdev);
+    CHECK(hostdev.mode == "hostdev");
     // A valid prevResult on DEL is read.
     CHECK(parse(with(macvlan_config(), "prevResult", json::parse(R"({"ips":[{"address":"10.0.0.1/8"}]})")), Command::del)
               .prev_result);

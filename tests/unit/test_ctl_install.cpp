@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ipam_test_util.hpp"
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
 #include "rdmanet/cni/config/policy.hpp"
@@ -206,7 +207,7 @@ TEST_CASE("install: the node policy file is written with defaults only when abse
     REQUIRE(install(t.options, out, err) == 0);
     const auto policy_file = t.options.cni_conf_dir + "/rdmanet.d/policy.json";
     const auto text = slurp(policy_file);
-    auto policy = rdmanet::cni::parse_node_policy(text, policy_file);
+    auto policy = rdmanet::cni::parse_node_policy(text, policy_file, rdmanet::cni::mode_names());
     CHECK(policy.log_dir == "/var/log/rdmanet");
     CHECK_THAT(out.str(), Catch::Contains("wrote " + policy_file + " (the node policy's defaults"));
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ipam_test_util.hpp"
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/ipam/core/confined_file.hpp"
 #include "rdmanet/ipam/core/error.hpp"
@@ -23,7 +24,7 @@ namespace {
 
 Error policy_error_of(const std::string& text) {
     try {
-        parse_node_policy(text, "/etc/cni/net.d/rdmanet.d/policy.json");
+        parse_node_policy(text, "/etc/cni/net.d/rdmanet.d/policy.json", mode_names());
     } catch (const Error& e) {
         return e;
     }
@@ -72,7 +73,7 @@ TEST_CASE("no policy file: the safe defaults", "[unit][policy]") {
     const NodePolicy p = load_node_policy([](const char* name) -> std::optional<std::string> {
         if (std::string(name) == "RDMANET_POLICY_FILE") return "/nonexistent/rdmanet-policy.json";
         return std::nullopt;
-    });
+    }, mode_names());
     CHECK(p.source.empty());
     CHECK_FALSE(p.modes);
     CHECK(p.log_dir == "/var/log/rdmanet");
@@ -97,7 +98,7 @@ TEST_CASE("policy file: every key read, normalised", "[unit][policy]") {
         "logDir": "/var/log/rdm/", "auditLog": "/var/log/rdm/audit.log",
         "kubeconfigDirs": ["/etc/cni/net.d/rdmanet.d"], "ipamConfigDirs": ["/etc/rdmanet"],
         "ipamDataDirs": ["/data/ipam"], "deviceInfoDirs": ["/run/devinfo/"], "stateDir": "/run/rdmanet"})",
-                                     "f.json");
+                                     "f.json", mode_names());
     CHECK(p.source == "f.json");
     CHECK(*p.modes == std::vector<std::string>{"hostdev", "sriov"});
     CHECK(p.devices.names == std::vector<std::string>{"ib*"});
@@ -111,11 +112,11 @@ TEST_CASE("policy file: every key read, normalised", "[unit][policy]") {
     CHECK(p.device_info_dirs == std::vector<std::string>{"/run/devinfo"});
 
     SECTION("the rendering round-trips") {
-        json j = policy_to_json(p);
+        json j = policy_to_json(p, mode_names());
         CHECK(j["source"] == "f.json");
         j.erase("source");
         j.erase("builtIn");
-        auto again = policy_to_json(parse_node_policy(j.dump(), "again"));
+        auto again = policy_to_json(parse_node_policy(j.dump(), "again", mode_names()), mode_names());
         again.erase("source");
         again.erase("builtIn");
         CHECK(again == j);
@@ -157,18 +158,18 @@ TEST_CASE("a policy file that exists but is a symlink is refused, not followed",
     std::ofstream(dir.sub("real.json")) << R"({"logDir": "/tmp"})";
     std::filesystem::create_symlink(dir.sub("real.json"), dir.sub("policy.json"));
     const auto lookup = [&](const char*) -> std::optional<std::string> { return dir.sub("policy.json"); };
-    const auto e = refusal_of([&] { load_node_policy(lookup); });
+    const auto e = refusal_of([&] { load_node_policy(lookup, mode_names()); });
     CHECK(e.code() == 4);
     std::filesystem::remove(dir.sub("policy.json"));
     std::filesystem::rename(dir.sub("real.json"), dir.sub("policy.json"));
-    CHECK(load_node_policy(lookup).log_dir == "/tmp");
+    CHECK(load_node_policy(lookup, mode_names()).log_dir == "/tmp");
 }
 
 TEST_CASE("default_policy_file_content parses back to the defaults", "[unit][policy]") {
-    const auto text = default_policy_file_content();
-    const auto p = parse_node_policy(text, "installed");
-    auto a = policy_to_json(p);
-    auto b = policy_to_json(NodePolicy{});
+    const auto text = default_policy_file_content(mode_names());
+    const auto p = parse_node_policy(text, "installed", mode_names());
+    auto a = policy_to_json(p, mode_names());
+    auto b = policy_to_json(NodePolicy{}, mode_names());
     a.erase("source");
     b.erase("source");
     CHECK(a == b);

@@ -1,6 +1,8 @@
 // The "rdma" object, mode "ipoib" keys, and the isolation decision (a pure function).
 #include <catch2/catch.hpp>
 
+#include "rdmanet/cni/modes/net_conf.hpp"
+#include "rdmanet/cni/modes/ipoib/mode.hpp"
 #include "cni_test_helpers.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
@@ -69,19 +71,18 @@ TEST_CASE("bad rdma sections are config errors naming the key", "[rdma][config][
 
 TEST_CASE("mode ipoib: master, pkey, ipoibMode, mtu", "[ipoib][config][unit]") {
     const auto conf = parse(ipoib());
-    CHECK(conf.mode == Mode::ipoib);
-    CHECK(mode_name(conf.mode) == "ipoib");
-    CHECK(conf.ipoib.master == "ib0");
-    CHECK_FALSE(conf.ipoib.pkey);
-    CHECK_FALSE(conf.ipoib.mode);
-    CHECK(conf.ipoib.mtu == 0);
+    CHECK(conf.mode == "ipoib");
+        CHECK(conf.settings.get<IpoibConf>().master == "ib0");
+    CHECK_FALSE(conf.settings.get<IpoibConf>().pkey);
+    CHECK_FALSE(conf.settings.get<IpoibConf>().mode);
+    CHECK(conf.settings.get<IpoibConf>().mtu == 0);
 
-    CHECK(parse(ipoib({{"pkey", "0x8001"}})).ipoib.pkey == 0x8001u);
-    CHECK(parse(ipoib({{"pkey", "0X7FFF"}})).ipoib.pkey == 0x7fffu);
-    CHECK(parse(ipoib({{"pkey", 32769}})).ipoib.pkey == 0x8001u);
-    CHECK(parse(ipoib({{"pkey", "12"}})).ipoib.pkey == 12u);
-    CHECK(parse(ipoib({{"ipoibMode", "connected"}})).ipoib.mode == std::optional<std::string>("connected"));
-    CHECK(parse(ipoib({{"mtu", 2044}})).ipoib.mtu == 2044u);
+    CHECK(parse(ipoib({{"pkey", "0x8001"}})).settings.get<IpoibConf>().pkey == 0x8001u);
+    CHECK(parse(ipoib({{"pkey", "0X7FFF"}})).settings.get<IpoibConf>().pkey == 0x7fffu);
+    CHECK(parse(ipoib({{"pkey", 32769}})).settings.get<IpoibConf>().pkey == 0x8001u);
+    CHECK(parse(ipoib({{"pkey", "12"}})).settings.get<IpoibConf>().pkey == 12u);
+    CHECK(parse(ipoib({{"ipoibMode", "connected"}})).settings.get<IpoibConf>().mode == std::optional<std::string>("connected"));
+    CHECK(parse(ipoib({{"mtu", 2044}})).settings.get<IpoibConf>().mtu == 2044u);
 }
 
 TEST_CASE("mode ipoib: bad keys are config errors", "[ipoib][config][unit]") {
@@ -95,7 +96,7 @@ TEST_CASE("mode ipoib: bad keys are config errors", "[ipoib][config][unit]") {
     REQUIRE_CNI_ERROR(parse(ipoib({{"ipoibMode", "UD"}})), ErrorCode::invalid_config, "ipoibMode");
     REQUIRE_CNI_ERROR(parse(ipoib({{"mtu", "2044"}})), ErrorCode::invalid_config, "mtu");
     // DEL needs no master.
-    CHECK(parse(ipoib({{"master", nullptr}}), Command::del).mode == Mode::ipoib);
+    CHECK(parse(ipoib({{"master", nullptr}}), Command::del).mode == "ipoib");
 }
 
 TEST_CASE("isolation decision for whole functions", "[rdma][isolation][unit]") {

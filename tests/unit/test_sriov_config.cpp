@@ -2,6 +2,8 @@
 // ib-sriov-cni would give, in our wording.
 #include <catch2/catch.hpp>
 
+#include "rdmanet/cni/modes/net_conf.hpp"
+#include "rdmanet/cni/modes/sriov/mode.hpp"
 #include "cni_test_helpers.hpp"
 #include "rdmanet/cni/protocol/args.hpp"
 #include "rdmanet/cni/config/config.hpp"
@@ -37,8 +39,8 @@ TEST_CASE("sriov config: every key parsed", "[sriov][config]") {
                                           {"guid", "C2:11:22:33:44:55:66:77"},
                                           {"pkey", "0x8001"},
                                           {"mtu", 9000}}));
-    CHECK(conf.mode == Mode::sriov);
-    const auto& s = conf.sriov;
+    CHECK(conf.mode == "sriov");
+    const auto& s = conf.settings.get<SriovConf>();
     CHECK(s.pci_address == "0000:af:06.2");
     CHECK(s.mac == std::optional<std::string>("0a:58:0a:01:00:05"));
     CHECK(s.vlan == 100);
@@ -57,7 +59,7 @@ TEST_CASE("sriov config: every key parsed", "[sriov][config]") {
 }
 
 TEST_CASE("sriov config: defaults leave the VF alone except the VLAN", "[sriov][config]") {
-    const auto s = parse(base()).sriov;
+    const auto s = parse(base()).settings.get<SriovConf>();
     CHECK_FALSE(s.vlan_set);
     CHECK(s.vlan == 0);
     CHECK_FALSE(s.mac);
@@ -72,13 +74,13 @@ TEST_CASE("sriov config: defaults leave the VF alone except the VLAN", "[sriov][
 TEST_CASE("sriov config: deviceID precedence and shapes", "[sriov][config]") {
     SECTION("runtimeConfig.deviceID wins over deviceID and pciBusID") {
         auto j = with(base(), {{"pciBusID", "0000:af:06.3"}, {"runtimeConfig", {{"deviceID", "0000:af:06.4"}}}});
-        CHECK(parse(j).sriov.pci_address == "0000:af:06.4");
+        CHECK(parse(j).settings.get<SriovConf>().pci_address == "0000:af:06.4");
     }
     SECTION("pciBusID alone") {
         auto j = base();
         j.erase("deviceID");
         j["pciBusID"] = "0000:af:06.3";
-        CHECK(parse(j).sriov.pci_address == "0000:af:06.3");
+        CHECK(parse(j).settings.get<SriovConf>().pci_address == "0000:af:06.3");
     }
     SECTION("a device plugin index is no device; with nothing else it is missing") {
         auto j = with(base(), {{"deviceID", "3"}});
@@ -98,7 +100,7 @@ TEST_CASE("sriov config: deviceID precedence and shapes", "[sriov][config]") {
     SECTION("DEL does not need a device") {
         auto j = base();
         j.erase("deviceID");
-        CHECK(parse(j, Command::del).mode == Mode::sriov);
+        CHECK(parse(j, Command::del).mode == "sriov");
     }
 }
 
@@ -135,20 +137,20 @@ TEST_CASE("sriov config: invalid values name their key (code 7)", "[sriov][confi
         REQUIRE_CNI_ERROR(parse(with(base(), c.extra)), ErrorCode::invalid_config, c.fragment);
     }
     // min above max is fine when max is 0 (no limit).
-    CHECK(parse(with(base(), {{"min_tx_rate", 200}, {"max_tx_rate", 0}})).sriov.min_tx_rate == 200u);
+    CHECK(parse(with(base(), {{"min_tx_rate", 200}, {"max_tx_rate", 0}})).settings.get<SriovConf>().min_tx_rate == 200u);
     // The same bad keys do not stop a DEL.
     CHECK_NOTHROW(parse(with(base(), {{"vlan", 5000}, {"pkey", "x"}}), Command::del));
 }
 
 TEST_CASE("sriov config: GUID precedence runtimeConfig > CNI_ARGS guid > config", "[sriov][config]") {
     auto conf = parse(with(base(), {{"guid", "c2:00:00:00:00:00:00:01"}}));
-    CHECK(conf.sriov.requested_guid(conf.runtime, CniArgs{}) == std::optional<std::string>("c2:00:00:00:00:00:00:01"));
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, CniArgs{}) == std::optional<std::string>("c2:00:00:00:00:00:00:01"));
     const auto args = parse_cni_args("IgnoreUnknown=true;guid=C2:00:00:00:00:00:00:02");
-    CHECK(conf.sriov.requested_guid(conf.runtime, args) == std::optional<std::string>("c2:00:00:00:00:00:00:02"));
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, args) == std::optional<std::string>("c2:00:00:00:00:00:00:02"));
     conf = parse(with(base(), {{"guid", "c2:00:00:00:00:00:00:01"},
                                {"runtimeConfig", {{"infinibandGUID", "c2:00:00:00:00:00:00:03"}}}}));
-    CHECK(conf.sriov.requested_guid(conf.runtime, args) == std::optional<std::string>("c2:00:00:00:00:00:00:03"));
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, args) == std::optional<std::string>("c2:00:00:00:00:00:00:03"));
     const auto bad = parse_cni_args("guid=00:00:00:00:00:00:00:00");
     conf = parse(base());
-    REQUIRE_CNI_ERROR(conf.sriov.requested_guid(conf.runtime, bad), ErrorCode::invalid_environment, "CNI_ARGS guid");
+    REQUIRE_CNI_ERROR(conf.settings.get<SriovConf>().requested_guid(conf.runtime, bad), ErrorCode::invalid_environment, "CNI_ARGS guid");
 }

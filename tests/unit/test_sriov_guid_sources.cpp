@@ -4,6 +4,8 @@
 // runtimeConfig > args > CNI_ARGS.
 #include <catch2/catch.hpp>
 
+#include "rdmanet/cni/modes/net_conf.hpp"
+#include "rdmanet/cni/modes/sriov/mode.hpp"
 #include "cni_test_helpers.hpp"
 #include "rdmanet/cni/protocol/args.hpp"
 #include "rdmanet/cni/config/config.hpp"
@@ -37,26 +39,26 @@ TEST_CASE("sriov GUID sources: args.cni.guid ranks below runtimeConfig, above CN
     const auto cni_args = parse_cni_args("IgnoreUnknown=true;guid=C2:00:00:00:00:00:00:02");
 
     auto conf = parse({{"guid", *kConfig}, {"args", args_cni("C2:00:00:00:00:00:00:04")}});
-    CHECK(conf.sriov.args_guid == kArgsCni);   // lower-cased on the way in
-    CHECK(conf.sriov.requested_guid(conf.runtime, CniArgs{}) == kArgsCni);
-    CHECK(conf.sriov.requested_guid(conf.runtime, cni_args) == kArgsCni);
+    CHECK(conf.settings.get<SriovConf>().args_guid == kArgsCni);   // lower-cased on the way in
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, CniArgs{}) == kArgsCni);
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, cni_args) == kArgsCni);
 
     conf = parse({{"guid", *kConfig},
                   {"args", args_cni(*kArgsCni)},
                   {"runtimeConfig", {{"infinibandGUID", *kRuntime}}}});
-    CHECK(conf.sriov.requested_guid(conf.runtime, cni_args) == kRuntime);
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, cni_args) == kRuntime);
 
     // Without args.cni.guid the old order holds.
     conf = parse({{"guid", *kConfig}, {"args", {{"cni", {{"ips", {"10.0.0.5/24"}}}}}}});
-    CHECK_FALSE(conf.sriov.args_guid);
-    CHECK(conf.sriov.requested_guid(conf.runtime, cni_args) == kCniArgs);
-    CHECK(conf.sriov.requested_guid(conf.runtime, CniArgs{}) == kConfig);
+    CHECK_FALSE(conf.settings.get<SriovConf>().args_guid);
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, cni_args) == kCniArgs);
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, CniArgs{}) == kConfig);
 
     // An args.cni.guid wins even over a CNI_ARGS guid that is unusable: the runtime's
     // deprecated channel is not consulted at all then.
     const auto bad = parse_cni_args("guid=00:00:00:00:00:00:00:00");
     conf = parse({{"args", args_cni(*kArgsCni)}});
-    CHECK(conf.sriov.requested_guid(conf.runtime, bad) == kArgsCni);
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, bad) == kArgsCni);
 }
 
 TEST_CASE("sriov GUID sources: a bad args.cni.guid is a config error naming the key", "[sriov][config][guid]") {

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rdmanet/cni/modes/backend.hpp"
+#include "rdmanet/cni/modes/hostdev/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
@@ -124,10 +124,10 @@ void write_hostdev_device_info(const AddRequest& req) {
 
 PodLink hostdev_add(const AddRequest& req) {
     auto& host = req.kernel.host;
-    const auto dev = resolve_device(req.conf.hostdev, host, req.kernel.sysfs);
+    const auto dev = resolve_device(req.conf.settings.get<HostdevConf>(), host, req.kernel.sysfs);
     // Node policy and built-in protections (loopback, the node's uplink, a device another pod
     // holds), before anything about the device changes.
-    check_device_move(req.policy, host, req.kernel.sysfs, dev, mode_name(req.conf.mode),
+    check_device_move(req.policy, host, req.kernel.sysfs, dev, req.conf.mode,
                       req.states, AttachmentKey{req.env.container_id, req.env.ifname});
 
     req.state.host_ifname = dev.name;
@@ -138,8 +138,8 @@ PodLink hostdev_add(const AddRequest& req) {
     req.save_state();
 
     // RDMA device first: moving it recreates its IPoIB netdevs in the host namespace.
-    const auto& function_id = req.conf.hostdev.pci_address.empty() ? req.state.pci_address
-                                                                    : req.conf.hostdev.pci_address;
+    const auto& configured = req.conf.settings.get<HostdevConf>().pci_address;
+    const auto& function_id = configured.empty() ? req.state.pci_address : configured;
     rdma_isolation_add(req, RdmaFunction{function_id, dev.name});
 
     // The alias records the host name on the device itself, so it can be found and returned even

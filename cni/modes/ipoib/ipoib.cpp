@@ -3,7 +3,7 @@
 // kernel bug, ipoib-cni), then moved and renamed by one RTM_SETLINK.
 #include <spdlog/spdlog.h>
 
-#include "rdmanet/cni/modes/backend.hpp"
+#include "rdmanet/cni/modes/ipoib/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
@@ -53,11 +53,11 @@ netns::IpoibSpec child_spec(const IpoibConf& conf, const netns::IpoibParentInfo&
 }  // namespace
 
 PodLink ipoib_add(const AddRequest& req) {
-    const IpoibConf& conf = req.conf.ipoib;
+    const IpoibConf& conf = req.conf.settings.get<IpoibConf>();
     netns::Rtnl& host = req.kernel.host;
     const auto master = find_master(host, conf.master);
     // Node policy (docs/security.md): loopback never, the uplink only when allowed.
-    check_master(req.policy, host, req.kernel.sysfs, master, mode_name(req.conf.mode));
+    check_master(req.policy, host, req.kernel.sysfs, master, req.conf.mode);
     const auto parent = read_parent(req.kernel.sysfs, master.name);
     if (conf.mtu > master.mtu)
         throw Error(ErrorCode::invalid_config,
@@ -118,7 +118,7 @@ void ipoib_check(const CheckRequest& req) {
     const Environment& env = req.env;
     Kernel& kernel = req.kernel;
     const Interface& expected = req.expected;
-    find_master(kernel.host, conf.ipoib.master);
+    find_master(kernel.host, conf.settings.get<IpoibConf>().master);
     auto link = kernel.pod.link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
     const std::string kind = kernel.ipoib ? kernel.ipoib->kind() : "ipoib";

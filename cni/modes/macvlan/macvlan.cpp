@@ -3,7 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rdmanet/cni/modes/backend.hpp"
+#include "rdmanet/cni/modes/macvlan/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
@@ -39,9 +39,9 @@ std::string temporary_link_name() {
 }
 
 PodLink macvlan_add(const AddRequest& req) {
-    const auto& mv = req.conf.macvlan;
+    const auto& mv = req.conf.settings.get<MacvlanConf>();
     const auto master = find_master(req.kernel.host, mv.master);
-    check_master(req.policy, req.kernel.host, req.kernel.sysfs, master, mode_name(req.conf.mode));
+    check_master(req.policy, req.kernel.host, req.kernel.sysfs, master, req.conf.mode);
     if (mv.mtu > master.mtu)
         throw Error(ErrorCode::invalid_config,
                     "mtu " + std::to_string(mv.mtu) + " is larger than master " + master.name +
@@ -99,14 +99,15 @@ void macvlan_check(const CheckRequest& req) {
     const Environment& env = req.env;
     Kernel& kernel = req.kernel;
     const Interface& expected = req.expected;
-    const auto master = find_master(kernel.host, conf.macvlan.master);
+    const MacvlanConf& settings = conf.settings.get<MacvlanConf>();
+    const auto master = find_master(kernel.host, settings.master);
     auto link = kernel.pod.link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
     if (link->kind != "macvlan")
         throw Error(ErrorCode::invalid_config, "interface " + env.ifname + " is not a macvlan");
-    if (link->macvlan_mode != static_cast<int>(parse_macvlan_mode(conf.macvlan.mode)))
+    if (link->macvlan_mode != static_cast<int>(parse_macvlan_mode(settings.mode)))
         throw Error(ErrorCode::invalid_config,
-                    "macvlan " + env.ifname + " mode differs from the configured " + conf.macvlan.mode);
+                    "macvlan " + env.ifname + " mode differs from the configured " + settings.mode);
     if (!expected.mac.empty() && link->mac != expected.mac)
         throw Error(ErrorCode::invalid_config,
                     "interface " + env.ifname + " has MAC " + link->mac + ", expected " + expected.mac);

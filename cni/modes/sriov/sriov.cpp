@@ -17,6 +17,7 @@
 
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
+#include "rdmanet/cni/modes/sriov/mode.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/netns/error.hpp"
 #include "rdmanet/netns/rdma_sysfs.hpp"
@@ -84,7 +85,7 @@ void apply_guid(netns::VfControl& vfs, const netns::Sysfs& sysfs, netns::Rtnl& h
 void check_vf_guid(const CheckRequest& req, const VfDevice& vf, const netns::VfInfo& now) {
     const NetConf& conf = req.conf;
     const Environment& env = req.env;
-    std::optional<std::string> expected = conf.sriov.requested_guid(conf.runtime, env.args);
+    std::optional<std::string> expected = conf.settings.get<SriovConf>().requested_guid(conf.runtime, env.args);
     if (!expected) {
         const auto state = req.states.load(conf.name, env.container_id, env.ifname);
         if (state && state->sriov && !state->sriov->guid.empty()) expected = state->sriov->guid;
@@ -114,7 +115,7 @@ void check_vf_guid(const CheckRequest& req, const VfDevice& vf, const netns::VfI
 }  // namespace
 
 PodLink sriov_add(const AddRequest& req) {
-    const SriovConf& conf = req.conf.sriov;
+    const SriovConf& conf = req.conf.settings.get<SriovConf>();
     Kernel& kernel = req.kernel;
     const VfDevice vf = find_vf(kernel.sysfs, conf.pci_address, /*require_netdev=*/false);
 
@@ -331,21 +332,22 @@ void sriov_check(const CheckRequest& req) {
     const Interface& expected = req.expected;
     // The VF's netdev is in the pod now: the host's sysfs no longer lists it under the PCI device
     // (net/ is namespaced), so it is not required here; the pod side is checked below.
-    const VfDevice vf = find_vf(kernel.sysfs, conf.sriov.pci_address, /*require_netdev=*/false);
+    const SriovConf& settings = conf.settings.get<SriovConf>();
+    const VfDevice vf = find_vf(kernel.sysfs, settings.pci_address, /*require_netdev=*/false);
     if (!vf.userspace) {
         auto link = kernel.pod.link_by_name(env.ifname);
         if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
         if (!expected.mac.empty() && link->mac != checks::lowercase(expected.mac))
             throw Error(ErrorCode::invalid_config,
                         "interface " + env.ifname + " has MAC " + link->mac + ", expected " + expected.mac);
-        if (conf.sriov.mtu != 0 && link->mtu != conf.sriov.mtu)
+        if (settings.mtu != 0 && link->mtu != settings.mtu)
             throw Error(ErrorCode::invalid_config, "interface " + env.ifname + " has MTU " + std::to_string(link->mtu) +
-                                                       ", expected " + std::to_string(conf.sriov.mtu));
+                                                       ", expected " + std::to_string(settings.mtu));
     }
     // The PF-side settings this network asks for must still hold.
     auto vfs = vf_control(kernel.vf);
     const auto now = vfs->get(vf.pf, vf.index);
-    for (const auto& change : plan_apply(conf.sriov, conf.requested_mac(env.args), vf.index, vf.infiniband))
+    for (const auto& change : plan_apply(settings, conf.requested_mac(env.args), vf.index, vf.infiniband))
         if (!reflects(now, change))
             throw Error(ErrorCode::invalid_config,
                         "VF " + vf.pci + " on " + vf.pf + " no longer has " + change.describe());

@@ -42,6 +42,7 @@
 // Every refusal is logged (to the configured log, when allowed, and to auditLog) and explained
 // in the error message; secrets (kubeconfig contents, tokens) never appear in either.
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,26 +100,32 @@ struct NodePolicy {
 
 // $RDMANET_POLICY_FILE when set and non-empty, else kDefaultPolicyFile.
 std::string policy_file_path(const EnvLookup& lookup);
+// The names of the modes the caller has (the plugin passes its registry's mode_names()): a
+// policy naming any other mode is refused, so that a misspelt name is an error instead of an
+// entry that silently matches nothing. Empty = not checked (rdmanet-ipam, which has no modes).
+using KnownModes = std::span<const std::string_view>;
+
 // Pure: parses the policy file's text. Throws Error(invalid_environment, ...) naming the file
 // and the key for anything malformed (the NAD author cannot fix it: the message says so).
-NodePolicy parse_node_policy(std::string_view text, const std::string& source);
+NodePolicy parse_node_policy(std::string_view text, const std::string& source, KnownModes known_modes);
 // Reads policy_file_path(lookup): built-in defaults when the file does not exist; a file that
 // exists but cannot be read or parsed throws (fail closed: ADD must not run unrestricted because
 // the admin's file has a typo). The file is opened with O_NOFOLLOW on its last component only:
 // it lives in the admin's directory.
-NodePolicy load_node_policy(const EnvLookup& lookup);
+NodePolicy load_node_policy(const EnvLookup& lookup, KnownModes known_modes);
 // The same, but the built-in defaults when the file is broken: DEL/GC/STATUS use it so that
 // teardown works even when the admin's file has a typo (ADD and CHECK fail closed instead).
-NodePolicy load_node_policy_or_defaults(const EnvLookup& lookup);
+NodePolicy load_node_policy_or_defaults(const EnvLookup& lookup, KnownModes known_modes);
 // ADD and CHECK load strictly, every other verb falls back to the defaults.
-NodePolicy load_node_policy_for(Command command, const EnvLookup& lookup);
+NodePolicy load_node_policy_for(Command command, const EnvLookup& lookup, KnownModes known_modes);
 
 // ---- rendering (rdmanetctl doctor / install) -------------------------------------------------
 
-// The effective policy, every key with its value (defaults filled in), plus "source".
-nlohmann::json policy_to_json(const NodePolicy& policy);
+// The effective policy, every key with its value (defaults filled in: no "modes" = every one of
+// `known_modes`), plus "source".
+nlohmann::json policy_to_json(const NodePolicy& policy, KnownModes known_modes);
 // The file `rdmanetctl install` writes: the defaults, spelled out, pretty-printed.
-std::string default_policy_file_content();
+std::string default_policy_file_content(KnownModes known_modes);
 
 // ---- refusals ---------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 #pragma once
-// A backend puts one interface into the pod netns and takes it out again. Each backend is a set of
-// symmetric add/del/check functions; everything shared (IPAM, addresses, state, results) is done by
-// the plugin around them.
+// What a mode's ADD/DEL/CHECK get. A mode puts one interface into the pod netns and takes it out
+// again: a set of symmetric add/del/check functions (cni/modes/<mode>/mode.hpp), reached through
+// the registry; everything shared (IPAM, addresses, state, results) is done by the plugin around
+// them.
 #include <string>
 #include <string_view>
 
@@ -95,27 +96,6 @@ struct CheckRequest {
     Kernel& kernel;
     const Interface& expected;      // our interface as the previous result lists it
 };
-
-PodLink macvlan_add(const AddRequest& req);
-void macvlan_del(const DelRequest& req);
-void macvlan_check(const CheckRequest& req);
-
-PodLink hostdev_add(const AddRequest& req);
-void hostdev_del(const DelRequest& req);
-void hostdev_check(const CheckRequest& req);
-
-// mode "ipoib" (cni/ipoib.cpp): an IPoIB child of `master`, created in the host under a temporary
-// name, moved and renamed in one call; DEL deletes it.
-PodLink ipoib_add(const AddRequest& req);
-void ipoib_del(const DelRequest& req);
-void ipoib_check(const CheckRequest& req);
-
-// mode "sriov" (cni/sriov.cpp): an SR-IOV VF found by PCI address, its PF-side settings saved,
-// applied and restored, its netdev moved like hostdev (DPDK VFs: nothing moved); IB VFs get
-// their GUID set + driver rebind. DEL returns everything and restores exactly what ADD changed.
-PodLink sriov_add(const AddRequest& req);
-void sriov_del(const DelRequest& req);
-void sriov_check(const CheckRequest& req);
 
 // A random name ("rdm" + 8 hex digits) for links in transit; never a valid CNI_IFNAME clash
 // in practice and ignored by NetworkManager-style tools that skip unknown prefixes.

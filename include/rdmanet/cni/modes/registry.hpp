@@ -1,25 +1,33 @@
 #pragma once
 // The modes rdmanet knows, one entry each, looked up by name (iproute2's table of link kinds is
-// the model). The plugin's ADD/DEL/CHECK flow calls a mode only through its entry.
-#include <optional>
+// the model): the name the configuration's "mode" and the attachment state use, the parser of
+// the mode's own keys, and its ADD/DEL/CHECK. Nothing else in the plugin knows a mode by name:
+// adding one is a folder cni/modes/<mode>/ and a line in registry.cpp.
+#include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "rdmanet/cni/config/mode_keys.hpp"
 #include "rdmanet/cni/modes/backend.hpp"
 
 namespace rdmanet::cni {
 
 struct ModeEntry {
-    Mode mode;
-    std::string_view name;   // the config's "mode" value and the attachment state's record
+    std::string_view name;
+    std::unique_ptr<ModeSettings> (*parse)(const ModeKeys&);
     PodLink (*add)(const AddRequest&);
     void (*del)(const DelRequest&);
     void (*check)(const CheckRequest&);
 };
 
 std::span<const ModeEntry> mode_entries();
-const ModeEntry& mode_entry(Mode mode);
-// nullopt for a name no entry has (an attachment state written by a newer or older version).
+// nullptr for a name no entry has (a typo, or an attachment state written by another version).
 const ModeEntry* find_mode_entry(std::string_view name);
+// Throws std::logic_error for an unknown name: for callers whose name was already validated.
+const ModeEntry& mode_entry(std::string_view name);
+// Every entry's name, in table order (node policy validation, error messages).
+std::vector<std::string_view> mode_names();
 
 }  // namespace rdmanet::cni

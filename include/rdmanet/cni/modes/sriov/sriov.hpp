@@ -1,14 +1,14 @@
 #pragma once
-// mode "sriov": the pieces of the SR-IOV VF backend, each in its own file (cni/sriov_*.cpp):
+// mode "sriov": the pieces of the SR-IOV VF backend, each in its own file (cni/modes/sriov/):
 // VF discovery through sysfs, the per-VF lock and in-use record, the PF-side settings plan,
-// InfiniBand GUIDs and the Multus device-info file. The backend entry points (sriov_add/del/
-// check) are declared in backend.hpp next to the other backends.
+// InfiniBand GUIDs and the Multus device-info file. The mode's settings and its entry points
+// (sriov_add/del/check) are in mode.hpp.
 #include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "rdmanet/cni/config/config.hpp"
+#include "rdmanet/cni/modes/sriov/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/sriov_state.hpp"
 #include "rdmanet/base/fd.hpp"

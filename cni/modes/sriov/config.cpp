@@ -2,9 +2,9 @@
 // (pkg/config) and ib-sriov-cni do, each bad key named in a code-7 error.
 #include <array>
 
-#include "rdmanet/cni/protocol/value_checks.hpp"
-#include "sections.hpp"
+#include "rdmanet/cni/modes/sriov/mode.hpp"
 #include "rdmanet/cni/protocol/text.hpp"
+#include "rdmanet/cni/protocol/value_checks.hpp"
 
 namespace rdmanet::cni {
 
@@ -84,13 +84,17 @@ std::optional<std::string> SriovConf::requested_guid(const RuntimeConfig& runtim
     return guid;
 }
 
-void parse_sriov(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required) {
-    auto& sriov = conf.sriov;
+std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
+    const JsonFields& top = keys.top;
+    const NetConf& conf = keys.conf;
+    const Attempt& attempt = keys.attempt;
+    const bool required = keys.required;
+    auto settings = std::make_unique<SriovConf>();
+    auto& sriov = *settings;
     attempt([&] {
         // Precedence runtimeConfig.deviceID > deviceID > pciBusID, as for hostdev; but a VF is
         // always a PCI function, so an auxiliary id (an SF) is refused here.
-        static const nlohmann::json kNoObject = nlohmann::json::object();
-        const JsonFields runtime_fields(kNoObject, "runtimeConfig", kInvalid);
+        const JsonFields& runtime_fields = runtime_config_names();
         struct Source { const JsonFields* fields; std::string_view key; std::optional<std::string> value; };
         const std::array<Source, 3> sources = {{{&runtime_fields, "deviceID", conf.runtime.device_id},
                                                 {&top, "deviceID", top.string("deviceID")},
@@ -176,10 +180,8 @@ void parse_sriov(const JsonFields& top, NetConf& conf, const Attempt& attempt, b
         // runtimeConfig.infinibandGUID passed the shape check in parse_runtime_config; a VF
         // also refuses the reserved values.
         if (!conf.runtime.infiniband_guid) return;
-        if (auto problem = usable_guid_problem(*conf.runtime.infiniband_guid)) {
-            static const nlohmann::json kNoObject = nlohmann::json::object();
-            JsonFields(kNoObject, "runtimeConfig", kInvalid).invalid("infinibandGUID", *problem);
-        }
+        if (auto problem = usable_guid_problem(*conf.runtime.infiniband_guid))
+            runtime_config_names().invalid("infinibandGUID", *problem);
     });
     attempt([&] { sriov.pkey = pkey(top); });
     attempt([&] {
@@ -188,6 +190,7 @@ void parse_sriov(const JsonFields& top, NetConf& conf, const Attempt& attempt, b
             top.invalid("mtu", std::to_string(*mtu) + " is out of range: use 68-65535, or 0 to keep the VF's MTU");
         sriov.mtu = mtu.value_or(0);
     });
+    return settings;
 }
 
 }  // namespace rdmanet::cni
