@@ -79,7 +79,9 @@ nlohmann::json AttachmentState::to_json() const {
         {"cniPath", cni_path},
     };
     if (!netconf.is_null()) j["netconf"] = netconf;
-    if (sriov) j["sriov"] = sriov->to_json();
+    // A mode named like one of the keys above would lose its record rather than overwrite the
+    // key; no mode is.
+    if (!mode_record.is_null() && !mode.empty() && !j.contains(mode)) j[mode] = mode_record;
     return j;
 }
 
@@ -107,7 +109,8 @@ AttachmentState AttachmentState::from_json(const nlohmann::json& j) {
     if (j.contains("cniPath") && j["cniPath"].is_array())
         for (const auto& entry : j["cniPath"])
             if (entry.is_string()) s.cni_path.push_back(entry.get<std::string>());
-    if (j.contains("sriov") && j["sriov"].is_object()) s.sriov = SriovState::from_json(j["sriov"]);
+    if (!s.mode.empty())
+        if (auto it = j.find(s.mode); it != j.end() && it->is_object()) s.mode_record = *it;
     return s;
 }
 

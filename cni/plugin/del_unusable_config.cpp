@@ -29,7 +29,7 @@ std::vector<AttachmentState> recorded_attachments(const StateStore& store, const
 std::string describe_remains(const AttachmentState& state) {
     std::string text = "network " + state.network + " has a recorded " + state.mode + " attachment";
     if (!state.host_ifname.empty()) text += " of host device " + state.host_ifname;
-    if (state.sriov) text += " (VF " + std::to_string(state.sriov->vf_index) + " of " + state.sriov->pf + ")";
+    if (!state.pci_address.empty()) text += " (PCI " + state.pci_address + ")";
     if (!state.rdma_device.empty()) text += ", RDMA device " + state.rdma_device;
     std::string addresses;
     try {

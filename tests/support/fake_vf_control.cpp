@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "rdmanet/cni/config/sriov_state.hpp"
+#include "rdmanet/cni/modes/sriov/state.hpp"
 #include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::test {

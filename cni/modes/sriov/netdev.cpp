@@ -29,8 +29,8 @@ void set_mac_verified(netns::Rtnl& rtnl, const std::string& name, const std::str
 
 // In the host: the original name back (when free), the pod name dropped as an altname, MAC,
 // MTU and alias as before ADD, UP if it was.
-void restore_in_host(netns::Rtnl& host, netns::LinkInfo link, const AttachmentState& state, const std::string& pod_name) {
-    const SriovState& s = *state.sriov;
+void restore_in_host(netns::Rtnl& host, netns::LinkInfo link, const AttachmentState& state, const SriovState& s,
+                     const std::string& pod_name) {
     if (link.up) host.set_up(link.index, false);   // the kernel refuses to rename a running link
     if (link.name != state.host_ifname) {
         if (auto other = host.link_by_name(state.host_ifname); other && other->index != link.index)
@@ -85,7 +85,7 @@ netns::LinkInfo move_into_pod(const AddRequest& req, const NetdevPlan& plan) {
     return *pod.link_by_name(pod_name);
 }
 
-void return_to_host(const DelRequest& req, const AttachmentState& state) {
+void return_to_host(const DelRequest& req, const AttachmentState& state, const SriovState& record) {
     const std::string& pod_name = req.env.ifname;
     if (req.pod) {
         if (auto link = req.pod->link_by_name(pod_name)) {
@@ -102,7 +102,7 @@ void return_to_host(const DelRequest& req, const AttachmentState& state) {
             const std::string transit = name_free ? state.host_ifname : temporary_link_name();
             pod.move_link(link->index, req.host_ns.fd(), transit);
             spdlog::info("returned {} to the host as {}", pod_name, transit);
-            if (auto back = req.host.link_by_name(transit)) restore_in_host(req.host, *back, state, pod_name);
+            if (auto back = req.host.link_by_name(transit)) restore_in_host(req.host, *back, state, record, pod_name);
             return;
         }
     }
@@ -119,7 +119,7 @@ void return_to_host(const DelRequest& req, const AttachmentState& state) {
                          (state.host_mac.empty() || link->mac == state.host_mac);
     if (settled) return;
     spdlog::info("recovering VF netdev {} returned by the kernel as {}", state.host_ifname, link->name);
-    restore_in_host(req.host, *link, state, pod_name);
+    restore_in_host(req.host, *link, state, record, pod_name);
 }
 
 }  // namespace rdmanet::cni::sriov

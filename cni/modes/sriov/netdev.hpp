@@ -6,6 +6,7 @@
 #include <string>
 
 #include "rdmanet/cni/modes/backend.hpp"
+#include "rdmanet/cni/modes/sriov/state.hpp"
 
 namespace rdmanet::cni::sriov {
 
@@ -24,6 +25,6 @@ netns::LinkInfo move_into_pod(const AddRequest& req, const NetdevPlan& plan);
 // and alias restored, wherever it is: in the pod as CNI_IFNAME, or already back in the host
 // (kernel return on netns destruction) as the pod name or dev<N>, found by PCI address.
 // Nothing found = nothing to do.
-void return_to_host(const DelRequest& req, const AttachmentState& state);
+void return_to_host(const DelRequest& req, const AttachmentState& state, const SriovState& record);
 
 }  // namespace rdmanet::cni::sriov

@@ -88,7 +88,8 @@ void check_vf_guid(const CheckRequest& req, const VfDevice& vf, const netns::VfI
     std::optional<std::string> expected = conf.settings.get<SriovConf>().requested_guid(conf.runtime, env.args);
     if (!expected) {
         const auto state = req.states.load(conf.name, env.container_id, env.ifname);
-        if (state && state->sriov && !state->sriov->guid.empty()) expected = state->sriov->guid;
+        if (state && state->mode_record.is_object())
+            if (auto recorded = SriovState::from_json(state->mode_record).guid; !recorded.empty()) expected = recorded;
     }
     if (!expected) return;   // ADD kept the VF's own GUID: nothing of ours to verify
     const auto mismatch = [&](const std::string& what, const std::string& actual) {
@@ -170,13 +171,17 @@ PodLink sriov_add(const AddRequest& req) {
         s.original_mtu = host_link->mtu;
     }
     req.state.pci_address = vf.pci;
-    req.state.sriov = s;
-    req.save_state();
-    SriovState& saved = *req.state.sriov;
+    // The record goes into the attachment state before every change it lists, so that a crash
+    // right after the change still has DEL undo it.
+    const auto save = [&] {
+        req.state.mode_record = s.to_json();
+        req.save_state();
+    };
+    save();
 
     // ---- InfiniBand GUID ---------------------------------------------------------------------
     if (vf.infiniband) {
-        const std::string current = current_guid(saved.original, host_link ? host_link->mac : "");
+        const std::string current = current_guid(s.original, host_link ? host_link->mac : "");
         if (!guid) {
             if (current.empty() || is_reserved_guid(current))
                 throw Error(ErrorCode::invalid_config,
@@ -186,13 +191,13 @@ PodLink sriov_add(const AddRequest& req) {
         } else if (*guid != current) {
             // Rebinding renames devices node-wide: one GUID change at a time on this node.
             FileLock guid_lock = FileLock::acquire(sriov_dir(state_dir), "guid", kGuidLockTimeout, "the node-wide GUID lock");
-            saved.original_guid = current.empty() || current == "00:00:00:00:00:00:00:00" ? kAllOnesGuid : current;
-            saved.guid = *guid;
-            saved.applied.push_back("guid");
-            req.save_state();
+            s.original_guid = current.empty() || current == "00:00:00:00:00:00:00:00" ? kAllOnesGuid : current;
+            s.guid = *guid;
+            s.applied.push_back("guid");
+            save();
             const std::string name = host_link ? host_link->name : "";
             req.rollback.push("restore GUID of VF " + vf.pci,
-                              [vfs, &sysfs = kernel.sysfs, &host = kernel.host, vf, original = saved.original_guid, name] {
+                              [vfs, &sysfs = kernel.sysfs, &host = kernel.host, vf, original = s.original_guid, name] {
                                   apply_guid(*vfs, sysfs, host, vf, original, name);
                               });
             apply_guid(*vfs, kernel.sysfs, kernel.host, vf, *guid, name);
@@ -201,7 +206,7 @@ PodLink sriov_add(const AddRequest& req) {
                 if (!host_link)
                     throw Error(ErrorCode::device_not_found, "VF " + vf.pci + " has no netdev after the driver rebind");
             }
-            spdlog::info("VF {}: GUID {} set (was {})", vf.pci, *guid, saved.original_guid);
+            spdlog::info("VF {}: GUID {} set (was {})", vf.pci, *guid, s.original_guid);
         }
     }
 
@@ -209,10 +214,10 @@ PodLink sriov_add(const AddRequest& req) {
     for (const auto& change : plan) {
         const std::string field = field_name(change.field);
         // Recorded before the write: a crash right after it still has DEL restore this field.
-        saved.applied.push_back(field);
-        req.save_state();
+        s.applied.push_back(field);
+        save();
         req.rollback.push("restore VF " + std::to_string(vf.index) + " " + field + " on " + vf.pf,
-                          [vfs, pf = vf.pf, field, original = saved.original, index = vf.index] {
+                          [vfs, pf = vf.pf, field, original = s.original, index = vf.index] {
                               if (auto undo = restore_change(field, original, index)) vfs->apply(pf, *undo);
                           });
         apply_verified(*vfs, vf.pf, change);
@@ -250,19 +255,19 @@ PodLink sriov_add(const AddRequest& req) {
         const auto& dirs = req.policy.device_info_dirs;
         req.rollback.push("remove device-info file " + path, [path, dirs] { remove_device_info(dirs, path); });
         write_device_info(dirs, path, vf.pci, vf.pf_pci, rdma);
-        saved.device_info_file = path;
-        req.save_state();
+        s.device_info_file = path;
+        save();
     }
     return pod_link;
 }
 
 void sriov_del(const DelRequest& req) {
-    if (!req.state || !req.state->sriov || req.state->pci_address.empty()) {
+    if (!req.state || !req.state->mode_record.is_object() || req.state->pci_address.empty()) {
         spdlog::info("sriov DEL without a recorded VF: nothing to undo");
         return;
     }
     const AttachmentState& state = *req.state;
-    const SriovState& s = *state.sriov;
+    const SriovState s = SriovState::from_json(state.mode_record);
     const std::string& state_dir = req.policy.state_dir;
     FileLock lock = FileLock::acquire(sriov_dir(state_dir) + "/vf_lock", state.pci_address, kVfLockTimeout,
                                       "the lock of VF " + state.pci_address);
@@ -292,7 +297,7 @@ void sriov_del(const DelRequest& req) {
         }
     };
 
-    if (!s.dpdk) step("return the VF netdev", [&] { return_to_host(req, state); });
+    if (!s.dpdk) step("return the VF netdev", [&] { return_to_host(req, state, s); });
     step("return the RDMA device", [&] { rdma_isolation_del(req); });
 
     auto vfs = vf_control(req.vf);

@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmanet/cni/config/config.hpp"
-#include "rdmanet/cni/config/sriov_state.hpp"
 #include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::cni {
@@ -22,7 +21,7 @@ struct AttachmentState {
     std::string network;
     std::string container_id;
     std::string ifname;
-    std::string mode;                 // mode_name() of the backend
+    std::string mode;                 // the mode's registry name
     std::string netns;                // CNI_NETNS at ADD
     // The pod namespace's identity at ADD (st_dev/st_ino of the nsfs file behind CNI_NETNS, 0 when
     // unknown): the node agent treats the sandbox as gone when the path is gone or now names a
@@ -51,8 +50,10 @@ struct AttachmentState {
     // that DEL deletes only what it created.
     std::string child_kind;
 
-    // sriov: VF, PF and the settings to restore (attachment "sriov" object; nullopt otherwise).
-    std::optional<SriovState> sriov;
+    // The mode's own record, opaque here (sriov: the VF, its PF and the settings to restore,
+    // cni/modes/sriov/state.hpp); null when the mode keeps none. Stored in the file under the
+    // mode's name, the key the sriov record always had.
+    nlohmann::json mode_record;
 
     // The result handed to the runtime (addresses etc.), in CNI 1.1.0 form.
     nlohmann::json result = nlohmann::json::object();

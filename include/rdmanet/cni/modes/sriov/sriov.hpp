@@ -10,7 +10,7 @@
 
 #include "rdmanet/cni/modes/sriov/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
-#include "rdmanet/cni/config/sriov_state.hpp"
+#include "rdmanet/cni/modes/sriov/state.hpp"
 #include "rdmanet/base/fd.hpp"
 #include "rdmanet/netns/sysfs.hpp"
 #include "rdmanet/netns/vf.hpp"

@@ -1,7 +1,8 @@
 #pragma once
 // What DEL of an SR-IOV VF attachment needs beyond hostdev's identity fields: which VF of which
 // PF, the VF's settings before ADD and which of them ADD changed, and the InfiniBand GUID.
-// Stored under "sriov" in the attachment state.
+// Stored as the sriov mode's record in the attachment state (AttachmentState::mode_record,
+// under the key "sriov" in the file).
 #include <optional>
 #include <string>
 #include <vector>

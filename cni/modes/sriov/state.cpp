@@ -1,4 +1,4 @@
-#include "rdmanet/cni/config/sriov_state.hpp"
+#include "rdmanet/cni/modes/sriov/state.hpp"
 
 namespace rdmanet::cni {
 
