@@ -41,9 +41,9 @@ build_variant() {
   [[ $v == custom ]] && targets+=(bench_measure test_apiserver)
   # shellcheck disable=SC2086 # option lists are word lists
   cmake -S "$root" -B "$ROOT/$v" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMANET_NLOHMANN_POOL_PARSER=OFF \
-    ${OPTS[$v]} ${CMAKE_ARGS:-} >"$ROOT/$v.configure.log" ||
+    ${OPTS[$v]} ${CMAKE_ARGS:-} >"$ROOT/$v.configure.log" 2>&1 ||
     die "configure of $v failed: $ROOT/$v.configure.log"
-  cmake --build "$ROOT/$v" -j"$(nproc)" --target "${targets[@]}" >"$ROOT/$v.build.log" ||
+  cmake --build "$ROOT/$v" -j"$(nproc)" --target "${targets[@]}" >"$ROOT/$v.build.log" 2>&1 ||
     die "build of $v failed: $ROOT/$v.build.log"
 }
 echo "building the variants in $ROOT (rdmanet-ipam only)"
