@@ -6,8 +6,11 @@
 #include <cstring>
 #include <functional>
 #include <cstdint>
+#include <deque>
 
+#ifndef RDMANET_NLOHMANN_POOL_PARSER
 #include "rdmanet/ipam/kube/json_scan.hpp"
+#endif
 
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/core/naming.hpp"
@@ -297,6 +300,48 @@ PoolObject PoolReader::finish(std::string network_name) && {
     if (p.resource_version.empty()) throw IpamError(codes::io_failure, "IPPool " + name_ + " has no resourceVersion");
     return p;
 }
+
+#ifdef RDMANET_NLOHMANN_POOL_PARSER
+// The same PoolReader driven by nlohmann's SAX parser instead of json_scan.hpp (the build option
+// RDMANET_NLOHMANN_POOL_PARSER, for tests/bench/home_grown_bench.sh). nlohmann hands out keys
+// and strings as its lexer's token buffer, overwritten by the next token, while PoolReader keeps
+// a member's key until the member's value has been reported: keys are copied, one per level.
+class NlohmannPoolEvents final : public nlohmann::json_sax<json> {
+public:
+    explicit NlohmannPoolEvents(PoolReader& reader) : r_(reader) {}
+    bool null() override { return r_.null(); }
+    bool boolean(bool) override { return r_.other_scalar(); }
+    bool number_integer(number_integer_t) override { return r_.other_scalar(); }
+    bool number_unsigned(number_unsigned_t) override { return r_.other_scalar(); }
+    bool number_float(number_float_t, const string_t&) override { return r_.other_scalar(); }
+    bool string(string_t& s) override { return r_.string(s); }
+    bool binary(binary_t&) override { return false; }   // not produced by the JSON parser
+    bool start_object(std::size_t) override {
+        keys_.emplace_back();
+        return r_.start_object();
+    }
+    bool key(string_t& k) override {
+        keys_.back() = k;
+        return r_.key(keys_.back());
+    }
+    bool end_object() override {
+        keys_.pop_back();
+        return r_.end_object();
+    }
+    bool start_array(std::size_t) override { return r_.start_array(); }
+    bool end_array() override { return r_.end_array(); }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+private:
+    PoolReader& r_;
+    std::deque<std::string> keys_;   // deque: growing it leaves the other levels' keys in place
+};
+
+bool scan_json(std::string_view body, PoolReader& reader) {
+    NlohmannPoolEvents events(reader);
+    return json::sax_parse(body, &events);
+}
+#endif
 
 }  // namespace
 

@@ -70,7 +70,7 @@ void configure_sqlite_once() {
 Db::Db(const std::string& path, int busy_timeout_ms) : path_(path) {
     configure_sqlite_once();
     const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, wal_vfs_name());
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);   // SQLite's default ("unix") VFS
     if (rc != SQLITE_OK) {
         // sqlite3_open_v2 hands back a handle even on failure; it must still be closed.
         std::string msg = "ipam datastore " + path + ": open: " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));

@@ -19,11 +19,6 @@ namespace rdmanet::ipam::sql {
 // Throws IpamError: try_again for SQLITE_BUSY/LOCKED (the busy timeout ran out), io_failure otherwise.
 [[noreturn]] void fail(sqlite3* db, int rc, std::string_view what);
 
-// The VFS every connection opens with (sqlite_wal_vfs.cpp): SQLite's "unix" VFS writing a
-// transaction's WAL frames in one syscall. nullptr (= SQLite's default VFS) if it could not be
-// registered.
-const char* wal_vfs_name();
-
 class Statement {
 public:
     Statement(sqlite3* db, const char* sql);

@@ -25,9 +25,9 @@
 //    enforced the same way.
 //  - An ADD modifies three b-tree leaves, a DEL the same three (four in a schema-1 store); see the
 //    schema comment for why that number matters (it is most of the cost).
-//  - Connections use SQLite's unix VFS with one change: a transaction's WAL frames go to the kernel
-//    in one pwrite, sent before SQLite publishes the commit, instead of two pwrites per frame
-//    (sqlite_wal_vfs.cpp). Locking, syncing and what a killed process leaves are the unix VFS's.
+//  - Connections use SQLite's default (unix) VFS. A VFS that wrote a transaction's WAL frames in
+//    one pwrite instead of two per frame saved no measurable CPU of a whole ADD+DEL process
+//    (docs/benchmarks.md, Home-grown parts) and was removed.
 //  - The directory is created 0700, the database file 0600 (SQLite gives -wal/-shm the same mode).
 //
 // One SqliteStore is one connection: use it from one thread, and open it after fork() (a child
