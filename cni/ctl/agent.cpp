@@ -1,4 +1,4 @@
-// rdmanetctl agent: the node agent's loop (see ctl_local.hpp). One thread: a signalfd and the
+// rdmanetctl agent: the node agent's loop (see rdmanet/cni/ctl/agent.hpp). One thread: a signalfd and the
 // metrics socket are polled between passes, so SIGTERM is seen within one poll.
 #include <chrono>
 #include <csignal>

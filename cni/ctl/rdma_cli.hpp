@@ -1,6 +1,6 @@
 #pragma once
-// CLI11 wiring of `rdmanetctl rdma mode` and `rdmanetctl devices` (commands in cni/ctl_rdma.cpp,
-// cni/ctl_devices.cpp, cni/ctl_verbs.cpp).
+// CLI11 wiring of `rdmanetctl rdma mode` and `rdmanetctl devices` (commands in cni/ctl/rdma.cpp,
+// cni/ctl/devices.cpp, cni/ctl/verbs.cpp).
 #include <iostream>
 #include <memory>
 #include <string>

@@ -1,4 +1,4 @@
-// JSON -> YAML for rdmanetctl (NetworkAttachmentDefinitions out; reading is ctl_yaml_read.cpp).
+// JSON -> YAML for rdmanetctl (NetworkAttachmentDefinitions out; reading is yaml_read.cpp).
 // yaml-cpp is linked into rdmanetctl only: the plugin never reads YAML and must not pay for it.
 #include <stdexcept>
 

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
         }
     });
 
-    // agent: the DaemonSet's node agent (cni/ctl_agent.cpp).
+    // agent: the DaemonSet's node agent (cni/ctl/agent.cpp).
     ctl::AgentOptions agent_options;
     CLI::App* agent = app.add_subcommand(
         "agent", "node agent: repair attachments whose pod is gone, serve metrics; runs until SIGTERM");
@@ -130,10 +130,10 @@ int main(int argc, char** argv) {
     add_data_dir(*verify, options);
     verify->callback([&] { status = ctl::pool_verify(options, std::cout, std::cerr); });
 
-    // render, install, doctor (cni/main/ctl_admin_cli.hpp).
+    // render, install, doctor (cni/ctl/admin_cli.hpp).
     ctl::AdminCli admin;
     admin.add(app, status);
-    // rdma mode, devices (cni/main/ctl_rdma_cli.hpp).
+    // rdma mode, devices (cni/ctl/rdma_cli.hpp).
     ctl::RdmaCli rdma_cli;
     rdma_cli.add(app, status);
 

@@ -1,5 +1,5 @@
 // The failpoint walk (hardening build only, -DRDMANET_FAILPOINTS=ON): for every mode and every
-// step listed in cni/failpoint.hpp, the plugin is SIGKILLed at that step of ADD (or of DEL), and
+// step listed in include/rdmanet/base/failpoint.hpp, the plugin is SIGKILLed at that step of ADD (or of DEL), and
 // then the runtime's recovery — DEL, then GC with no valid attachment — must leave nothing behind:
 // no interface in the pod, the host device back under its own name with its own MAC, no macvlan
 // child on the master, no address in the embedded IPAM's store and no attachment state. sriov and

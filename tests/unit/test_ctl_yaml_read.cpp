@@ -1,4 +1,4 @@
-// rdmanetctl's YAML reader (cni/ctl_yaml_read.cpp): what it builds from anchors, aliases and
+// rdmanetctl's YAML reader (cni/ctl/yaml_read.cpp): what it builds from anchors, aliases and
 // several documents, and the bounds that keep a hostile or broken file from hanging or
 // exhausting the CLI — including yaml-cpp 0.7's LoadAll loop that fuzz_render found.
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
 #pragma once
 // The network configuration's "rdma" object: whether the pod also gets the
 // RDMA device of its interface, and the RoCE type of service its rdma_cm connections start with.
-// Pure values; parsed by config_rdma.cpp.
+// Pure values; parsed by cni/config/rdma_section.cpp.
 //
 //   "rdma": { "isolation": "auto" | "required" | "off", "tos": 0-255 }
 #include <optional>

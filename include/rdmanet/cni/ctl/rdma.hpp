@@ -76,7 +76,7 @@ struct VerbsPort {
     std::string state;        // ibv_port_state_str: "PORT_ACTIVE" -> "ACTIVE"
     std::string link_layer;   // "Ethernet" | "InfiniBand"
 };
-// libibverbs' view of this node (cni/ctl_verbs.cpp, linked only into rdmanetctl). Empty when
+// libibverbs' view of this node (cni/ctl/verbs.cpp, linked only into rdmanetctl). Empty when
 // there are no devices or no verbs support.
 std::vector<VerbsPort> query_verbs_ports();
 

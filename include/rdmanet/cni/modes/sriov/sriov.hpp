@@ -17,7 +17,7 @@
 
 namespace rdmanet::cni::sriov {
 
-// ---- discovery (sriov_device.cpp) ----------------------------------------------------------
+// ---- discovery (device.cpp) ----------------------------------------------------------
 
 // A VF as sysfs describes it: <root>/bus/pci/devices/<pci>/{physfn,driver,net/,infiniband/}.
 struct VfDevice {
@@ -51,7 +51,7 @@ std::optional<std::string> vf_netdev(const netns::Sysfs& sysfs, const std::strin
 // PCI vendor id without "0x" ("15b3") from bus/pci/devices/<pci>/vendor; "" when unknown.
 std::string pci_vendor_id(const netns::Sysfs& sysfs, const std::string& pci);
 
-// ---- ownership (sriov_lock.cpp) -------------------------------------------------------------
+// ---- ownership (lock.cpp) -------------------------------------------------------------
 
 // An exclusive flock on <dir>/<name>.lock, taken with a bounded wait and released on
 // destruction (or process exit). Error(timeout, 104) naming what holds it when the wait ends.
@@ -94,7 +94,7 @@ private:
     std::string dir_;
 };
 
-// ---- PF-side settings (sriov_settings.cpp): pure --------------------------------------------
+// ---- PF-side settings (settings.cpp): pure --------------------------------------------
 
 // The changes ADD makes on the PF, in sriov-cni's order: vlan -> MAC -> rate -> spoofchk ->
 // trust -> link_state. `mac` is the requested MAC (config/runtime/CNI_ARGS), if any.
@@ -116,7 +116,7 @@ bool reflects(const netns::VfInfo& vf, const netns::VfChange& change);
 void apply_verified(netns::VfControl& vfs, const std::string& pf, const netns::VfChange& change,
                     int attempts = 20, std::chrono::milliseconds interval = std::chrono::milliseconds(100));
 
-// ---- InfiniBand GUID (sriov_guid.cpp) ------------------------------------------------------
+// ---- InfiniBand GUID (guid.cpp) ------------------------------------------------------
 
 // The VF's current GUID: the PF's IFLA_VF_IB_NODE_GUID report when present, else the last 8
 // bytes of the VF netdev's 20-byte IPoIB address (`hwaddr`, as rtnetlink formats it); "" when
@@ -130,7 +130,7 @@ void set_vf_guid(netns::VfControl& vfs, const std::string& pf, unsigned vf, cons
 // KernelError with the write's errno.
 void rebind_vf(const netns::Sysfs& sysfs, const std::string& pci, const std::string& driver);
 
-// ---- Multus device-info file (sriov_device_info.cpp) ---------------------------------------
+// ---- Multus device-info file (device_info.cpp) ---------------------------------------
 
 // {"type":"pci","version":"1.1.0","pci":{"pci-address","rdma-device","pf-pci-address"}}, merged
 // into what the file already holds (the device plugin's copy may carry more keys), written
