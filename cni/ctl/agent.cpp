@@ -21,6 +21,7 @@
 #include "rdmanet/cni/ctl/metrics_server.hpp"
 #include "rdmanet/cni/ctl/pod_scope.hpp"
 #include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/kube/slice_store.hpp"
 #include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::cni::ctl {
@@ -65,6 +66,7 @@ public:
                 err_ << "agent: listing the pods of node " << o_.node_name << ": " << e.what() << '\n';
             }
         }
+        if (kube_config_) publish_slice_backlog();
         metrics_.record_pass(report, unix_now());
         if (!report.repaired.empty() || !report.failed.empty() || !report.not_repairable.empty())
             print_repair_report(report, false, out_, err_);
@@ -88,10 +90,30 @@ public:
 
     void connect_kube() {
         if (!o_.kube.enabled()) return;
-        kube_ = open_kube_store(o_.kube);
+        kube_config_ = kube_config(o_.kube);
+        kube_ = std::make_unique<ipam::kube::KubeStore>(*kube_config_, ipam::kube::Deadline::in(kCtlBudget), "");
     }
 
 private:
+    // Node slices: the plugin commits to the node's local store first and publishes to the slice
+    // IPPools after; what an API-server outage held back waits in a backlog. CNI calls publish it
+    // too, but a node with no pod churn would keep it until its next call: the agent publishes it
+    // every pass, oldest first, within the same budget a CNI call gives it.
+    void publish_slice_backlog() {
+        try {
+            const auto r = ipam::kube::publish_pending(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget);
+            metrics_.record_slice_publish(r.published, r.remaining, r.conflicts.size());
+            if (r.published > 0) out_ << "published " << r.published << " node-slice change(s)\n";
+            for (const auto& c : r.conflicts) err_ << "agent: node-slice change not published: " << c << '\n';
+            if (!r.error.empty())
+                err_ << "agent: " << r.remaining << " node-slice change(s) wait for the API server: " << r.error << '\n';
+        } catch (const ipam::IpamError& e) {
+            err_ << "agent: publishing node-slice changes: " << e.msg << '\n';
+        } catch (const std::exception& e) {
+            err_ << "agent: publishing node-slice changes: " << e.what() << '\n';
+        }
+    }
+
     static void merge(RepairReport& into, RepairReport&& more) {
         for (auto& i : more.repaired) into.repaired.push_back(std::move(i));
         for (auto& i : more.failed) into.failed.push_back(std::move(i));
@@ -104,6 +126,7 @@ private:
     std::ostream& out_;
     std::ostream& err_;
     AgentMetrics metrics_;
+    std::optional<ipam::kube::KubeConfig> kube_config_;
     std::unique_ptr<ipam::kube::KubeStore> kube_;
     GonePodTracker pod_tracker_;
 };

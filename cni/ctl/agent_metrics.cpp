@@ -46,6 +46,12 @@ void AgentMetrics::record_pass(const RepairReport& report, double unix_seconds) 
     for (const auto& [mode, n] : report.alive_by_mode) attachments_[mode] = n;
 }
 
+void AgentMetrics::record_slice_publish(int published, int remaining, std::size_t conflicts) {
+    slice_published_ += static_cast<std::uint64_t>(published);
+    slice_conflicts_ += conflicts;
+    slice_pending_ = static_cast<std::uint64_t>(remaining);
+}
+
 void AgentMetrics::record_calls(const std::vector<CallRecord>& records) {
     for (const auto& r : records) calls_.add(r);
 }
@@ -78,6 +84,16 @@ std::string AgentMetrics::render(const std::vector<PoolUsage>& pools) const {
     t.sample("rdmanet_agent_passes_total", {}, static_cast<double>(passes_));
     t.family("rdmanet_agent_last_pass_timestamp_seconds", "gauge", "Unix time of the agent's last repair pass.");
     t.sample("rdmanet_agent_last_pass_timestamp_seconds", {}, last_pass_);
+
+    t.family("rdmanet_slice_changes_published_total", "counter",
+             "Node-slice allocation changes the agent published to the slice IPPools.");
+    t.sample("rdmanet_slice_changes_published_total", {}, static_cast<double>(slice_published_));
+    t.family("rdmanet_slice_change_conflicts_total", "counter",
+             "Node-slice changes not published because another writer's entry holds the address.");
+    t.sample("rdmanet_slice_change_conflicts_total", {}, static_cast<double>(slice_conflicts_));
+    t.family("rdmanet_slice_backlog_changes", "gauge",
+             "Node-slice changes still waiting for the API server after the agent's last pass.");
+    t.sample("rdmanet_slice_backlog_changes", {}, static_cast<double>(slice_pending_));
 
     t.family("rdmanet_plugin_calls_total", "counter", "CNI calls of the plugin by verb and result code (0 = success).");
     for (const auto& [key, n] : calls_.calls())

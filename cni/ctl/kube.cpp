@@ -4,7 +4,7 @@
 
 namespace rdmanet::cni::ctl {
 
-std::unique_ptr<ipam::kube::KubeStore> open_kube_store(const KubeOptions& options) {
+ipam::kube::KubeConfig kube_config(const KubeOptions& options) {
     ipam::kube::KubeConfig config;
     if (!options.kubeconfig.empty()) {
         config = ipam::kube::load_kubeconfig(options.kubeconfig);
@@ -18,7 +18,11 @@ std::unique_ptr<ipam::kube::KubeStore> open_kube_store(const KubeOptions& option
         config = std::move(*in_cluster);
     }
     if (!options.ns.empty()) config.namespace_ = options.ns;
-    return std::make_unique<ipam::kube::KubeStore>(std::move(config), ipam::kube::Deadline::in(kCtlBudget), "");
+    return config;
+}
+
+std::unique_ptr<ipam::kube::KubeStore> open_kube_store(const KubeOptions& options) {
+    return std::make_unique<ipam::kube::KubeStore>(kube_config(options), ipam::kube::Deadline::in(kCtlBudget), "");
 }
 
 }  // namespace rdmanet::cni::ctl

@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     agent->add_option("--metrics-address", agent_options.metrics_address,
                       "serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9750); off when empty");
     agent->add_option("--ipam-data-dir", agent_options.ipam_data_dir,
-                      "local IPAM store whose pools are reported, default " + std::string(rdmanet::ipam::kDefaultDataDir));
+                      "local IPAM store whose pools are reported and whose node-slice backlog is published, default " + std::string(rdmanet::ipam::kDefaultDataDir));
     add_kube(*agent, agent_options.kube);
     agent->add_option("--node-name", agent_options.node_name, "this node's name (with the Kubernetes datastore)")
         ->envname("NODE_NAME");

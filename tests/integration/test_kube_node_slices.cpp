@@ -238,3 +238,45 @@ TEST_CASE("node slices through an API-server outage: ADD/DEL keep working, SIGKI
     for (const auto& [offset, entry] : expected.items()) CHECK(entry["id"] != "a0");   // a0's DEL was published
     CHECK(server.stats()["by_method"].value("PATCH", 0) > writes_before);
 }
+
+TEST_CASE("node slices: after an outage the node agent publishes the backlog, with no CNI call on the node",
+          "[kube][integration][slices][outage][agent]") {
+    TestApiServer server;
+    Env env(server);
+    const json conf = env.conf("10.75.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "teal"}});
+    const std::string pool = "teal-node-a-10.75.0.0-26";
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "t0").exit_code == 0);
+
+    server.set_outage(TestApiServer::Outage::drop);
+    for (const std::string id : {"t1", "t2"}) {
+        const auto r = call_on(env, "node-a", "ADD", conf, id);
+        INFO(r.describe());
+        REQUIRE(r.exit_code == 0);
+    }
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "t0").exit_code == 0);
+    server.set_outage(TestApiServer::Outage::off);
+    const std::string node_dir = env.data_dir + "/node-a";
+    const std::string backlog = node_dir + "/kubernetes/slices/backlog";
+    REQUIRE_FALSE(std::filesystem::is_empty(backlog));
+    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"].size() == 1);   // t0 only: stale
+
+    // The agent's own attachment states in the test's directory, not the node's.
+    const std::string agent_policy = server.dir() + "/agent-policy.json";
+    std::ofstream(agent_policy) << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
+    const auto r = rdmanet::test::run_process({rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1",
+                                               "--kubeconfig", env.kubeconfig, "--node-name", "node-a",
+                                               "--ipam-data-dir", node_dir},
+                                              {{"RDMANET_POLICY_FILE", agent_policy}});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("published 3 node-slice change(s)"));
+    CHECK(std::filesystem::is_empty(backlog));
+    // The slice IPPool now equals the node's local store: t1 and t2, t0 released.
+    rdmanet::ipam::SqliteStore local(node_dir + "/kubernetes/slices");
+    const auto key = rdmanet::ipam::PoolKey{"teal-node-a", *rdmanet::base::IpNetwork::parse("10.75.0.0/26")};
+    json expected = json::object();
+    for (const auto& [offset, owner] : local.dump(key).allocations)
+        expected[rdmanet::ipam::to_decimal(offset)] = {{"id", owner.container_id}, {"podref", owner.podref}, {"ifname", owner.ifname}};
+    CHECK(expected.size() == 2);
+    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"] == expected);
+}

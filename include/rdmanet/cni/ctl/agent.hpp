@@ -33,13 +33,15 @@ namespace rdmanet::cni::ctl {
 // over the plugin's call records, runs the repair pass (as reconcile --local) and, with the
 // Kubernetes datastore and a node name, lists this node's pods (one field-selected request,
 // spec.nodeName=NODE, so its cost does not grow with pods on other nodes) to undo attachments
-// whose pod was deleted while its sandbox lingers. SIGTERM/SIGINT end it promptly with status 0.
+// whose pod was deleted while its sandbox lingers, and publishes the node-slice changes an
+// API-server outage held back in `ipam_data_dir`. SIGTERM/SIGINT end it promptly with status 0.
 struct AgentOptions {
     int interval_seconds = 60;
     // "" = no metrics endpoint; else HOST:PORT to serve GET /metrics on (port 0: any free port,
     // printed as "metrics on HOST:PORT").
     std::string metrics_address;
-    std::string ipam_data_dir = std::string(ipam::kDefaultDataDir);   // pool metrics (local store)
+    // The local IPAM store: its pools' metrics, and (with kube) its node-slice backlog.
+    std::string ipam_data_dir = std::string(ipam::kDefaultDataDir);
     KubeOptions kube;
     std::string node_name;     // $NODE_NAME in the DaemonSet; required with kube
     int pod_grace_seconds = 120;   // a pod missing from the API for this long is treated as gone

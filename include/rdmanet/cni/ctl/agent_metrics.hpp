@@ -1,6 +1,6 @@
 #pragma once
 // What the node agent serves on its metrics port: pool usage of the local IPAM store, live
-// attachments per mode, the repairs it did, and the plugin's calls (call_metrics.hpp) as
+// attachments per mode, the repairs it did, the node-slice changes it published, and the plugin's calls (call_metrics.hpp) as
 // counters and latency histograms. Pure aggregation plus one renderer; the agent feeds it.
 //
 // Pool samples carry {network, range}; a node slice of a pool (when the IPAM hands out per-node
@@ -36,6 +36,8 @@ public:
     void record_pass(const RepairReport& report, double unix_seconds);
     void record_calls(const std::vector<CallRecord>& records);
     void set_attachments(std::map<std::string, std::size_t> by_mode) { attachments_ = std::move(by_mode); }
+    // One publication of the node-slice backlog (the Kubernetes datastore's node slices).
+    void record_slice_publish(int published, int remaining, std::size_t conflicts);
     // The whole exposition (Prometheus text format 0.0.4).
     std::string render(const std::vector<PoolUsage>& pools) const;
 
@@ -45,6 +47,9 @@ private:
     std::map<std::pair<std::string, std::string>, std::uint64_t> repairs_;   // (mode, reason)
     std::map<std::string, std::uint64_t> repair_failures_;                   // mode
     std::map<std::string, std::size_t> attachments_;                         // mode
+    std::uint64_t slice_published_ = 0;
+    std::uint64_t slice_conflicts_ = 0;
+    std::uint64_t slice_pending_ = 0;
     CallStats calls_;
 };
 
