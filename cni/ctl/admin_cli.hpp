@@ -36,7 +36,7 @@ private:
         cmd->add_option("-f,--filename", render_file, "YAML or JSON file with one or more documents, - for stdin")
             ->required();
         cmd->add_option("--ipam", render_options.ipam,
-                        "\"rdmanet\": switch whereabouts IPAM to rdmanet-ipam (same keys); default: keep the IPAM")
+                        "\"rdmanet\": switch whereabouts IPAM (same keys) and nv-ipam (with its IPPool in -f) to rdmanet-ipam; default: keep the IPAM")
             ->check(CLI::IsMember({"rdmanet"}));
         cmd->add_option("--ipam-kubeconfig", render_options.ipam_kubeconfig,
                         "with --ipam rdmanet: the kubeconfig the IPAM reads (default: the one rdmanetctl install writes)");

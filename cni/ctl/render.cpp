@@ -19,6 +19,7 @@
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
+#include "nv_ipam.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -92,15 +93,22 @@ std::vector<json> parse_meta_plugins(const json& spec, const std::string& where)
     return plugins;
 }
 
-// --ipam rdmanet: whereabouts -> rdmanet-ipam, same keys; the kubeconfig becomes the one
-// `rdmanetctl install` writes.
-json convert_ipam(json ipam, const RenderOptions& options, const std::string& where) {
+// --ipam rdmanet: whereabouts -> rdmanet-ipam, same keys; nv-ipam -> rdmanet-ipam with node
+// slices from its IPPool; the kubeconfig becomes the one `rdmanetctl install` writes.
+json convert_ipam(json ipam, const RenderOptions& options, const std::string& network, const std::string& where) {
     if (options.ipam.empty() || ipam.empty()) return ipam;
     if (options.ipam != "rdmanet") fail(where, "--ipam must be \"rdmanet\" (or not given)");
     const std::string type = ipam.value("type", "");
     if (type == "rdmanet-ipam") return ipam;
+    if (type == "nv-ipam") {
+        try {
+            return convert_nv_ipam(ipam, network, options.nv_ipam_pools, options.ipam_kubeconfig);
+        } catch (const std::runtime_error& e) {
+            fail(where, e.what());
+        }
+    }
     if (type != "whereabouts")
-        fail(where, "--ipam rdmanet converts whereabouts IPAM, but this network uses \"" + type +
+        fail(where, "--ipam rdmanet converts whereabouts and nv-ipam IPAM, but this network uses \"" + type +
                         "\"; drop --ipam to keep it");
     ipam["type"] = "rdmanet-ipam";
     // The node policy keeps IPAM logs in its logDir (/var/log/rdmanet by default); whereabouts
@@ -232,7 +240,7 @@ json render_operator(const json& doc, const std::string& kind, const RenderOptio
         if (auto master = string_at(spec, "master", m.where); !master.empty()) plugin["master"] = master;
     }
     default_capabilities(plugin, plugin["mode"].get<std::string>(), resource_name);
-    auto ipam = convert_ipam(parse_ipam(spec, m.where), options, m.where);
+    auto ipam = convert_ipam(parse_ipam(spec, m.where), options, m.name, m.where);
     if (!ipam.empty()) plugin["ipam"] = ipam;
     auto config = assemble_config(options.cni_version, m.name, plugin, parse_meta_plugins(spec, m.where));
     return make_nad(m.name, ns, resource_name, config);
@@ -264,7 +272,7 @@ json render_own(const json& doc, const RenderOptions& options) {
     }
     default_capabilities(plugin, spec.value("mode", json("")).is_string() ? spec.value("mode", "") : "",
                          resource_name);
-    auto ipam = convert_ipam(parse_ipam(spec, m.where), options, m.where);
+    auto ipam = convert_ipam(parse_ipam(spec, m.where), options, m.name, m.where);
     if (!ipam.empty()) plugin["ipam"] = ipam;
     auto config = assemble_config(cni_version, m.name, plugin, parse_meta_plugins(spec, m.where));
     return make_nad(m.name, ns, resource_name, config);
@@ -278,9 +286,10 @@ json render_nad(const json& doc, const RenderOptions& options) {
     ordered config = ordered::parse(config_text, nullptr, false);
     if (config.is_discarded() || !config.is_object()) fail(m.where, "spec.config is not a JSON object");
     if (!options.ipam.empty()) {
+        const std::string network = config.value("name", m.name);
         auto convert = [&](ordered& plugin) {
             if (plugin.contains("ipam") && plugin["ipam"].is_object())
-                plugin["ipam"] = ordered(convert_ipam(json(plugin["ipam"]), options, m.where));
+                plugin["ipam"] = ordered(convert_ipam(json(plugin["ipam"]), options, network, m.where));
         };
         if (config.contains("plugins") && config["plugins"].is_array())
             for (auto& plugin : config["plugins"]) convert(plugin);
@@ -348,16 +357,29 @@ json render_network(const json& doc, const RenderOptions& options) {
     return nad;
 }
 
-std::vector<json> render_documents(const std::string& text, const RenderOptions& options) {
-    std::vector<json> nads;
+std::vector<json> render_documents(const std::string& text, const RenderOptions& given) {
+    // A kubectl List (what `kubectl get -o yaml` prints) holds the objects in items.
+    std::vector<json> docs;
     for (const auto& doc : yaml_documents_to_json(text)) {
-        // A kubectl List (what `kubectl get -o yaml` prints) holds the objects in items.
-        if (doc.is_object() && doc.value("kind", "") == "List" && doc.contains("items")) {
-            for (const auto& item : doc["items"]) nads.push_back(render_network(item, options));
-            continue;
-        }
-        nads.push_back(render_network(doc, options));
+        if (doc.is_object() && doc.value("kind", "") == "List" && doc.contains("items") && doc["items"].is_array())
+            docs.insert(docs.end(), doc["items"].begin(), doc["items"].end());
+        else
+            docs.push_back(doc);
     }
+    // nv-ipam's IPPools are inputs of the conversion, not networks.
+    RenderOptions options = given;
+    std::vector<json> networks;
+    for (auto& doc : docs) {
+        if (doc.is_object() && doc.value("apiVersion", "") == kNvIpamApi && doc.value("kind", "") == "IPPool") {
+            const auto name = doc.value("metadata", json::object()).value("name", "");
+            if (name.empty()) throw std::runtime_error("an nv-ipam IPPool without metadata.name");
+            options.nv_ipam_pools[name] = doc;
+        } else {
+            networks.push_back(std::move(doc));
+        }
+    }
+    std::vector<json> nads;
+    for (const auto& doc : networks) nads.push_back(render_network(doc, options));
     if (nads.empty()) throw std::runtime_error("no network documents in the input");
     return nads;
 }

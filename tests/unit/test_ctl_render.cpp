@@ -92,16 +92,16 @@ TEST_CASE("render: --ipam rdmanet switches whereabouts to rdmanet-ipam, same key
           "/etc/cni/net.d/custom/kc");
 }
 
-TEST_CASE("render: --ipam rdmanet refuses to convert an IPAM that is not whereabouts", "[ctl][render]") {
+TEST_CASE("render: --ipam rdmanet refuses to convert an IPAM that is neither whereabouts nor nv-ipam", "[ctl][render]") {
     RenderOptions options;
     options.ipam = "rdmanet";
     auto message = render_error(R"(
 apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork
-metadata: {name: nv}
-spec: {resourceName: hostdev, ipam: '{"type":"nv-ipam","poolName":"pool1"}'}
+metadata: {name: hl}
+spec: {resourceName: hostdev, ipam: '{"type":"host-local","subnet":"10.1.0.0/24"}'}
 )", options);
-    CHECK_THAT(message, Catch::Contains("nv-ipam"));
+    CHECK_THAT(message, Catch::Contains("\"host-local\"") && Catch::Contains("drop --ipam"));
     // Without the flag the operator's IPAM is kept as written.
     auto nad = render_one(R"(
 apiVersion: mellanox.com/v1alpha1
@@ -111,6 +111,102 @@ spec: {resourceName: hostdev, ipam: '{"type":"nv-ipam","poolName":"pool1"}'}
 )");
     CHECK(config_of(nad)["ipam"] == json({{"type", "nv-ipam"}, {"poolName", "pool1"}}));
     CHECK(nad["metadata"]["namespace"] == "default");
+}
+
+// network-operator's current CRs with nv-ipam, and nv-ipam's IPPool as `kubectl get -o yaml` prints it.
+const char* kNvIpamNetwork = R"(
+apiVersion: mellanox.com/v1alpha1
+kind: HostDeviceNetwork
+metadata: {name: rdma-a}
+spec: {networkNamespace: ai, resourceName: hostdev, ipam: '{"type":"nv-ipam","poolName":"pool1"}'}
+)";
+const char* kNvIpamPool = R"(
+apiVersion: v1
+kind: List
+items:
+- apiVersion: nv-ipam.nvidia.com/v1alpha1
+  kind: IPPool
+  metadata: {name: pool1, namespace: kube-system}
+  spec:
+    subnet: 192.168.0.0/16
+    perNodeBlockSize: 100
+    gateway: 192.168.0.1
+    defaultGateway: true
+    exclusions:
+    - {startIP: 192.168.0.10, endIP: 192.168.0.20}
+    routes:
+    - {dst: 10.200.0.0/16}
+)";
+
+TEST_CASE("render: --ipam rdmanet converts nv-ipam and its IPPool to rdmanet-ipam with node slices", "[ctl][render]") {
+    RenderOptions options;
+    options.ipam = "rdmanet";
+    const auto nads = render_documents(std::string(kNvIpamNetwork) + "---\n" + kNvIpamPool, options);
+    REQUIRE(nads.size() == 1);   // the IPPool is an input, not a network
+    const auto ipam = config_of(nads.front())["ipam"];
+    CHECK(ipam == json::parse(R"({
+      "type": "rdmanet-ipam", "datastore": "kubernetes",
+      "kubernetes": {"kubeconfig": "/etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig"},
+      "range": "192.168.0.0/16",
+      "node_slice_size": "/25",
+      "network_name": "pool1",
+      "gateway": "192.168.0.1",
+      "exclude": ["192.168.0.10/31", "192.168.0.12/30", "192.168.0.16/30", "192.168.0.20/32"],
+      "routes": [{"dst": "10.200.0.0/16"}, {"dst": "0.0.0.0/0"}]})"));
+}
+
+TEST_CASE("render: nv-ipam conversion refuses what rdmanet-ipam cannot express", "[ctl][render]") {
+    RenderOptions options;
+    options.ipam = "rdmanet";
+    const std::string network = kNvIpamNetwork;
+    const auto with_pool = [&](const std::string& spec) {
+        return render_error(network + "---\napiVersion: nv-ipam.nvidia.com/v1alpha1\nkind: IPPool\n"
+                                      "metadata: {name: pool1}\nspec: " + spec + "\n", options);
+    };
+    CHECK_THAT(render_error(network, options), Catch::Contains("IPPool \"pool1\" is not in the input") &&
+                                                   Catch::Contains("kubectl get ippools.nv-ipam.nvidia.com pool1"));
+    CHECK_THAT(with_pool("{subnet: 10.0.0.0/24, perNodeBlockSize: 16, perNodeExclusions: [{startIndex: 0, endIndex: 1}]}"),
+               Catch::Contains("perNodeExclusions has no rdmanet equivalent"));
+    CHECK_THAT(with_pool("{subnet: 10.0.0.0/24, perNodeBlockSize: 1000}"), Catch::Contains("larger than the subnet"));
+    CHECK_THAT(with_pool("{subnet: 10.0.0.0/33, perNodeBlockSize: 16}"), Catch::Contains("is not a CIDR"));
+    CHECK_THAT(with_pool("{subnet: 10.0.0.0/24, perNodeBlockSize: 16, defaultGateway: true}"),
+               Catch::Contains("defaultGateway needs spec.gateway"));
+    CHECK_THAT(with_pool("{subnet: 10.0.0.0/24, perNodeBlockSize: 16, gateway: 10.0.1.1}"), Catch::Contains("outside"));
+    CHECK_THAT(render_error(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: HostDeviceNetwork
+metadata: {name: two}
+spec: {resourceName: hostdev, ipam: '{"type":"nv-ipam","poolName":"pool1,pool2"}'}
+)", options), Catch::Contains("names two pools"));
+    CHECK_THAT(render_error(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: HostDeviceNetwork
+metadata: {name: cidr}
+spec: {resourceName: hostdev, ipam: '{"type":"nv-ipam","poolName":"pool1","poolType":"cidrpool"}'}
+)", options), Catch::Contains("only IPPool pools convert"));
+}
+
+TEST_CASE("render: nv-ipam IPv6 pool, block size a power of two, poolName defaulting to the network", "[ctl][render]") {
+    RenderOptions options;
+    options.ipam = "rdmanet";
+    const auto nads = render_documents(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: HostDeviceNetwork
+metadata: {name: v6net}
+spec: {resourceName: hostdev, ipam: '{"type":"nv-ipam"}'}
+---
+apiVersion: nv-ipam.nvidia.com/v1alpha1
+kind: IPPool
+metadata: {name: v6net}
+spec: {subnet: "fd00:10::/64", perNodeBlockSize: 256, exclusions: [{startIP: "fd00:10::", endIP: "fd00:10::ff"}]}
+)", options);
+    const auto ipam = config_of(nads.front())["ipam"];
+    CHECK(ipam["range"] == "fd00:10::/64");
+    CHECK(ipam["node_slice_size"] == "/120");
+    CHECK(ipam["network_name"] == "v6net");
+    CHECK(ipam["exclude"] == json::array({"fd00:10::/120"}));
+    CHECK_FALSE(ipam.contains("gateway"));
+    CHECK_FALSE(ipam.contains("routes"));
 }
 
 TEST_CASE("render: MacvlanNetwork round-trips master, mode and mtu", "[ctl][render]") {

@@ -33,7 +33,8 @@ inline constexpr const char* kKubeconfigRelPath = "rdmanet.d/rdmanet.kubeconfig"
 inline constexpr const char* kDefaultKubeconfigPath = "/etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig";
 
 struct RenderOptions {
-    // "" keeps the network's IPAM; "rdmanet" switches whereabouts to rdmanet-ipam (embedded).
+    // "" keeps the network's IPAM; "rdmanet" switches whereabouts (same keys) and nv-ipam (its
+    // IPPool converted, cni/ctl/nv_ipam.hpp) to rdmanet-ipam.
     std::string ipam;
     // With ipam == "rdmanet" and datastore kubernetes: the kubeconfig the IPAM uses.
     std::string ipam_kubeconfig = kDefaultKubeconfigPath;
@@ -41,6 +42,9 @@ struct RenderOptions {
     std::string cni_version = "1.0.0";
     std::string output = "yaml";   // yaml | json
     bool validate = true;          // run the plugin's parser on the result (tests turn it off)
+    // nv-ipam IPPools (nv-ipam.nvidia.com/v1alpha1) by name, for converting nv-ipam networks;
+    // render_documents fills it from the input's IPPool documents.
+    std::map<std::string, nlohmann::json> nv_ipam_pools;
 };
 
 // One network spec (a parsed YAML/JSON document as JSON) -> NAD object. Throws std::runtime_error
