@@ -14,13 +14,13 @@
 #     GET /metrics with its pass counter, which a SIGHUP (one more pass) raises;
 #   - the CronJob's reconcile (user 65534) completes a round against the API server and exits 0;
 #   - the installer and the agent exit 0 within 2 s of SIGTERM.
-# Usage: run_image_test.sh BUILD_DIR    (root; podman; IMAGE overrides localhost/rdmanet:test;
+# Usage: run_image_test.sh BUILD_DIR    (root; podman; IMAGE_NAME overrides localhost/rdmanet:test;
 #        IMAGE_BUILD=source compiles the binaries in the Dockerfile's build stage instead, ~25 min)
 set -euo pipefail
 
 build=${1:?usage: $0 BUILD_DIR}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-image=${IMAGE:-localhost/rdmanet:test}
+image=${IMAGE_NAME:-localhost/rdmanet:test}
 tag=rdmanet-it-$$
 started=$(date +%s)
 
@@ -44,7 +44,7 @@ base=$("$root/deploy/build_image.sh" --print-base) || fail "no Debian 12 base im
 # Some sandboxes (this project's CI machine among them) forbid setrlimit, and every container
 # podman starts fails on the rlimits it puts in the spec: then run them, and the image build's RUN
 # steps, through a runc wrapper that drops those (the containers keep podman's own limits).
-if ! podman run --rm --name "$tag-probe" "$base" true 2>"$work/probe"; then
+if ! podman run --rm --network none --name "$tag-probe" "$base" true 2>"$work/probe"; then
   grep -q "rlimit" "$work/probe" || fail "podman cannot run a container here: $(cat "$work/probe")"
   command -v runc >/dev/null || fail "podman cannot set rlimits here and runc is not installed: $(cat "$work/probe")"
   runtime=(--runtime "$root/tests/image/runc_without_rlimits.sh")
@@ -56,9 +56,16 @@ fi
 # package layer).
 build_from=(--prebuilt "$build")
 [[ ${IMAGE_BUILD:-prebuilt} == source ]] && build_from=()
+previous=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 "$root/deploy/build_image.sh" "${build_from[@]}" "$image" >"$work/build.log" 2>&1 ||
   fail "the image build failed: $(tail -n 30 "$work/build.log")"
 tail -n 1 "$work/build.log"
+# The previous run's image, when the new one took its tag and nobody else tagged it: removed
+# (podman refuses while a container uses it), so repeated runs do not pile up images.
+if [[ -n $previous && $previous != $(podman image inspect --format '{{.Id}}' "$image") ]] &&
+  [[ $(podman image inspect --format '{{len .RepoTags}}' "$previous" 2>/dev/null) == 0 ]]; then
+  podman rmi "$previous" >/dev/null 2>&1 || true
+fi
 
 # The node's directories the DaemonSet mounts.
 host=$work/host
