@@ -83,7 +83,7 @@ case "${1:-}" in
     build
     status=0
     # The node image suite (ctest -L image, tests/image/run_image_test.sh) builds the image from
-    # the binaries just built (no second compile: ~10 s, plus ~3 min once for the Debian base on
+    # the binaries just built (no second compile: ~10 s, plus 1 to 3 min once for the Debian base on
     # a machine without one) and runs its containers. IMAGE=0 skips it.
     image_filter=()
     [[ ${IMAGE:-1} == 0 ]] && image_filter=(-LE image)

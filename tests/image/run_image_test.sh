@@ -37,7 +37,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The base image first (made with mmdebstrap on a machine that has none, ~3 min, then kept):
+# The base image first (made with mmdebstrap on a machine that has none, 1 to 3 min, then kept):
 # the probe below needs an image to run.
 base=$("$root/deploy/build_image.sh" --print-base) || fail "no Debian 12 base image (see above)"
 
@@ -51,6 +51,23 @@ if ! podman run --rm --network none --name "$tag-probe" "$base" true 2>"$work/pr
   export OCI_RUNTIME=$root/tests/image/runc_without_rlimits.sh
   echo "podman cannot set rlimits here: containers run through tests/image/runc_without_rlimits.sh"
 fi
+
+# --prebuilt takes no test build and no dynamically linked plugin (it would not run on every node).
+refused() {
+  local out
+  if out=$("$root/deploy/build_image.sh" --prebuilt "$1" "$image-refused" 2>&1); then
+    podman rmi "$image-refused" >/dev/null 2>&1 || true
+    fail "build_image.sh --prebuilt took $1"
+  fi
+  grep -q -- "$2" <<<"$out" || fail "build_image.sh --prebuilt $1 did not say \"$2\": $out"
+}
+mkdir -p "$work/failpoints/bin" "$work/dynamic/bin"
+echo "RDMANET_FAILPOINTS:BOOL=ON" >"$work/failpoints/CMakeCache.txt"
+refused "$work/failpoints" "built with RDMANET_FAILPOINTS=ON"
+echo "RDMANET_FAILPOINTS:BOOL=OFF" >"$work/dynamic/CMakeCache.txt"
+for b in rdmanet rdmanet-ipam rdmanetctl; do cp "$(type -P true)" "$work/dynamic/bin/$b"; done
+refused "$work/dynamic" "bin/rdmanet is dynamically linked"
+echo "build_image.sh --prebuilt refuses a failpoint build and a dynamically linked plugin"
 
 # Rebuilt every run from BUILD_DIR's binaries (a few seconds: podman caches the base and the
 # package layer).
