@@ -15,7 +15,7 @@
 #   - the CronJob's reconcile (user 65534) completes a round against the API server and exits 0;
 #   - the installer and the agent exit 0 within 2 s of SIGTERM.
 # Usage: run_image_test.sh BUILD_DIR    (root; podman; IMAGE_NAME overrides localhost/rdmanet:test;
-#        IMAGE_BUILD=source compiles the binaries in the Dockerfile's build stage instead, ~25 min)
+#        IMAGE_BUILD=source compiles the binaries in the Dockerfile's build stage instead, ~22 min)
 set -euo pipefail
 
 build=${1:?usage: $0 BUILD_DIR}
