@@ -1,55 +1,93 @@
 #!/usr/bin/env bash
-# The node image, built with deploy/build_image.sh, run the way the kubelet runs the DaemonSet's
-# containers (deploy/daemonset.yaml): read-only root filesystem, every capability dropped, user 0,
-# no privilege escalation, host network, the hostPath volumes mapped to temporary directories, a
-# projected service-account directory (token, ca.crt, namespace) and KUBERNETES_SERVICE_HOST/PORT
-# pointing at the in-repo test API server on 127.0.0.1. Checks:
+# The node image, built with deploy/build_image.sh from the binaries of BUILD_DIR (--prebuilt: no
+# second compile), run the way the kubelet runs the DaemonSet's containers (deploy/daemonset.yaml)
+# and the reconcile CronJob's (deploy/reconcile-cronjob.yaml): read-only root filesystem, every
+# capability dropped (the agent gets back NET_ADMIN and SYS_ADMIN), no privilege escalation, host
+# network, the hostPath volumes mapped to temporary directories, a projected service-account
+# directory (token, ca.crt, namespace) and KUBERNETES_SERVICE_HOST/PORT pointing at the in-repo
+# test API server on 127.0.0.1. Checks:
 #   - the init container installs both binaries (nothing else left in the bin dir), they run on
 #     this host, and the IPAM kubeconfig is 0600;
 #   - the installer (--watch) follows a token rotation and puts a deleted binary back;
-#   - the reconciler completes a round against the API server;
 #   - `rdmanetctl doctor --root /host` inside the installer sees the host's /sys;
-#   - both long-running containers exit 0 within 2 s of SIGTERM.
-# Usage: run_image_test.sh BUILD_DIR    (root; podman; IMAGE overrides localhost/rdmanet:test)
+#   - the node agent lists its node's pods without error and its metrics endpoint answers
+#     GET /metrics with its pass counter, which a SIGHUP (one more pass) raises;
+#   - the CronJob's reconcile (user 65534) completes a round against the API server and exits 0;
+#   - the installer and the agent exit 0 within 2 s of SIGTERM.
+# Usage: run_image_test.sh BUILD_DIR    (root; podman; IMAGE_NAME overrides localhost/rdmanet:test;
+#        IMAGE_BUILD=source compiles the binaries in the Dockerfile's build stage instead, ~22 min)
 set -euo pipefail
 
 build=${1:?usage: $0 BUILD_DIR}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-image=${IMAGE:-localhost/rdmanet:test}
+image=${IMAGE_NAME:-localhost/rdmanet:test}
 tag=rdmanet-it-$$
+started=$(date +%s)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v podman >/dev/null || fail "podman is not installed"
 
-# Some sandboxes (this project's CI machine among them) forbid setrlimit, and every container
-# podman starts fails on the rlimits it puts in the spec: then run them through a runc wrapper
-# that drops those (the containers keep podman's own limits).
-runtime=()
-probe_image=$(podman images --format '{{.Repository}}:{{.Tag}}' | grep -m1 -E 'rdmanet-base:bookworm|debian:bookworm-slim' || true)
-if [[ -n $probe_image ]] && ! podman run --rm "$probe_image" true 2>"/tmp/$tag.probe"; then
-  if grep -q "rlimit" "/tmp/$tag.probe" && command -v runc >/dev/null; then
-    runtime=(--runtime "$root/tests/image/runc_without_rlimits.sh")
-    export OCI_RUNTIME=$root/tests/image/runc_without_rlimits.sh
-    echo "podman cannot set rlimits here: containers run through tests/image/runc_without_rlimits.sh"
-  fi
-fi
-rm -f "/tmp/$tag.probe"
-
-# Rebuilt every run: podman's layer cache makes it a few seconds when the sources did not change.
-"$root/deploy/build_image.sh" "$image" | tail -n 1
-
 work=$(mktemp -d /tmp/rdmanet-image-test-XXXXXX)
+runtime=()
 server_pid=
 cleanup() {
-  for c in install installer reconciler; do podman "${runtime[@]}" rm -f -t 0 "$tag-$c" >/dev/null 2>&1 || true; done
+  for c in probe install installer agent reconcile; do podman "${runtime[@]}" rm -f -t 0 "$tag-$c" >/dev/null 2>&1 || true; done
   [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
 
+# The base image first (made with mmdebstrap on a machine that has none, 1 to 3 min, then kept):
+# the probe below needs an image to run.
+base=$("$root/deploy/build_image.sh" --print-base) || fail "no Debian 12 base image (see above)"
+
+# Some sandboxes (this project's CI machine among them) forbid setrlimit, and every container
+# podman starts fails on the rlimits it puts in the spec: then run them, and the image build's RUN
+# steps, through a runc wrapper that drops those (the containers keep podman's own limits).
+if ! podman run --rm --network none --name "$tag-probe" "$base" true 2>"$work/probe"; then
+  grep -q "rlimit" "$work/probe" || fail "podman cannot run a container here: $(cat "$work/probe")"
+  command -v runc >/dev/null || fail "podman cannot set rlimits here and runc is not installed: $(cat "$work/probe")"
+  runtime=(--runtime "$root/tests/image/runc_without_rlimits.sh")
+  export OCI_RUNTIME=$root/tests/image/runc_without_rlimits.sh
+  echo "podman cannot set rlimits here: containers run through tests/image/runc_without_rlimits.sh"
+fi
+
+# --prebuilt takes no test build and no dynamically linked plugin (it would not run on every node).
+refused() {
+  local out
+  if out=$("$root/deploy/build_image.sh" --prebuilt "$1" "$image-refused" 2>&1); then
+    podman rmi "$image-refused" >/dev/null 2>&1 || true
+    fail "build_image.sh --prebuilt took $1"
+  fi
+  grep -q -- "$2" <<<"$out" || fail "build_image.sh --prebuilt $1 did not say \"$2\": $out"
+}
+mkdir -p "$work/failpoints/bin" "$work/dynamic/bin"
+echo "RDMANET_FAILPOINTS:BOOL=ON" >"$work/failpoints/CMakeCache.txt"
+refused "$work/failpoints" "built with RDMANET_FAILPOINTS=ON"
+echo "RDMANET_FAILPOINTS:BOOL=OFF" >"$work/dynamic/CMakeCache.txt"
+for b in rdmanet rdmanet-ipam rdmanetctl; do cp "$(type -P true)" "$work/dynamic/bin/$b"; done
+refused "$work/dynamic" "bin/rdmanet is dynamically linked"
+echo "build_image.sh --prebuilt refuses a failpoint build and a dynamically linked plugin"
+
+# Rebuilt every run from BUILD_DIR's binaries (a few seconds: podman caches the base and the
+# package layer).
+build_from=(--prebuilt "$build")
+[[ ${IMAGE_BUILD:-prebuilt} == source ]] && build_from=()
+previous=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
+"$root/deploy/build_image.sh" "${build_from[@]}" "$image" >"$work/build.log" 2>&1 ||
+  fail "the image build failed: $(tail -n 30 "$work/build.log")"
+tail -n 1 "$work/build.log"
+# The previous run's image, when the new one took its tag and nobody else tagged it: removed
+# (podman refuses while a container uses it), so repeated runs do not pile up images.
+if [[ -n $previous && $previous != $(podman image inspect --format '{{.Id}}' "$image") ]] &&
+  [[ $(podman image inspect --format '{{len .RepoTags}}' "$previous" 2>/dev/null) == 0 ]]; then
+  podman rmi "$previous" >/dev/null 2>&1 || true
+fi
+
 # The node's directories the DaemonSet mounts.
 host=$work/host
-mkdir -p "$host/opt/cni/bin" "$host/etc/cni/net.d" "$host/var/lib/cni" "$host/var/log/rdmanet" "$host/etc/modprobe.d"
+mkdir -p "$host/opt/cni/bin" "$host/etc/cni/net.d" "$host/var/lib/cni" "$host/var/log/rdmanet" "$host/etc/modprobe.d" \
+  "$host/run/netns"
 
 # A CA and a server certificate for 127.0.0.1, the test API server, the service account.
 pki=$work/pki
@@ -79,6 +117,10 @@ printf 'rdmanet-system' >"$sa/namespace"
 kubelet=(--read-only --cap-drop=all --user 0 --security-opt no-new-privileges --network host
   -v "$sa:/var/run/secrets/kubernetes.io/serviceaccount:ro"
   -e KUBERNETES_SERVICE_HOST=127.0.0.1 -e "KUBERNETES_SERVICE_PORT=$port" -e NODE_NAME=node-image-test)
+# The CronJob's container: the same, as user 65534 (runAsNonRoot), without NODE_NAME.
+cronjob=(--read-only --cap-drop=all --user 65534 --security-opt no-new-privileges --network host
+  -v "$sa:/var/run/secrets/kubernetes.io/serviceaccount:ro"
+  -e KUBERNETES_SERVICE_HOST=127.0.0.1 -e "KUBERNETES_SERVICE_PORT=$port")
 install_args=(--source-dir=/opt/rdmanet/bin --cni-bin-dir=/host/opt/cni/bin --cni-conf-dir=/host/etc/cni/net.d
   --ipam-namespace=kube-system)
 
@@ -137,26 +179,75 @@ eventually 10 test -x "$host/opt/cni/bin/rdmanet" || fail "the installer did not
 echo "installer: a deleted binary is put back"
 
 # doctor, as `kubectl exec ds/rdmanet -c installer -- rdmanetctl doctor --root /host` runs it.
-doctor=$(podman "${runtime[@]}" exec "$tag-installer" rdmanetctl doctor --root /host 2>&1 || true)
-sysfs_line=$(grep '^ok *node.sysfs' <<<"$doctor" || true)
-[[ -n $sysfs_line ]] || fail "doctor in the installer does not see the host's /sys: $doctor"
-for n in $(ls /sys/class/net | head -n 8); do
-  [[ $sysfs_line == *"$n"* ]] || fail "doctor's view of the host lacks $n: $sysfs_line"
-done
+# Its node.sysfs line names up to 8 of the interfaces it sees ("N network interface(s): a, b, ...").
+# Other tests on this machine add and remove links meanwhile, so each name must be one the host
+# had just before or just after the call (tried 3 times: a link can come and go in between).
+doctor_sees_host() {
+  local before after names n
+  before=$(ls /sys/class/net)
+  doctor=$(podman "${runtime[@]}" exec "$tag-installer" rdmanetctl doctor --root /host 2>&1 || true)
+  after=$(ls /sys/class/net)
+  sysfs_line=$(grep '^ok *node.sysfs' <<<"$doctor" || true)
+  names=$(sed -n 's/.*network interface(s): //p' <<<"$sysfs_line" | sed 's/, \.\.\.$//; s/, /\n/g' || true)
+  [[ -n $names ]] || return 1
+  for n in $names; do
+    grep -qx -- "$n" <<<"$before"$'\n'"$after" || { echo "doctor names $n, which the host does not have" >&2; return 1; }
+  done
+}
+for _ in 1 2 3; do doctor_sees_host && break; done ||
+  fail "doctor in the installer does not see the host's /sys: $doctor"
 grep -q '^ok *cni.binary *.*/opt/cni/bin/rdmanet ' <<<"$doctor" || fail "doctor does not see the installed binary: $doctor"
 echo "doctor in the installer sees the host: ${sysfs_line#*network}"
 
-# --- container "reconciler" ------------------------------------------------------------------
+# --- container "agent" ----------------------------------------------------------------------
 # Back to the token the API server accepts.
 printf '%s' "$token" >"$sa/token.new" && mv "$sa/token.new" "$sa/token"
-podman "${runtime[@]}" run -d --name "$tag-reconciler" "${kubelet[@]}" \
-  -v "$host/etc/cni/net.d:/etc/cni/net.d:ro" -v "$host/var/lib/cni:/var/lib/cni" \
-  -v "$host/var/log/rdmanet:/var/log/rdmanet" \
-  --entrypoint rdmanetctl "$image" reconcile --in-cluster --namespace=kube-system --interval=300 >/dev/null
-eventually 20 sh -c "podman logs $tag-reconciler 2>&1 | grep -q '^reconcile kube-system'" ||
-  fail "the reconciler did not complete a round: $(podman logs "$tag-reconciler" 2>&1 | tail -5)"
-echo "reconciler: $(podman logs "$tag-reconciler" 2>&1 | grep '^reconcile kube-system' | head -n1)"
+# The DaemonSet binds the metrics to 127.0.0.1:9750 on the node's network; here port 0 (the agent
+# picks a free one and prints it), as this machine may run other tests on fixed ports.
+podman "${runtime[@]}" run -d --name "$tag-agent" "${kubelet[@]}" --cap-add NET_ADMIN,SYS_ADMIN \
+  -v "$host/etc/cni/net.d:/etc/cni/net.d:ro" -v "$host/opt/cni/bin:/opt/cni/bin:ro" \
+  -v "$host/var/lib/cni:/var/lib/cni" -v "$host/var/log/rdmanet:/var/log/rdmanet" \
+  -v "$host/run/netns:/run/netns:ro,rslave" \
+  --entrypoint rdmanetctl "$image" agent --interval=60 --in-cluster --namespace=kube-system \
+  --metrics-address=127.0.0.1:0 >/dev/null
+eventually 10 sh -c "podman logs $tag-agent 2>&1 | grep -q '^metrics on 127.0.0.1:'" ||
+  fail "the agent does not serve metrics: $(podman logs "$tag-agent" 2>&1 | tail -5)"
+metrics_port=$(podman logs "$tag-agent" 2>&1 | sed -n 's/^metrics on 127\.0\.0\.1:\([0-9]*\)$/\1/p' | head -n 1)
+[[ -n $metrics_port ]] || fail "no metrics port in the agent's log: $(podman logs "$tag-agent" 2>&1 | tail -5)"
+
+# GET /metrics on 127.0.0.1:$1 (bash's /dev/tcp: no HTTP client needed); the whole response.
+scrape() {
+  timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" && printf "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" >&3 && cat <&3' "$1"
+}
+# The agent's pass counter, from a scrape that answered 200 with Prometheus text ("" otherwise).
+agent_passes() {
+  local r
+  r=$(scrape "$metrics_port" 2>/dev/null) || return 0
+  head -n 1 <<<"$r" | grep -q '^HTTP/1\.[01] 200 ' || return 0
+  grep -q '^Content-Type: text/plain; version=0.0.4' <<<"$r" || return 0
+  sed -n 's/^rdmanet_agent_passes_total \([0-9]*\)\r\{0,1\}$/\1/p' <<<"$r"
+}
+passes_at_least() { local n; n=$(agent_passes); [[ -n $n ]] && ((n >= $1)); }
+eventually 10 passes_at_least 1 ||
+  fail "the agent's metrics endpoint does not answer with its pass counter: $(scrape "$metrics_port" 2>&1 | head -20)"
+# kill -HUP runs one more pass right away.
+podman "${runtime[@]}" kill -s HUP "$tag-agent" >/dev/null
+eventually 10 passes_at_least 2 || fail "no second pass after SIGHUP: $(scrape "$metrics_port" 2>&1 | grep passes)"
+agent_log=$(podman logs "$tag-agent" 2>&1)
+grep -q '^agent: node node-image-test, ' <<<"$agent_log" || fail "the agent did not start for NODE_NAME: $agent_log"
+if grep -q 'listing the pods\|pass failed' <<<"$agent_log"; then fail "the agent's passes failed: $agent_log"; fi
+echo "agent: metrics on 127.0.0.1:$metrics_port answer, $(agent_passes) passes (one by SIGHUP), the node's pods listed without error"
+
+# --- CronJob "rdmanet-reconcile" -------------------------------------------------------------
+# One round against the API server. The CronJob's pod is not on the host network: here it is,
+# to reach the test API server on 127.0.0.1.
+podman "${runtime[@]}" run --name "$tag-reconcile" "${cronjob[@]}" \
+  --entrypoint rdmanetctl "$image" reconcile --in-cluster --namespace=kube-system \
+  >"$work/reconcile.log" 2>&1 || fail "the reconcile job failed: $(tail -5 "$work/reconcile.log")"
+grep -q '^reconcile kube-system' "$work/reconcile.log" ||
+  fail "the reconcile job did not complete a round: $(tail -5 "$work/reconcile.log")"
+echo "reconcile job (user 65534): $(grep '^reconcile kube-system' "$work/reconcile.log" | head -n 1)"
 
 stop_promptly "$tag-installer"
-stop_promptly "$tag-reconciler"
-echo "PASS: the node image runs as the kubelet runs it"
+stop_promptly "$tag-agent"
+echo "PASS: the node image runs as the kubelet runs it ($(($(date +%s) - started)) s in all)"
