@@ -58,13 +58,8 @@ Result to_result(const NetConf& conf, const ipam::IpamResult& r) {
     Result out;
     out.cni_version = conf.cni_version;
     for (const auto& ip : r.ips) out.ips.push_back(IpConfig{ip.address, ip.gateway, std::nullopt});
-    for (const auto& route : r.routes) {
-        Route converted;
-        converted.dst = route.dst;
-        converted.gw = route.gw;
-        out.routes.push_back(converted);
-    }
-    out.dns = Dns{r.dns.nameservers, r.dns.domain, r.dns.search, r.dns.options};
+    out.routes = r.routes;
+    out.dns = r.dns;
     return out;
 }
 

@@ -194,7 +194,8 @@ std::vector<Route> parse_routes(const json& ipam) {
         auto dst = get_string(item, "dst", field + ".dst");
         if (!dst) config_error(field + ".dst is missing");
         parse_cidr(*dst, field + ".dst");
-        Route route{*dst, ""};
+        Route route;
+        route.dst = *dst;
         if (auto gw = get_string(item, "gw", field + ".gw")) {
             parse_ip(*gw, field + ".gw");
             route.gw = *gw;
