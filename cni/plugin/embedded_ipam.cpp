@@ -69,7 +69,7 @@ Result embedded_ipam_add(const NetConf& conf, const Environment& env, const Node
     return translating_errors([&] {
         const auto req = make_request(conf, env, policy, ipam::Strictness::strict);
         const auto result = ipam::add(req);
-        for (const auto& ip : result.ips) spdlog::info("rdmanet-ipam: {} for {} {}", ip.address, req.podref, env.ifname);
+        for (const auto& ip : result.ips) spdlog::info("rdmanet-ipam: {} for {} {}", ip.address.str(), req.podref, env.ifname);
         return to_result(conf, result);
     });
 }

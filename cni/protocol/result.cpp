@@ -13,16 +13,23 @@ namespace {
 
 constexpr auto kDecode = ErrorCode::decode_failure;
 
-// Result fields that carry addresses are checked here, when they enter, so a malformed IPAM
+// Result fields that carry addresses are parsed here, when they enter, so a malformed IPAM
 // answer is reported as such and not later as a failed netlink call.
-void require_cidr(const JsonFields& fields, std::string_view key, const std::string& value) {
-    if (!base::IpNetwork::parse(value))
-        fields.invalid(key, text::quote(value) + " is not an address in CIDR notation",
-                       "example: 10.1.0.5/24");
+base::IpNetwork required_cidr(const JsonFields& fields, std::string_view key) {
+    auto value = fields.string(key);
+    if (!value) fields.invalid(key, "is required");
+    auto net = base::IpNetwork::parse(*value);
+    if (!net)
+        fields.invalid(key, text::quote(*value) + " is not an address in CIDR notation", "example: 10.1.0.5/24");
+    return *net;
 }
-void require_ip(const JsonFields& fields, std::string_view key, const std::string& value) {
-    if (!base::IpAddress::parse(value))
-        fields.invalid(key, text::quote(value) + " is not an IP address");
+// An absent or empty gateway is none.
+std::optional<base::IpAddress> optional_ip(const JsonFields& fields, std::string_view key) {
+    auto value = fields.string(key);
+    if (!value || value->empty()) return std::nullopt;
+    auto ip = base::IpAddress::parse(*value);
+    if (!ip) fields.invalid(key, text::quote(*value) + " is not an IP address");
+    return ip;
 }
 
 Interface interface_from_json(const JsonFields& f) {
@@ -38,12 +45,8 @@ Interface interface_from_json(const JsonFields& f) {
 
 IpConfig ip_from_json(const JsonFields& f, std::size_t interface_count) {
     IpConfig ip;
-    auto address = f.string("address");
-    if (!address) f.invalid("address", "is required");
-    require_cidr(f, "address", *address);
-    ip.address = *address;
-    ip.gateway = f.string("gateway").value_or("");
-    if (!ip.gateway.empty()) require_ip(f, "gateway", ip.gateway);
+    ip.address = required_cidr(f, "address");
+    ip.gateway = optional_ip(f, "gateway");
     if (auto index = f.uint("interface", 0x7fffffff)) {
         // IPAM results have no interfaces; only a result that lists some can be checked.
         if (interface_count > 0 && *index >= interface_count)
@@ -57,12 +60,8 @@ IpConfig ip_from_json(const JsonFields& f, std::size_t interface_count) {
 
 Route route_from_json(const JsonFields& f) {
     Route route;
-    auto dst = f.string("dst");
-    if (!dst) f.invalid("dst", "is required");
-    require_cidr(f, "dst", *dst);
-    route.dst = *dst;
-    route.gw = f.string("gw").value_or("");
-    if (!route.gw.empty()) require_ip(f, "gw", route.gw);
+    route.dst = required_cidr(f, "dst");
+    route.gw = optional_ip(f, "gw");
     route.mtu = f.uint("mtu");
     route.advmss = f.uint("advmss");
     route.priority = f.uint("priority");
@@ -81,11 +80,6 @@ void for_each_object(const JsonFields& parent, std::string_view key, Each&& each
                                    parent.code()));
 }
 
-std::string ip_family_version(const std::string& address) {
-    if (auto net = base::IpNetwork::parse(address)) return net->address.is_v4() ? "4" : "6";
-    return address.find(':') != std::string::npos ? "6" : "4";
-}
-
 nlohmann::json interface_to_json(const Interface& iface, bool v1_1) {
     nlohmann::json j = {{"name", iface.name}};
     if (!iface.mac.empty()) j["mac"] = iface.mac;
@@ -99,16 +93,16 @@ nlohmann::json interface_to_json(const Interface& iface, bool v1_1) {
 }
 
 nlohmann::json ip_to_json(const IpConfig& ip, bool with_version) {
-    nlohmann::json j = {{"address", ip.address}};
-    if (with_version) j["version"] = ip_family_version(ip.address);
-    if (!ip.gateway.empty()) j["gateway"] = ip.gateway;
+    nlohmann::json j = {{"address", ip.address.str()}};
+    if (with_version) j["version"] = ip.address.address.is_v4() ? "4" : "6";
+    if (ip.gateway) j["gateway"] = ip.gateway->str();
     if (ip.interface) j["interface"] = *ip.interface;
     return j;
 }
 
 nlohmann::json route_to_json(const Route& route, bool v1_1) {
-    nlohmann::json j = {{"dst", route.dst}};
-    if (!route.gw.empty()) j["gw"] = route.gw;
+    nlohmann::json j = {{"dst", route.dst.str()}};
+    if (route.gw) j["gw"] = route.gw->str();
     if (v1_1) {
         if (route.mtu) j["mtu"] = *route.mtu;
         if (route.advmss) j["advmss"] = *route.advmss;

@@ -193,13 +193,9 @@ std::vector<Route> parse_routes(const json& ipam) {
         if (!item.is_object()) config_error(field + " must be an object {\"dst\": CIDR, \"gw\": IP}");
         auto dst = get_string(item, "dst", field + ".dst");
         if (!dst) config_error(field + ".dst is missing");
-        parse_cidr(*dst, field + ".dst");
         Route route;
-        route.dst = *dst;
-        if (auto gw = get_string(item, "gw", field + ".gw")) {
-            parse_ip(*gw, field + ".gw");
-            route.gw = *gw;
-        }
+        route.dst = parse_cidr(*dst, field + ".dst");
+        if (auto gw = get_string(item, "gw", field + ".gw")) route.gw = parse_ip(*gw, field + ".gw");
         out.push_back(std::move(route));
     }
     return out;

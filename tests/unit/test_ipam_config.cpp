@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "ipam_test_util.hpp"
+#include "support/catch_ip.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
@@ -190,7 +191,10 @@ TEST_CASE("ipam config: other keys", "[ipam]") {
                                 {"leader_lease_duration", 1500},
                                 {"etcd_host", "x"}});
     REQUIRE(c.routes.size() == 2);
-    CHECK(c.routes[1] == Route{"10.9.0.0/16", "10.0.0.254"});
+    Route expected_route;
+    expected_route.dst = rdmanet::test::ip_net("10.9.0.0/16");
+    expected_route.gw = rdmanet::test::ip_addr("10.0.0.254");
+    CHECK(c.routes[1] == expected_route);
     CHECK(c.dns.nameservers == std::vector<std::string>{"10.0.0.53"});
     CHECK(c.dns.domain == "x.local");
     REQUIRE(c.addresses.size() == 1);

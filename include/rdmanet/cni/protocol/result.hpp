@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmanet/base/ip.hpp"
 #include "rdmanet/base/route.hpp"
 
 namespace rdmanet::cni {
@@ -21,8 +22,8 @@ struct Interface {
 };
 
 struct IpConfig {
-    std::string address;              // CIDR with host bits, e.g. "10.1.0.5/24"
-    std::string gateway;              // may be empty
+    base::IpNetwork address;          // with host bits: 10.1.0.5/24
+    std::optional<base::IpAddress> gateway;
     std::optional<int> interface;     // index into interfaces
 };
 
