@@ -70,16 +70,6 @@ Route route_from_json(const JsonFields& f) {
     return route;
 }
 
-// Calls `each(fields_of_element)` for every element of the list `key`, naming it key[i].
-template <class Each>
-void for_each_object(const JsonFields& parent, std::string_view key, Each&& each) {
-    const auto* list = parent.array(key);
-    if (!list) return;
-    for (std::size_t i = 0; i < list->size(); ++i)
-        each(JsonFields::of_object((*list)[i], parent.name(key) + "[" + std::to_string(i) + "]",
-                                   parent.code()));
-}
-
 nlohmann::json interface_to_json(const Interface& iface, bool v1_1) {
     nlohmann::json j = {{"name", iface.name}};
     if (!iface.mac.empty()) j["mac"] = iface.mac;
@@ -145,15 +135,15 @@ Result parse_result_at(const nlohmann::json& j, std::string path, ErrorCode code
     if (!r.cni_version.empty() && !is_supported_version(r.cni_version))
         f.invalid("cniVersion", text::quote(r.cni_version) + " is not a supported result version");
 
-    for_each_object(f, "interfaces", [&](const JsonFields& e) {
+    f.for_each_object("interfaces", [&](const JsonFields& e) {
         r.interfaces.push_back(interface_from_json(e));
     });
     // 0.3.0's spec text spells the list "ip"; accept it when "ips" is absent.
     std::string_view ips_key = !f.has("ips") && f.has("ip") ? "ip" : "ips";
-    for_each_object(f, ips_key, [&](const JsonFields& e) {
+    f.for_each_object(ips_key, [&](const JsonFields& e) {
         r.ips.push_back(ip_from_json(e, r.interfaces.size()));
     });
-    for_each_object(f, "routes", [&](const JsonFields& e) { r.routes.push_back(route_from_json(e)); });
+    f.for_each_object("routes", [&](const JsonFields& e) { r.routes.push_back(route_from_json(e)); });
     if (const auto* dns = f.get("dns")) r.dns = parse_dns_at(*dns, f.name("dns"), code);
     return r;
 }

@@ -183,7 +183,7 @@ TEST_CASE("malformed results name the field (decode failure)", "[cni][result]") 
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"dns":{"nameservers":"10.0.0.10"}})")), ErrorCode::decode_failure,
                       "result.dns.nameservers must be a JSON list");
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"dns":{"search":[1]}})")), ErrorCode::decode_failure,
-                      "result.dns.search must be a list of strings");
+                      "result.dns.search[0] must be a string, got 1");
 }
 
 TEST_CASE("dns to and from JSON", "[cni][result]") {
