@@ -73,8 +73,7 @@ IpamResult add(Store& store, const IpamRequest& request) {
                                request.network, plan.per_range[i]};
             touched.push_back(ar.pool());
             const Allocation a = store.allocate(ar);
-            result.ips.push_back({a.ip.str() + "/" + std::to_string(range.cidr.prefix),
-                                  range.gateway ? range.gateway->str() : ""});
+            result.ips.push_back({base::IpNetwork{a.ip, range.cidr.prefix}, range.gateway});
         }
     } catch (...) {
         // All or nothing: a dual-stack ADD that got its IPv4 address but not its IPv6 one gives the
@@ -86,8 +85,8 @@ IpamResult add(Store& store, const IpamRequest& request) {
         }
         throw;
     }
-    for (const auto& net : plan.passthrough) result.ips.push_back({net.str(), ""});
-    for (const auto& sa : config.addresses) result.ips.push_back({sa.address.str(), sa.gateway ? sa.gateway->str() : ""});
+    for (const auto& net : plan.passthrough) result.ips.push_back({net, std::nullopt});
+    for (const auto& sa : config.addresses) result.ips.push_back({sa.address, sa.gateway});
     result.routes = config.routes;
     result.dns = config.dns;
     return result;

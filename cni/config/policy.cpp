@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rdmanet/base/json_fields.hpp"
 #include "rdmanet/cni/protocol/json.hpp"
 #include "rdmanet/ipam/core/confined_file.hpp"
 #include "rdmanet/base/fd.hpp"
@@ -37,33 +38,38 @@ void reject_unknown_keys(const json& obj, const std::set<std::string>& known, co
             policy_error(source, "unknown key " + where + it.key() + " (a typo would silently change the policy)");
 }
 
+// Type errors in the admin's file are policy errors naming the file (policy_error adds the fix).
+struct RaisePolicyError {
+    std::string source;
+    [[noreturn]] void operator()(std::string message, std::string /*details: policy_error's own*/) const {
+        policy_error(source, message);
+    }
+};
+
+// The members of the object at `where` ("devices." or "" at the top). The admin's file is read
+// strictly: a null value is a wrong value, not an unset one, so a slip fails closed.
+base::JsonFields<RaisePolicyError> fields_of(const json& obj, const std::string& source, const std::string& where) {
+    const std::string path = where.empty() ? where : where.substr(0, where.size() - 1);
+    return base::JsonFields<RaisePolicyError>(obj, path, RaisePolicyError{source}, base::JsonNull::value);
+}
+
 std::string get_string(const json& obj, const char* key, const std::string& fallback, const std::string& source,
                        const std::string& where) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return fallback;
-    if (!it->is_string()) policy_error(source, where + key + " must be a string");
-    return it->get<std::string>();
+    return fields_of(obj, source, where).string(key).value_or(fallback);
 }
 
 bool get_bool(const json& obj, const char* key, bool fallback, const std::string& source, const std::string& where) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return fallback;
-    if (!it->is_boolean()) policy_error(source, where + key + " must be true or false");
-    return it->get<bool>();
+    return fields_of(obj, source, where).boolean(key).value_or(fallback);
 }
 
 std::vector<std::string> get_list(const json& obj, const char* key, std::vector<std::string> fallback,
                                   const std::string& source, const std::string& where) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return fallback;
-    if (!it->is_array()) policy_error(source, where + key + " must be a list of strings");
-    std::vector<std::string> out;
-    for (const auto& item : *it) {
-        if (!item.is_string() || item.get<std::string>().empty())
-            policy_error(source, where + key + " must be a list of non-empty strings");
-        out.push_back(item.get<std::string>());
-    }
-    return out;
+    const auto fields = fields_of(obj, source, where);
+    if (!fields.has(key)) return fallback;
+    auto items = fields.strings(key);
+    for (const auto& item : items)
+        if (item.empty()) fields.invalid(key, "must be a list of non-empty strings");
+    return items;
 }
 
 std::string dir_value(const json& obj, const char* key, const std::string& fallback, const std::string& source) {

@@ -33,7 +33,7 @@ std::string describe_remains(const AttachmentState& state) {
     if (!state.rdma_device.empty()) text += ", RDMA device " + state.rdma_device;
     std::string addresses;
     try {
-        for (const auto& ip : result_from_json(state.result).ips) addresses += (addresses.empty() ? "" : ", ") + ip.address;
+        for (const auto& ip : result_from_json(state.result).ips) addresses += (addresses.empty() ? "" : ", ") + ip.address.str();
     } catch (const std::exception&) {
     }
     if (!addresses.empty()) text += ", addresses " + addresses;

@@ -58,13 +58,8 @@ Result to_result(const NetConf& conf, const ipam::IpamResult& r) {
     Result out;
     out.cni_version = conf.cni_version;
     for (const auto& ip : r.ips) out.ips.push_back(IpConfig{ip.address, ip.gateway, std::nullopt});
-    for (const auto& route : r.routes) {
-        Route converted;
-        converted.dst = route.dst;
-        converted.gw = route.gw;
-        out.routes.push_back(converted);
-    }
-    out.dns = Dns{r.dns.nameservers, r.dns.domain, r.dns.search, r.dns.options};
+    out.routes = r.routes;
+    out.dns = r.dns;
     return out;
 }
 
@@ -74,7 +69,7 @@ Result embedded_ipam_add(const NetConf& conf, const Environment& env, const Node
     return translating_errors([&] {
         const auto req = make_request(conf, env, policy, ipam::Strictness::strict);
         const auto result = ipam::add(req);
-        for (const auto& ip : result.ips) spdlog::info("rdmanet-ipam: {} for {} {}", ip.address, req.podref, env.ifname);
+        for (const auto& ip : result.ips) spdlog::info("rdmanet-ipam: {} for {} {}", ip.address.str(), req.podref, env.ifname);
         return to_result(conf, result);
     });
 }

@@ -13,16 +13,23 @@ namespace {
 
 constexpr auto kDecode = ErrorCode::decode_failure;
 
-// Result fields that carry addresses are checked here, when they enter, so a malformed IPAM
+// Result fields that carry addresses are parsed here, when they enter, so a malformed IPAM
 // answer is reported as such and not later as a failed netlink call.
-void require_cidr(const JsonFields& fields, std::string_view key, const std::string& value) {
-    if (!base::IpNetwork::parse(value))
-        fields.invalid(key, text::quote(value) + " is not an address in CIDR notation",
-                       "example: 10.1.0.5/24");
+base::IpNetwork required_cidr(const JsonFields& fields, std::string_view key) {
+    auto value = fields.string(key);
+    if (!value) fields.invalid(key, "is required");
+    auto net = base::IpNetwork::parse(*value);
+    if (!net)
+        fields.invalid(key, text::quote(*value) + " is not an address in CIDR notation", "example: 10.1.0.5/24");
+    return *net;
 }
-void require_ip(const JsonFields& fields, std::string_view key, const std::string& value) {
-    if (!base::IpAddress::parse(value))
-        fields.invalid(key, text::quote(value) + " is not an IP address");
+// An absent or empty gateway is none.
+std::optional<base::IpAddress> optional_ip(const JsonFields& fields, std::string_view key) {
+    auto value = fields.string(key);
+    if (!value || value->empty()) return std::nullopt;
+    auto ip = base::IpAddress::parse(*value);
+    if (!ip) fields.invalid(key, text::quote(*value) + " is not an IP address");
+    return ip;
 }
 
 Interface interface_from_json(const JsonFields& f) {
@@ -38,12 +45,8 @@ Interface interface_from_json(const JsonFields& f) {
 
 IpConfig ip_from_json(const JsonFields& f, std::size_t interface_count) {
     IpConfig ip;
-    auto address = f.string("address");
-    if (!address) f.invalid("address", "is required");
-    require_cidr(f, "address", *address);
-    ip.address = *address;
-    ip.gateway = f.string("gateway").value_or("");
-    if (!ip.gateway.empty()) require_ip(f, "gateway", ip.gateway);
+    ip.address = required_cidr(f, "address");
+    ip.gateway = optional_ip(f, "gateway");
     if (auto index = f.uint("interface", 0x7fffffff)) {
         // IPAM results have no interfaces; only a result that lists some can be checked.
         if (interface_count > 0 && *index >= interface_count)
@@ -57,33 +60,14 @@ IpConfig ip_from_json(const JsonFields& f, std::size_t interface_count) {
 
 Route route_from_json(const JsonFields& f) {
     Route route;
-    auto dst = f.string("dst");
-    if (!dst) f.invalid("dst", "is required");
-    require_cidr(f, "dst", *dst);
-    route.dst = *dst;
-    route.gw = f.string("gw").value_or("");
-    if (!route.gw.empty()) require_ip(f, "gw", route.gw);
+    route.dst = required_cidr(f, "dst");
+    route.gw = optional_ip(f, "gw");
     route.mtu = f.uint("mtu");
     route.advmss = f.uint("advmss");
     route.priority = f.uint("priority");
     route.table = f.uint("table");
     route.scope = f.uint("scope", 255);
     return route;
-}
-
-// Calls `each(fields_of_element)` for every element of the list `key`, naming it key[i].
-template <class Each>
-void for_each_object(const JsonFields& parent, std::string_view key, Each&& each) {
-    const auto* list = parent.array(key);
-    if (!list) return;
-    for (std::size_t i = 0; i < list->size(); ++i)
-        each(JsonFields::of_object((*list)[i], parent.name(key) + "[" + std::to_string(i) + "]",
-                                   parent.code()));
-}
-
-std::string ip_family_version(const std::string& address) {
-    if (auto net = base::IpNetwork::parse(address)) return net->address.is_v4() ? "4" : "6";
-    return address.find(':') != std::string::npos ? "6" : "4";
 }
 
 nlohmann::json interface_to_json(const Interface& iface, bool v1_1) {
@@ -99,16 +83,16 @@ nlohmann::json interface_to_json(const Interface& iface, bool v1_1) {
 }
 
 nlohmann::json ip_to_json(const IpConfig& ip, bool with_version) {
-    nlohmann::json j = {{"address", ip.address}};
-    if (with_version) j["version"] = ip_family_version(ip.address);
-    if (!ip.gateway.empty()) j["gateway"] = ip.gateway;
+    nlohmann::json j = {{"address", ip.address.str()}};
+    if (with_version) j["version"] = ip.address.address.is_v4() ? "4" : "6";
+    if (ip.gateway) j["gateway"] = ip.gateway->str();
     if (ip.interface) j["interface"] = *ip.interface;
     return j;
 }
 
 nlohmann::json route_to_json(const Route& route, bool v1_1) {
-    nlohmann::json j = {{"dst", route.dst}};
-    if (!route.gw.empty()) j["gw"] = route.gw;
+    nlohmann::json j = {{"dst", route.dst.str()}};
+    if (route.gw) j["gw"] = route.gw->str();
     if (v1_1) {
         if (route.mtu) j["mtu"] = *route.mtu;
         if (route.advmss) j["advmss"] = *route.advmss;
@@ -151,15 +135,15 @@ Result parse_result_at(const nlohmann::json& j, std::string path, ErrorCode code
     if (!r.cni_version.empty() && !is_supported_version(r.cni_version))
         f.invalid("cniVersion", text::quote(r.cni_version) + " is not a supported result version");
 
-    for_each_object(f, "interfaces", [&](const JsonFields& e) {
+    f.for_each_object("interfaces", [&](const JsonFields& e) {
         r.interfaces.push_back(interface_from_json(e));
     });
     // 0.3.0's spec text spells the list "ip"; accept it when "ips" is absent.
     std::string_view ips_key = !f.has("ips") && f.has("ip") ? "ip" : "ips";
-    for_each_object(f, ips_key, [&](const JsonFields& e) {
+    f.for_each_object(ips_key, [&](const JsonFields& e) {
         r.ips.push_back(ip_from_json(e, r.interfaces.size()));
     });
-    for_each_object(f, "routes", [&](const JsonFields& e) { r.routes.push_back(route_from_json(e)); });
+    f.for_each_object("routes", [&](const JsonFields& e) { r.routes.push_back(route_from_json(e)); });
     if (const auto* dns = f.get("dns")) r.dns = parse_dns_at(*dns, f.name("dns"), code);
     return r;
 }

@@ -1,5 +1,7 @@
 #include "rdmanet/cni/protocol/text.hpp"
 
+#include "rdmanet/base/json_fields.hpp"
+
 namespace rdmanet::cni::text {
 
 namespace {
@@ -15,11 +17,7 @@ std::string quote(std::string_view value) {
     return nlohmann::json(std::string(value)).dump(-1, ' ', false, kReplaceInvalid);
 }
 
-std::string show(const nlohmann::json& value, std::size_t limit) {
-    std::string shown = value.dump(-1, ' ', false, kReplaceInvalid);
-    if (shown.size() > limit) shown = shown.substr(0, limit) + "...";
-    return shown;
-}
+std::string show(const nlohmann::json& value, std::size_t limit) { return base::show_json(value, limit); }
 
 std::string valid_utf8(std::string_view value) {
     // Cheap path first: almost every message is plain ASCII.

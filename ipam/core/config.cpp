@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "rdmanet/base/json_fields.hpp"
 #include "rdmanet/ipam/core/confined_file.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 
@@ -24,37 +25,17 @@ std::string q(std::string_view text) {
 
 const char* family_name(const IpAddress& ip) { return ip.is_v4() ? "IPv4" : "IPv6"; }
 
-std::string type_name(const json& value) { return value.type_name(); }
-
-// The member `key` of `obj`, nullptr when absent or null (whereabouts treats null as unset).
-const json* member(const json& obj, std::string_view key) {
-    if (!obj.is_object()) return nullptr;
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return nullptr;
-    return &*it;
-}
-
-std::optional<std::string> get_string(const json& obj, std::string_view key, const std::string& field) {
-    const json* v = member(obj, key);
-    if (!v) return std::nullopt;
-    if (!v->is_string()) config_error(field + " must be a string, not " + type_name(*v));
-    return v->get<std::string>();
-}
-
-std::vector<std::string> get_string_list(const json& obj, std::string_view key, const std::string& field) {
-    const json* v = member(obj, key);
-    if (!v) return {};
-    if (!v->is_array()) config_error(field + " must be a list of strings, not " + type_name(*v));
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < v->size(); ++i) {
-        const json& item = (*v)[i];
-        if (!item.is_string()) {
-            config_error(field + "[" + std::to_string(i) + "] must be a string, not " + type_name(item));
-        }
-        out.push_back(item.get<std::string>());
+// Type errors in the ipam object are configuration errors (code 7) naming the member.
+struct RaiseConfigError {
+    [[noreturn]] void operator()(std::string message, std::string /*details*/) const {
+        config_error(std::move(message));
     }
-    return out;
-}
+};
+// The members of the ipam object; null counts as unset (as whereabouts reads it).
+using Fields = base::JsonFields<RaiseConfigError>;
+
+constexpr std::string_view kRangeShape =
+    "an object {\"range\": ..., \"range_start\": ..., \"range_end\": ..., \"exclude\": [...]}";
 
 IpAddress parse_ip(const std::string& text, const std::string& field) {
     auto ip = IpAddress::parse(text);
@@ -86,11 +67,11 @@ std::optional<Interval> offsets_within(const IpNetwork& net, const IpNetwork& ci
     return Interval{lo - base, hi - base};
 }
 
-// One range entry: the top-level keys (prefix "ipam") or one ipRanges element
-// (prefix "ipam.ipRanges[i]"). The same keys in both places: range, range_start, range_end, exclude.
-Range parse_range_entry(const json& obj, const std::string& prefix, const std::string& range_field) {
-    const std::string range_key = prefix + ".range";
-    auto range_text = get_string(obj, "range", range_key);
+// One range entry: the top-level keys (path "ipam") or one ipRanges element
+// (path "ipam.ipRanges[i]"). The same keys in both places: range, range_start, range_end, exclude.
+Range parse_range_entry(const Fields& entry, const std::string& range_field) {
+    const std::string range_key = entry.name("range");
+    auto range_text = entry.string("range");
     if (!range_text) config_error(range_key + " is missing");
 
     Range r;
@@ -126,8 +107,8 @@ Range parse_range_entry(const json& obj, const std::string& prefix, const std::s
 
     // Explicit range_start/range_end; with the start-end form they must agree with it.
     auto bound = [&](std::string_view key, std::optional<IpAddress>& slot) {
-        const std::string field = prefix + "." + std::string(key);
-        auto text = get_string(obj, key, field);
+        const std::string field = entry.name(key);
+        auto text = entry.string(key);
         if (!text) return;
         const IpAddress ip = parse_ip(*text, field);
         require_family(ip, r.cidr, field, range_key);
@@ -142,7 +123,8 @@ Range parse_range_entry(const json& obj, const std::string& prefix, const std::s
     bound("range_start", start);
     bound("range_end", end);
     if (start && end && *start > *end) {
-        config_error(prefix + ".range_start " + start->str() + " is after " + prefix + ".range_end " + end->str());
+        config_error(entry.name("range_start") + " " + start->str() + " is after " + entry.name("range_end") + " " +
+                     end->str());
     }
 
     // Network, broadcast (and later the gateway) are never handed out, whatever start/end say.
@@ -154,8 +136,8 @@ Range parse_range_entry(const json& obj, const std::string& prefix, const std::s
                      "(network and broadcast addresses are never handed out)");
     }
 
-    const std::string exclude_field = prefix + ".exclude";
-    const auto excludes = get_string_list(obj, "exclude", exclude_field);
+    const std::string exclude_field = entry.name("exclude");
+    const auto excludes = entry.strings("exclude");
     std::vector<Interval> excluded;
     for (std::size_t i = 0; i < excludes.size(); ++i) {
         const std::string field = exclude_field + "[" + std::to_string(i) + "]";
@@ -182,61 +164,45 @@ void clip_exclusions(Range& r) {
     r.excluded = std::move(clipped);
 }
 
-std::vector<Route> parse_routes(const json& ipam) {
-    const json* v = member(ipam, "routes");
-    if (!v) return {};
-    if (!v->is_array()) config_error("ipam.routes must be a list, not " + type_name(*v));
+std::vector<Route> parse_routes(const Fields& ipam) {
     std::vector<Route> out;
-    for (std::size_t i = 0; i < v->size(); ++i) {
-        const std::string field = "ipam.routes[" + std::to_string(i) + "]";
-        const json& item = (*v)[i];
-        if (!item.is_object()) config_error(field + " must be an object {\"dst\": CIDR, \"gw\": IP}");
-        auto dst = get_string(item, "dst", field + ".dst");
-        if (!dst) config_error(field + ".dst is missing");
-        parse_cidr(*dst, field + ".dst");
-        Route route{*dst, ""};
-        if (auto gw = get_string(item, "gw", field + ".gw")) {
-            parse_ip(*gw, field + ".gw");
-            route.gw = *gw;
-        }
+    ipam.for_each_object("routes", [&](const Fields& item) {
+        auto dst = item.string("dst");
+        if (!dst) config_error(item.name("dst") + " is missing");
+        Route route;
+        route.dst = parse_cidr(*dst, item.name("dst"));
+        if (auto gw = item.string("gw")) route.gw = parse_ip(*gw, item.name("gw"));
         out.push_back(std::move(route));
-    }
+    }, "an object {\"dst\": CIDR, \"gw\": IP}");
     return out;
 }
 
-Dns parse_dns(const json& ipam) {
-    const json* v = member(ipam, "dns");
-    if (!v) return {};
-    if (!v->is_object()) config_error("ipam.dns must be an object, not " + type_name(*v));
+Dns parse_dns(const Fields& ipam) {
+    const auto fields = ipam.child("dns");
+    if (!fields) return {};
     Dns dns;
-    dns.nameservers = get_string_list(*v, "nameservers", "ipam.dns.nameservers");
-    dns.domain = get_string(*v, "domain", "ipam.dns.domain").value_or("");
-    dns.search = get_string_list(*v, "search", "ipam.dns.search");
-    dns.options = get_string_list(*v, "options", "ipam.dns.options");
+    dns.nameservers = fields->strings("nameservers");
+    dns.domain = fields->string("domain").value_or("");
+    dns.search = fields->strings("search");
+    dns.options = fields->strings("options");
     return dns;
 }
 
-std::vector<StaticAddress> parse_addresses(const json& ipam) {
-    const json* v = member(ipam, "addresses");
-    if (!v) return {};
-    if (!v->is_array()) config_error("ipam.addresses must be a list, not " + type_name(*v));
+std::vector<StaticAddress> parse_addresses(const Fields& ipam) {
     std::vector<StaticAddress> out;
-    for (std::size_t i = 0; i < v->size(); ++i) {
-        const std::string field = "ipam.addresses[" + std::to_string(i) + "]";
-        const json& item = (*v)[i];
-        if (!item.is_object()) config_error(field + " must be an object {\"address\": CIDR, \"gateway\": IP}");
-        auto address = get_string(item, "address", field + ".address");
-        if (!address) config_error(field + ".address is missing");
-        StaticAddress sa{parse_cidr(*address, field + ".address"), std::nullopt};
-        if (auto gw = get_string(item, "gateway", field + ".gateway")) sa.gateway = parse_ip(*gw, field + ".gateway");
+    ipam.for_each_object("addresses", [&](const Fields& item) {
+        auto address = item.string("address");
+        if (!address) config_error(item.name("address") + " is missing");
+        StaticAddress sa{parse_cidr(*address, item.name("address")), std::nullopt};
+        if (auto gw = item.string("gateway")) sa.gateway = parse_ip(*gw, item.name("gateway"));
         out.push_back(sa);
-    }
+    }, "an object {\"address\": CIDR, \"gateway\": IP}");
     return out;
 }
 
-StoreConfig parse_store(const json& ipam) {
+StoreConfig parse_store(const Fields& ipam) {
     StoreConfig store;
-    if (auto ds = get_string(ipam, "datastore", "ipam.datastore")) {
+    if (auto ds = ipam.string("datastore")) {
         if (*ds == "local" || ds->empty()) {
             store.datastore = Datastore::local;
         } else if (*ds == "kubernetes") {
@@ -245,20 +211,17 @@ StoreConfig parse_store(const json& ipam) {
             config_error("ipam.datastore " + q(*ds) + " is not supported: use \"local\" or \"kubernetes\"");
         }
     }
-    if (auto dir = get_string(ipam, "data_dir", "ipam.data_dir")) {
+    if (auto dir = ipam.string("data_dir")) {
         if (dir->empty() || dir->front() != '/') {
             config_error("ipam.data_dir " + q(*dir) + " must be an absolute path");
         }
         store.data_dir = *dir;
     }
-    if (const json* k8s = member(ipam, "kubernetes")) {
-        if (!k8s->is_object()) config_error("ipam.kubernetes must be an object, not " + type_name(*k8s));
-        store.kubeconfig = get_string(*k8s, "kubeconfig", "ipam.kubernetes.kubeconfig").value_or("");
-    }
-    if (auto size = get_string(ipam, "node_slice_size", "ipam.node_slice_size")) {
+    if (const auto k8s = ipam.child("kubernetes")) store.kubeconfig = k8s->string("kubeconfig").value_or("");
+    if (auto size = ipam.string("node_slice_size")) {
         store.node_slice_prefix = parse_node_slice_size(*size);
     }
-    if (auto path = get_string(ipam, "configuration_path", "ipam.configuration_path"); path && !path->empty()) {
+    if (auto path = ipam.string("configuration_path"); path && !path->empty()) {
         const auto slash = path->rfind('/');
         if (slash != std::string::npos && slash > 0) store.node_config_dir = path->substr(0, slash);
     }
@@ -267,8 +230,8 @@ StoreConfig parse_store(const json& ipam) {
 
 }  // namespace
 
-IpamConfig parse_ipam_config(const json& ipam, Strictness strictness) {
-    if (!ipam.is_object()) config_error("ipam must be an object, not " + type_name(ipam));
+IpamConfig parse_ipam_config(const json& ipam_object, Strictness strictness) {
+    const Fields ipam = Fields::of_object(ipam_object, "ipam", RaiseConfigError{});
     const bool strict = strictness == Strictness::strict;
     // In lenient mode (DEL, GC) a section that does not parse is left at its default.
     auto section = [strict](const std::function<void()>& parse) {
@@ -282,55 +245,39 @@ IpamConfig parse_ipam_config(const json& ipam, Strictness strictness) {
     IpamConfig c;
     // The store must be found even by DEL: its errors are fatal in both modes.
     c.store = parse_store(ipam);
-    section([&] { c.type = get_string(ipam, "type", "ipam.type").value_or(""); });
-    section([&] { c.network_name = get_string(ipam, "network_name", "ipam.network_name").value_or(""); });
+    section([&] { c.type = ipam.string("type").value_or(""); });
+    section([&] { c.network_name = ipam.string("network_name").value_or(""); });
     section([&] {
-        if (const json* v = member(ipam, "enable_overlapping_ranges")) {
-            if (!v->is_boolean()) {
-                config_error("ipam.enable_overlapping_ranges must be true or false, not " + type_name(*v));
-            }
-            c.enable_overlapping_ranges = v->get<bool>();
-        }
+        if (auto overlapping = ipam.boolean("enable_overlapping_ranges")) c.enable_overlapping_ranges = *overlapping;
     });
-    section([&] { c.log_file = get_string(ipam, "log_file", "ipam.log_file").value_or(""); });
-    section([&] { c.log_level = get_string(ipam, "log_level", "ipam.log_level").value_or(""); });
-    section([&] {
-        c.configuration_path = get_string(ipam, "configuration_path", "ipam.configuration_path").value_or("");
-    });
+    section([&] { c.log_file = ipam.string("log_file").value_or(""); });
+    section([&] { c.log_level = ipam.string("log_level").value_or(""); });
+    section([&] { c.configuration_path = ipam.string("configuration_path").value_or(""); });
     section([&] { c.routes = parse_routes(ipam); });
     section([&] { c.dns = parse_dns(ipam); });
     section([&] { c.addresses = parse_addresses(ipam); });
     section([&] {
-        if (auto gw = get_string(ipam, "gateway", "ipam.gateway")) c.gateway = parse_ip(*gw, "ipam.gateway");
+        if (auto gw = ipam.string("gateway")) c.gateway = parse_ip(*gw, ipam.name("gateway"));
     });
 
     // Ranges: the top-level range first (whereabouts prepends it), then ipRanges in order.
-    if (member(ipam, "range")) {
-        section([&] { c.ranges.push_back(parse_range_entry(ipam, "ipam", "ipam.range")); });
+    if (ipam.has("range")) {
+        section([&] { c.ranges.push_back(parse_range_entry(ipam, ipam.name("range"))); });
     } else {
         section([&] {
             for (const char* key : {"range_start", "range_end", "exclude"}) {
-                if (member(ipam, key)) config_error(std::string("ipam.") + key + " is set but ipam.range is not");
+                if (ipam.has(key)) config_error(ipam.name(key) + " is set but ipam.range is not");
             }
         });
     }
-    if (const json* list = member(ipam, "ipRanges")) {
+    // One section per entry: in lenient mode an entry that does not parse is dropped alone.
+    const json* list = nullptr;
+    section([&] { list = ipam.array("ipRanges"); });
+    for (std::size_t i = 0; list && i < list->size(); ++i) {
         section([&] {
-            if (!list->is_array()) config_error("ipam.ipRanges must be a list, not " + type_name(*list));
+            const Fields entry = ipam.object_at("ipRanges", *list, i, kRangeShape);
+            c.ranges.push_back(parse_range_entry(entry, entry.path()));
         });
-        if (list->is_array()) {
-            for (std::size_t i = 0; i < list->size(); ++i) {
-                const std::string prefix = "ipam.ipRanges[" + std::to_string(i) + "]";
-                section([&] {
-                    const json& entry = (*list)[i];
-                    if (!entry.is_object()) {
-                        config_error(prefix + " must be an object {\"range\": ..., \"range_start\": ..., "
-                                              "\"range_end\": ..., \"exclude\": [...]}, not " + type_name(entry));
-                    }
-                    c.ranges.push_back(parse_range_entry(entry, prefix, prefix));
-                });
-            }
-        }
     }
 
     section([&] {
@@ -405,12 +352,12 @@ namespace {
     config_error(msg);
 }
 
-void check_one(const PathLimits& limits, const json& obj, std::string_view key, const std::string& field,
+void check_one(const PathLimits& limits, const Fields& fields, std::string_view key,
                const std::vector<std::string>& dirs) {
-    const json* v = member(obj, key);
+    const json* v = fields.get(key);
     if (!v || !v->is_string() || v->get<std::string>().empty()) return;   // type errors: parse's job
     const std::string path = v->get<std::string>();
-    if (containing_dir(path, dirs).empty()) refuse_path(limits, field, path, join_dirs(dirs));
+    if (containing_dir(path, dirs).empty()) refuse_path(limits, fields.name(key), path, join_dirs(dirs));
 }
 
 }  // namespace
@@ -425,14 +372,15 @@ IpamConfig with_confinement(IpamConfig config, const PathLimits& limits) {
 }
 }  // namespace
 
-void check_path_limits(const json& ipam, const PathLimits& limits) {
-    if (!limits.enforced || !ipam.is_object()) return;
-    check_one(limits, ipam, "configuration_path", "ipam.configuration_path", limits.config_dirs);
-    check_one(limits, ipam, "log_file", "ipam.log_file", {limits.log_dir});
-    if (const json* k8s = member(ipam, "kubernetes"); k8s && k8s->is_object())
-        check_one(limits, *k8s, "kubeconfig", "ipam.kubernetes.kubeconfig", limits.kubeconfig_dirs);
+void check_path_limits(const json& ipam_object, const PathLimits& limits) {
+    if (!limits.enforced || !ipam_object.is_object()) return;
+    const Fields ipam(ipam_object, "ipam", RaiseConfigError{});
+    check_one(limits, ipam, "configuration_path", limits.config_dirs);
+    check_one(limits, ipam, "log_file", {limits.log_dir});
+    if (const json* k8s = ipam.get("kubernetes"); k8s && k8s->is_object())
+        check_one(limits, Fields(*k8s, ipam.name("kubernetes"), RaiseConfigError{}), "kubeconfig", limits.kubeconfig_dirs);
     // The default data dir is the plugin's own; a NAD may only move it within the allowed roots.
-    if (const json* dir = member(ipam, "data_dir"); dir && dir->is_string() && *dir != std::string(kDefaultDataDir)) {
+    if (const json* dir = ipam.get("data_dir"); dir && dir->is_string() && *dir != std::string(kDefaultDataDir)) {
         const std::string path = dir->get<std::string>();
         bool inside = !containing_dir(path, limits.data_dirs).empty();
         for (const auto& allowed : limits.data_dirs) inside = inside || path == allowed;

@@ -60,8 +60,6 @@ IpamRequest request_for(const IpamConfig& c, const std::string& container_id) {
     return IpamRequest{c, "procnet", container_id, "net1", "ns/" + container_id, {}};
 }
 
-std::string address_only(const std::string& cidr) { return cidr.substr(0, cidr.find('/')); }
-
 struct Outcome {
     std::map<std::string, std::string> ip_of;   // container id -> address
     int full = 0;
@@ -79,7 +77,7 @@ Outcome run_adds(const TempDir& dir, const IpamConfig& c, int processes, int per
                 const std::string id = "ctr-" + std::to_string(p) + "-" + std::to_string(k);
                 try {
                     const IpamResult r = add(store, request_for(c, id));
-                    out << id << " " << address_only(r.ips.at(0).address) << "\n";
+                    out << id << " " << r.ips.at(0).address.address.str() << "\n";
                 } catch (const IpamError& e) {
                     if (e.code != codes::range_full) throw;
                     out << id << " FULL\n";
@@ -197,7 +195,7 @@ TEST_CASE("ipam processes: SIGKILL at random moments, then DEL + GC leave exactl
         SqliteStore store(c.store.data_dir);
         for (int k = 0; k < 20; ++k) {
             const std::string id = "live-" + std::to_string(k);
-            for (const auto& ip : add(store, request_for(c, id)).ips) live[id].push_back(ip.address);
+            for (const auto& ip : add(store, request_for(c, id)).ips) live[id].push_back(ip.address.str());
         }
     }   // closed before forking
 

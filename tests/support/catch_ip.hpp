@@ -1,5 +1,10 @@
 #pragma once
-// Catch2 printers for the IP value types, so failed comparisons show addresses, not "{?}".
+// Catch2 printers for the IP value types, so failed comparisons show addresses, not "{?}", and
+// literals of them for expected values.
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
 #include <catch2/catch.hpp>
 
 #include "rdmanet/base/ip.hpp"
@@ -18,3 +23,17 @@ struct StringMaker<rdmanet::base::IpNetwork> {
     }
 };
 }  // namespace Catch
+
+namespace rdmanet::test {
+// A malformed literal is a broken test: it throws instead of yielding an empty value.
+inline base::IpNetwork ip_net(std::string_view cidr) {
+    auto net = base::IpNetwork::parse(cidr);
+    if (!net) throw std::invalid_argument("test literal is not a CIDR: " + std::string(cidr));
+    return *net;
+}
+inline base::IpAddress ip_addr(std::string_view text) {
+    auto ip = base::IpAddress::parse(text);
+    if (!ip) throw std::invalid_argument("test literal is not an IP address: " + std::string(text));
+    return *ip;
+}
+}  // namespace rdmanet::test

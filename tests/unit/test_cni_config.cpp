@@ -86,7 +86,7 @@ TEST_CASE("config: a full macvlan config as Multus delivers it", "[cni][config]"
     CHECK(conf.runtime.device_info_file == "/var/run/k8s.cni.cncf.io/devinfo/cni/rdma-net-abc_net1");
     CHECK(conf.args_cni_ips == Strings{"192.168.100.8"});
     REQUIRE(conf.prev_result);
-    CHECK(conf.prev_result->ips.at(0).address == "10.244.1.7/24");
+    CHECK(conf.prev_result->ips.at(0).address.str() == "10.244.1.7/24");
     CHECK_FALSE(conf.valid_attachments);
     CHECK(conf.raw == j);
     CHECK(conf.settings.get<HostdevConf>().pci_address.empty());   // hostdev keys are not read in macvlan mode

@@ -1,10 +1,13 @@
 #include <catch2/catch.hpp>
 
 #include "cni_test_helpers.hpp"
+#include "support/catch_ip.hpp"
 #include "rdmanet/cni/protocol/result.hpp"
 
 using namespace rdmanet::cni;
 using nlohmann::json;
+using rdmanet::test::ip_addr;
+using rdmanet::test::ip_net;
 
 namespace {
 
@@ -17,11 +20,11 @@ Result full_result() {
         Interface{"ens1f0", "", std::nullopt, "", "", ""},
     };
     r.ips = {
-        IpConfig{"10.1.0.5/24", "10.1.0.1", 0},
-        IpConfig{"fd00::5/64", "", 0},
+        IpConfig{ip_net("10.1.0.5/24"), ip_addr("10.1.0.1"), 0},
+        IpConfig{ip_net("fd00::5/64"), std::nullopt, 0},
     };
-    Route extras{"10.2.0.0/16", "10.1.0.1", 1400u, 1360u, 10u, 100u, 0u};
-    r.routes = {extras, Route{"::/0", "", {}, {}, {}, {}, {}}};
+    Route extras{ip_net("10.2.0.0/16"), ip_addr("10.1.0.1"), 1400u, 1360u, 10u, 100u, 0u};
+    r.routes = {extras, Route{ip_net("::/0"), std::nullopt, {}, {}, {}, {}, {}}};
     r.dns = Dns{{"10.0.0.10"}, "cluster.local", {"svc.cluster.local"}, {"ndots:5"}};
     return r;
 }
@@ -85,7 +88,7 @@ TEST_CASE("empty dns: always {} in 0.x, omitted in 1.x, empty lists omitted", "[
 
 TEST_CASE("result of an IPAM plugin: no interfaces, no ips[].interface", "[cni][result]") {
     Result ipam;
-    ipam.ips = {IpConfig{"192.168.100.7/24", "", std::nullopt}};
+    ipam.ips = {IpConfig{ip_net("192.168.100.7/24"), std::nullopt, std::nullopt}};
     CHECK(result_to_json(ipam, "0.4.0") ==
           json::parse(R"({"cniVersion":"0.4.0","ips":[{"version":"4","address":"192.168.100.7/24"}],"dns":{}})"));
 }
@@ -105,7 +108,7 @@ TEST_CASE("results round-trip through every version", "[cni][result]") {
         CHECK(result_to_json(back, version) == printed);
         // Converting up to 1.1.0 keeps everything the older version could carry.
         CHECK(back.ips.size() == 2);
-        CHECK(back.ips[1].address == "fd00::5/64");
+        CHECK(back.ips[1].address == ip_net("fd00::5/64"));
         CHECK(back.ips[1].interface == 0);
         CHECK(back.dns.nameservers == std::vector<std::string>{"10.0.0.10"});
     }
@@ -134,7 +137,7 @@ TEST_CASE("0.3.0's \"ip\" spelling is accepted when \"ips\" is absent", "[cni][r
     Result r = result_from_json(json::parse(
         R"({"cniVersion":"0.3.0","ip":[{"version":"4","address":"10.1.0.5/24"}]})"));
     REQUIRE(r.ips.size() == 1);
-    CHECK(r.ips[0].address == "10.1.0.5/24");
+    CHECK(r.ips[0].address == ip_net("10.1.0.5/24"));
     CHECK(result_to_json(r, "0.3.0").contains("ips"));   // emitted as libcni does
     CHECK_FALSE(result_to_json(r, "0.3.0").contains("ip"));
 }
@@ -180,7 +183,7 @@ TEST_CASE("malformed results name the field (decode failure)", "[cni][result]") 
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"dns":{"nameservers":"10.0.0.10"}})")), ErrorCode::decode_failure,
                       "result.dns.nameservers must be a JSON list");
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"dns":{"search":[1]}})")), ErrorCode::decode_failure,
-                      "result.dns.search must be a list of strings");
+                      "result.dns.search[0] must be a string, got 1");
 }
 
 TEST_CASE("dns to and from JSON", "[cni][result]") {

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "ipam_test_util.hpp"
+#include "support/catch_ip.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
@@ -190,7 +191,10 @@ TEST_CASE("ipam config: other keys", "[ipam]") {
                                 {"leader_lease_duration", 1500},
                                 {"etcd_host", "x"}});
     REQUIRE(c.routes.size() == 2);
-    CHECK(c.routes[1] == Route{"10.9.0.0/16", "10.0.0.254"});
+    Route expected_route;
+    expected_route.dst = rdmanet::test::ip_net("10.9.0.0/16");
+    expected_route.gw = rdmanet::test::ip_addr("10.0.0.254");
+    CHECK(c.routes[1] == expected_route);
     CHECK(c.dns.nameservers == std::vector<std::string>{"10.0.0.53"});
     CHECK(c.dns.domain == "x.local");
     REQUIRE(c.addresses.size() == 1);
@@ -248,7 +252,7 @@ TEST_CASE("ipam config: errors name the field", "[ipam]") {
                              "ipam.exclude[1] \"10.0.0.300\" is neither an IP address nor a CIDR");
         require_config_error({{"range", "10.0.0.0/24"}, {"exclude", {"10.0.0.0/40"}}}, "ipam.exclude[0]");
         require_config_error({{"range", "10.0.0.0/24"}, {"exclude", {"fd00::1"}}}, "ipam.exclude[0] fd00::1 is IPv6");
-        require_config_error({{"range", "10.0.0.0/24"}, {"exclude", "10.0.0.1"}}, "ipam.exclude must be a list");
+        require_config_error({{"range", "10.0.0.0/24"}, {"exclude", "10.0.0.1"}}, "ipam.exclude must be a JSON list, got \"10.0.0.1\"");
         require_config_error({{"range", "10.0.0.0/24"}, {"exclude", {1}}}, "ipam.exclude[0] must be a string");
     }
     SECTION("ipRanges entries") {
@@ -261,7 +265,7 @@ TEST_CASE("ipam config: errors name the field", "[ipam]") {
         require_config_error({{"ipRanges", {{{"range", "10.0.0.0/24"}, {"exclude", {"fd00::/64"}}}}}},
                              "ipam.ipRanges[0].exclude[0]");
         require_config_error({{"ipRanges", {{{"range", 10}}}}}, "ipam.ipRanges[0].range must be a string");
-        require_config_error({{"ipRanges", {{"range", "10.0.0.0/24"}}}}, "ipam.ipRanges must be a list");
+        require_config_error({{"ipRanges", {{"range", "10.0.0.0/24"}}}}, "ipam.ipRanges must be a JSON list, got {");
         require_config_error({{"range", "10.0.0.0/24"}, {"ipRanges", {{{"range", "10.0.0.0/24"}}}}},
                              "ipam.ipRanges[0] 10.0.0.0/24 is the same pool as ipam.range");
     }
@@ -278,9 +282,9 @@ TEST_CASE("ipam config: errors name the field", "[ipam]") {
         require_config_error({{"range", "10.0.0.0/24"}, {"enable_overlapping_ranges", "yes"}}, "ipam.enable_overlapping_ranges");
         require_config_error({{"range", "10.0.0.0/24"}, {"datastore", "etcd"}}, "ipam.datastore \"etcd\" is not supported");
         require_config_error({{"range", "10.0.0.0/24"}, {"data_dir", "relative/dir"}}, "ipam.data_dir");
-        require_config_error({{"range", "10.0.0.0/24"}, {"kubernetes", "x"}}, "ipam.kubernetes must be an object");
+        require_config_error({{"range", "10.0.0.0/24"}, {"kubernetes", "x"}}, "ipam.kubernetes must be a JSON object, got \"x\"");
         require_config_error({{"range", "10.0.0.0/24"}, {"network_name", 3}}, "ipam.network_name");
-        require_config_error(json::array(), "ipam must be an object");
+        require_config_error(json::array(), "ipam must be a JSON object, got []");
     }
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "ipam_test_util.hpp"
+#include "support/catch_ip.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
@@ -17,6 +18,8 @@
 using namespace rdmanet::ipam;
 using ipam_test::TempDir;
 using nlohmann::json;
+using rdmanet::test::ip_addr;
+using rdmanet::test::ip_net;
 
 namespace {
 
@@ -268,8 +271,8 @@ TEST_CASE("ipam API: dual-stack ADD, CHECK, DEL", "[ipam]") {
                                             {"data_dir", dir.sub("data")}});
     const IpamResult r = add(ipam_request(c, "ctr1"));
     REQUIRE(r.ips.size() == 2);
-    CHECK(r.ips[0] == IpamIp{"10.0.0.2/24", "10.0.0.1"});
-    CHECK(r.ips[1] == IpamIp{"fd00::1/64", ""});
+    CHECK(r.ips[0] == IpamIp{ip_net("10.0.0.2/24"), ip_addr("10.0.0.1")});
+    CHECK(r.ips[1] == IpamIp{ip_net("fd00::1/64"), std::nullopt});
     CHECK(r.routes == c.routes);
     CHECK(r.dns.nameservers == std::vector<std::string>{"10.0.0.53"});
 
@@ -302,10 +305,10 @@ TEST_CASE("ipam API: static requests", "[ipam]") {
     req.static_ips = {"10.0.0.77", "172.16.0.5/16"};
     const IpamResult r = add(store, req);
     REQUIRE(r.ips.size() == 4);
-    CHECK(r.ips[0].address == "10.0.0.77/24");
-    CHECK(r.ips[1].address == "fd00::1/64");
-    CHECK(r.ips[2].address == "172.16.0.5/16");          // inside no range: returned as-is
-    CHECK(r.ips[3] == IpamIp{"192.168.9.9/24", "192.168.9.1"});
+    CHECK(r.ips[0].address == ip_net("10.0.0.77/24"));
+    CHECK(r.ips[1].address == ip_net("fd00::1/64"));
+    CHECK(r.ips[2].address == ip_net("172.16.0.5/16"));          // inside no range: returned as-is
+    CHECK(r.ips[3] == IpamIp{ip_net("192.168.9.9/24"), ip_addr("192.168.9.1")});
 
     auto clash = ipam_request(c, "s2");
     clash.static_ips = {"10.0.0.77/24"};

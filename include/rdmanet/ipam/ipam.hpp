@@ -3,6 +3,7 @@
 // CHECK, GC over a Store. The result is plain data; the cni layer converts it to its Result.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,8 +28,8 @@ struct IpamRequest {
 };
 
 struct IpamIp {
-    std::string address;                  // CIDR with the range's prefix, e.g. "10.0.0.5/24"
-    std::string gateway;                  // "" when none
+    base::IpNetwork address;              // host bits kept, the range's prefix: 10.0.0.5/24
+    std::optional<base::IpAddress> gateway;
     friend bool operator==(const IpamIp&, const IpamIp&) = default;
 };
 

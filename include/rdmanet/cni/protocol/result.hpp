@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmanet/base/ip.hpp"
+#include "rdmanet/base/route.hpp"
+
 namespace rdmanet::cni {
 
 struct Interface {
@@ -19,24 +22,15 @@ struct Interface {
 };
 
 struct IpConfig {
-    std::string address;              // CIDR with host bits, e.g. "10.1.0.5/24"
-    std::string gateway;              // may be empty
+    base::IpNetwork address;          // with host bits: 10.1.0.5/24
+    std::optional<base::IpAddress> gateway;
     std::optional<int> interface;     // index into interfaces
 };
 
-struct Route {
-    std::string dst;                  // CIDR
-    std::string gw;                   // may be empty
-    std::optional<unsigned> mtu, advmss, priority, table, scope;   // 1.1.0
-};
-
-struct Dns {
-    std::vector<std::string> nameservers;
-    std::string domain;
-    std::vector<std::string> search;
-    std::vector<std::string> options;
-    bool empty() const { return nameservers.empty() && domain.empty() && search.empty() && options.empty(); }
-};
+// Routes (with the 1.1.0 extras mtu, advmss, priority, table, scope) and DNS settings: the model
+// the IPAM hands out too.
+using Route = base::Route;
+using Dns = base::Dns;
 
 struct Result {
     std::string cni_version;

@@ -42,25 +42,16 @@
 
 #include "rdmanet/ipam/core/range.hpp"
 #include "rdmanet/base/ip.hpp"
+#include "rdmanet/base/route.hpp"
 
 namespace rdmanet::ipam {
 
 inline constexpr std::string_view kDefaultDataDir = "/var/lib/cni/rdmanet/ipam";
 inline constexpr std::string_view kDefaultNodeConfigDir = "/etc/cni/net.d/rdmanet.d";
 
-struct Route {
-    std::string dst;   // CIDR
-    std::string gw;    // may be empty
-    friend bool operator==(const Route&, const Route&) = default;
-};
-
-struct Dns {
-    std::vector<std::string> nameservers;
-    std::string domain;
-    std::vector<std::string> search;
-    std::vector<std::string> options;
-    friend bool operator==(const Dns&, const Dns&) = default;
-};
+// The result's routes and DNS settings, copied from the config (the plugin's model: base/route.hpp).
+using Route = base::Route;
+using Dns = base::Dns;
 
 struct StaticAddress {
     base::IpNetwork address;                     // with host bits: "10.1.0.5/24"
