@@ -5,6 +5,7 @@
 #      macvlan / hostdev ADD+DEL with the embedded IPAM and with host-local, and bin/rdmanet-ipam
 #      alone on an empty /16 and on one holding 60k allocations (each build prefills its own store
 #      with its own bin/ipam_prefill); CPU (user + sys of the process tree) and wall per ADD+DEL;
+#      and two VERSION calls of each binary: the process start and exit alone;
 #   2. in-process IPAM: each build's bin/ipam_bench, rounds alternating;
 #   3. Kubernetes datastore: kube_bench.sh with each build, rounds alternating (run under
 #      bench_measure too: the CPU of the whole run, client and test API server).
@@ -45,15 +46,16 @@ MEASURE=${BIN[after]}/bench_measure   # the harness, the same source in both tre
 
 # ---- 1. whole processes --------------------------------------------------------------------
 scene_open cb
-WORKLOADS=(me he mh hh ri r6)
+WORKLOADS=(me he mh hh ri r6 vr vi)
 declare -A LABEL=([me]="macvlan + embedded IPAM" [he]="hostdev + embedded IPAM"
   [mh]="macvlan + host-local" [hh]="hostdev + host-local"
-  [ri]="rdmanet-ipam alone, empty /16" [r6]="rdmanet-ipam alone, 60k pool")
+  [ri]="rdmanet-ipam alone, empty /16" [r6]="rdmanet-ipam alone, 60k pool"
+  [vr]="rdmanet, 2 x VERSION (start only)" [vi]="rdmanet-ipam, 2 x VERSION (start only)")
 # Config NAME is build initial (b/a) + workload; its netns is $TAG-NAME. hostdev needs a device per
 # build and IPAM kind; the macvlan master is shared.
 scene_veth m hb ha lb la
 for x in b a; do
-  scene_netns "${x}me" "${x}he" "${x}mh" "${x}hh" "${x}ri" "${x}r6"
+  scene_netns "${x}me" "${x}he" "${x}mh" "${x}hh" "${x}ri" "${x}r6" "${x}vr" "${x}vi"
   mv="\"type\":\"rdmanet\",\"mode\":\"macvlan\",\"master\":\"${TAG}m0\",\"macvlanMode\":\"bridge\""
   conf_emb "${x}me" "$mv" 10.253.8.0/24
   conf_emb "${x}he" "\"type\":\"rdmanet\",\"mode\":\"hostdev\",\"device\":\"${TAG}h${x}0\"" 10.253.9.0/24
@@ -61,6 +63,8 @@ for x in b a; do
   conf "${x}hh" "\"type\":\"rdmanet\",\"mode\":\"hostdev\",\"device\":\"${TAG}l${x}0\"" 10.253.4.0/24
   conf_emb "${x}ri" "\"type\":\"rdmanet-ipam\"" 10.252.0.0/16
   conf_emb "${x}r6" "\"type\":\"rdmanet-ipam\"" 10.254.0.0/16
+  # VERSION does no work: the process start and exit that every verb pays.
+  echo '{"cniVersion":"1.0.0"}' | tee "$WORK/${x}vr.json" >"$WORK/${x}vi.json"
 done
 "${BIN[before]}/ipam_prefill" "$WORK/ripam-br6" 10.254.0.0/16 60000 bench-br6 >/dev/null || die "ipam_prefill (before) failed"
 "${BIN[after]}/ipam_prefill" "$WORK/ripam-ar6" 10.254.0.0/16 60000 bench-ar6 >/dev/null || die "ipam_prefill (after) failed"
@@ -69,12 +73,13 @@ done
 order() { if (( ${1#w} % 2 == 0 )); then echo "before after"; else echo "after before"; fi; }
 
 one_round() {
-  local i=$1 record=$2 w b plugin r
+  local i=$1 record=$2 w b plugin r verbs
   for w in "${WORKLOADS[@]}"; do
     for b in $(order "$i"); do
-      plugin=${BIN[$b]}/rdmanet
-      [[ $w == r? ]] && plugin=${BIN[$b]}/rdmanet-ipam
-      r=$(add_del "${b:0:1}$w" "$plugin" "cb-$i") || exit 1
+      plugin=${BIN[$b]}/rdmanet verbs=()
+      [[ $w == r? || $w == vi ]] && plugin=${BIN[$b]}/rdmanet-ipam
+      [[ $w == v? ]] && verbs=(VERSION VERSION)
+      r=$(add_del "${b:0:1}$w" "$plugin" "cb-$i" "${verbs[@]}") || exit 1
       [[ $record == yes ]] && echo "$r" >>"$WORK/$b-$w.dat"
     done
   done

@@ -91,11 +91,12 @@ check() {
   echo "$wall $cpu"
 }
 
-# add_del CFG PLUGIN ID: ADD then DEL; prints "wall cpu" of the pair (microseconds).
+# add_del CFG PLUGIN ID [VERB VERB]: ADD then DEL (or the two verbs given); prints "wall cpu" of
+# the pair (microseconds).
 add_del() {
   local a d
-  a=$(cni_call "$1" "$2" ADD "$3") || exit 1
-  d=$(cni_call "$1" "$2" DEL "$3") || exit 1
+  a=$(cni_call "$1" "$2" "${4:-ADD}" "$3") || exit 1
+  d=$(cni_call "$1" "$2" "${5:-DEL}" "$3") || exit 1
   echo "$a $d" | awk '{print $1+$3, $2+$4}'
 }
 
