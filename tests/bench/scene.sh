@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the whole-process benchmarks (run_bench.sh, compare_builds.sh); sourced, not run.
 # The scene: namespaces and veth pairs with a unique tag, a work dir, a node policy that keeps
 # attachment state, IPAM data and logs in that work dir, and a trap that removes all of it, also
@@ -75,7 +76,7 @@ JSON
 cni_call() {
   local cfg=$1 plugin=$2 verb=$3 id=$4 m
   m=$(CNI_COMMAND=$verb CNI_CONTAINERID=$id CNI_NETNS=/run/netns/$TAG-$cfg CNI_IFNAME=net1 \
-      CNI_PATH=$REF CNI_ARGS= "$MEASURE" -i "$WORK/$cfg.json" -o "$WORK/out" -- "$plugin")
+      CNI_PATH=$REF CNI_ARGS='' "$MEASURE" -i "$WORK/$cfg.json" -o "$WORK/out" -- "$plugin")
   check "$cfg $verb" "$m"
 }
 
