@@ -36,9 +36,10 @@ ROUNDS=${4:-5}
 WARMUP=3
 NOISE=${NOISE:-0.05}
 [[ $N =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ITERATIONS and ROUNDS must be positive integers"
-declare -A BIN BUILD=([before]=$(cd "$1" && pwd) [after]=$(cd "$2" && pwd))
+declare -A BIN BUILD ARG=([before]=$1 [after]=$2)
 for b in before after; do
-  BIN[$b]=$(bin_dir "${BUILD[$b]}") || exit 1
+  BIN[$b]=$(bin_dir "${ARG[$b]}") || exit 1
+  BUILD[$b]=${BIN[$b]%/bin}
   for f in rdmanet rdmanet-ipam ipam_prefill ipam_bench bench_measure; do
     [[ -x ${BIN[$b]}/$f ]] || die "missing executable ${BIN[$b]}/$f"
   done
