@@ -11,7 +11,8 @@
 #      bench_measure too: the CPU of the whole run, client and test API server).
 #
 #   sudo tests/bench/compare_builds.sh BEFORE_BUILD AFTER_BUILD [ITERATIONS] [ROUNDS]
-#        (defaults 100 iterations for 1., 5 rounds for 2. and 3.; KUBE=0 skips 3.; NOISE=0.05)
+#        (defaults 100 iterations for 1., 5 rounds for 2. and 3.; KUBE=0 skips 3.; NOISE=0.05;
+#         TMPDIR=/dev/shm puts the stores and state on a tmpfs: no disk syncs in the figures)
 #
 # Noise: for every figure the per-iteration (per-round) ratio after/before is computed on the
 # paired samples. Part 1 prints the median ratio with a distribution-free 95% confidence interval

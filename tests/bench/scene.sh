@@ -21,7 +21,7 @@ scene_open() {
     TAG=$(printf '%s%04x' "$1" $(( (RANDOM << 1 ^ $$) & 0xffff )))
     ip -o link show | grep -q ": ${TAG}" || ip netns list | grep -q "^${TAG}-" || break
   done
-  WORK=$(mktemp -d "/tmp/rdmanet-bench.XXXXXX")
+  WORK=$(mktemp -d -t rdmanet-bench.XXXXXX)   # in $TMPDIR when set (e.g. a tmpfs: no disk syncs)
   trap scene_close EXIT
   trap 'exit 130' INT TERM
   # Node policy for this run: attachment state, IPAM data dirs and logs live in $WORK, not
