@@ -19,54 +19,24 @@ BUILD=${1:-./build}
 N=${2:-${N:-50}}
 WARMUP=3
 REF=/usr/lib/cni
+ME=run_bench
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/bench/scene.sh
+. "$here/scene.sh"
 
-die() { echo "run_bench: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "must run as root (creates namespaces and links)"
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "ITERATIONS must be a positive integer, got '$N'"
-BIN=$(cd "$BUILD/bin" 2>/dev/null && pwd) || die "no $BUILD/bin (build first: cmake --build $BUILD)"
-for f in "$BIN/rdmanet" "$BIN/rdmanet-ipam" "$BIN/ipam_prefill" "$BIN/kernel_floor" "$BIN/bench_measure" \
+BIN=$(bin_dir "$BUILD") || exit 1
+MEASURE=$BIN/bench_measure
+for f in "$BIN/rdmanet" "$BIN/rdmanet-ipam" "$BIN/ipam_prefill" "$BIN/kernel_floor" "$MEASURE" \
          "$REF/macvlan" "$REF/host-device" "$REF/host-local"; do
   [[ -x $f ]] || die "missing executable $f"
 done
 
-# Unique names (interface names <= 15 chars); retry while anything by that name exists.
-while :; do
-  TAG=$(printf 'rb%04x' $(( (RANDOM << 1 ^ $$) & 0xffff )))
-  ip link show "${TAG}m0" &>/dev/null || ip netns list | grep -q "^${TAG}-" || break
-done
-WORK=$(mktemp -d "/tmp/rdmanet-bench.XXXXXX")
-NETNS=("$TAG-rm" "$TAG-qm" "$TAG-fm" "$TAG-rh" "$TAG-qh" "$TAG-fh" "$TAG-ip" "$TAG-re" "$TAG-he" "$TAG-ri" "$TAG-r6")
-LINKS=("${TAG}m0" "${TAG}h0" "${TAG}q0" "${TAG}f0" "${TAG}e0")
+scene_open rb
+scene_netns rm qm fm rh qh fh ip re he ri r6
+scene_veth m h q f e
 
-cleanup() {
-  local ns l
-  # Deleting a pod netns destroys a veth end still inside it together with its host peer.
-  for ns in "${NETNS[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
-  for l in "${LINKS[@]}"; do ip link del "$l" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-for ns in "${NETNS[@]}"; do ip netns add "$ns"; done
-for l in "${LINKS[@]}"; do
-  ip link add "$l" type veth peer name "${l%0}1"
-  ip link set "$l" up
-  ip link set "${l%0}1" up
-done
-# Node policy for this run: attachment state, IPAM data dirs and logs live in $WORK, not /var/lib,
-# /var/log.
-printf '{"ipamDataDirs":["%s"],"logDir":"%s","stateDir":"%s/state"}\n' "$WORK" "$WORK" "$WORK" > "$WORK/policy.json"
-export RDMANET_POLICY_FILE=$WORK/policy.json
-
-# conf NAME TYPE-SPECIFIC-JSON SUBNET: a plugin config as libcni hands it over (name and
-# cniVersion injected), host-local IPAM with its own dataDir.
-conf() {
-  cat >"$WORK/$1.json" <<JSON
-{"cniVersion":"1.0.0","name":"bench-$1",$2,
- "ipam":{"type":"host-local","subnet":"$3","dataDir":"$WORK/ipam-$1"}}
-JSON
-}
 conf rm "\"type\":\"rdmanet\",\"mode\":\"macvlan\",\"master\":\"${TAG}m0\",\"macvlanMode\":\"bridge\"" 10.253.1.0/24
 conf qm "\"type\":\"macvlan\",\"master\":\"${TAG}m0\",\"mode\":\"bridge\"" 10.253.2.0/24
 conf rh "\"type\":\"rdmanet\",\"mode\":\"hostdev\",\"device\":\"${TAG}h0\"" 10.253.4.0/24
@@ -74,13 +44,6 @@ conf qh "\"type\":\"host-device\",\"device\":\"${TAG}q0\"" 10.253.5.0/24
 # host-local on its own: the share of every configuration above that is the IPAM exec.
 conf ip "\"type\":\"host-local\"" 10.253.7.0/24
 
-# conf_emb NAME TYPE-SPECIFIC-JSON RANGE: the same with rdmanet's embedded IPAM, own data_dir.
-conf_emb() {
-  cat >"$WORK/$1.json" <<JSON
-{"cniVersion":"1.0.0","name":"bench-$1",$2,
- "ipam":{"type":"rdmanet-ipam","range":"$3","data_dir":"$WORK/ripam-$1"}}
-JSON
-}
 conf_emb re "\"type\":\"rdmanet\",\"mode\":\"macvlan\",\"master\":\"${TAG}m0\",\"macvlanMode\":\"bridge\"" 10.253.8.0/24
 conf_emb he "\"type\":\"rdmanet\",\"mode\":\"hostdev\",\"device\":\"${TAG}e0\"" 10.253.9.0/24
 # rdmanet-ipam as a process of its own (as another CNI would exec it), on an empty /16 and on a
@@ -89,30 +52,11 @@ conf_emb ri "\"type\":\"rdmanet-ipam\"" 10.252.0.0/16
 conf_emb r6 "\"type\":\"rdmanet-ipam\"" 10.254.0.0/16
 "$BIN/ipam_prefill" "$WORK/ripam-r6" 10.254.0.0/16 60000 bench-r6 >/dev/null || die "ipam_prefill failed"
 
-# cni_call CFG PLUGIN VERB ID: one plugin process; prints "wall cpu".
-cni_call() {
-  local cfg=$1 plugin=$2 verb=$3 id=$4 m
-  m=$(CNI_COMMAND=$verb CNI_CONTAINERID=$id CNI_NETNS=/run/netns/$TAG-$cfg CNI_IFNAME=net1 \
-      CNI_PATH=$REF CNI_ARGS= "$BIN/bench_measure" -i "$WORK/$cfg.json" -o "$WORK/out" -- "$plugin")
-  check "$cfg $verb" "$m"
-}
-
 # floor_call CFG MODE DEVICE VERB CIDR
 floor_call() {
   local m
-  m=$("$BIN/bench_measure" -o "$WORK/out" -- "$BIN/kernel_floor" "$2" "$4" "$3" "/run/netns/$TAG-$1" net1 "$5")
+  m=$("$MEASURE" -o "$WORK/out" -- "$BIN/kernel_floor" "$2" "$4" "$3" "/run/netns/$TAG-$1" net1 "$5")
   check "$1 $4" "$m"
-}
-
-check() {
-  local what=$1 wall cpu code
-  read -r wall cpu code <<<"$2"
-  if [[ $code -ne 0 ]]; then
-    echo "run_bench: $what failed (exit $code):" >&2
-    cat "$WORK/out" >&2
-    exit 1
-  fi
-  echo "$wall $cpu"
 }
 
 one_round() {
@@ -123,9 +67,8 @@ one_round() {
       rm|rh|re|he) plugin=$BIN/rdmanet ;; qm) plugin=$REF/macvlan ;; qh) plugin=$REF/host-device ;;
       ip) plugin=$REF/host-local ;; ri|r6) plugin=$BIN/rdmanet-ipam ;;
     esac
-    a=$(cni_call "$cfg" "$plugin" ADD "$id") || exit 1
-    d=$(cni_call "$cfg" "$plugin" DEL "$id") || exit 1
-    [[ $record == yes ]] && echo "$a $d" | awk '{print $1+$3, $2+$4}' >>"$WORK/$cfg.dat"
+    a=$(add_del "$cfg" "$plugin" "$id") || exit 1
+    [[ $record == yes ]] && echo "$a" >>"$WORK/$cfg.dat"
   done
   a=$(floor_call fm macvlan "${TAG}m0" add 10.253.3.2/24) || exit 1
   d=$(floor_call fm macvlan "${TAG}m0" del 10.253.3.2/24) || exit 1
@@ -141,9 +84,6 @@ echo "kernel $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/lo
 for ((i = 0; i < WARMUP; i++)); do one_round "w$i" no; done
 for ((i = 0; i < N; i++)); do one_round "$i" yes; done
 
-# median FILE COLUMN (microseconds in, milliseconds out)
-median() { sort -n -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "%.3f", m/1000}'; }
-p90() { sort -n -k"$2","$2" "$1" | awk -v c="$2" '{v[NR]=$c} END {i = int(NR*0.9 + 0.999); if (i < 1) i = 1; printf "%.3f", v[i]/1000}'; }
 
 declare -A LABEL=(
   [rm]="rdmanet macvlan + host-local" [re]="rdmanet macvlan + embedded IPAM"
