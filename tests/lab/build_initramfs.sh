@@ -10,6 +10,9 @@
 # build dir (the test programs have RDMANET_BIN_DIR compiled in), each with the shared libraries
 # ldd names, and the in-guest scripts from tests/lab/guest. The layout mirrors the host's merged
 # /usr (bin, sbin, lib, lib64 are symlinks into usr/), so every path ldd prints resolves.
+# LAB_FAILPOINT_BUILD (sriov only): a build dir configured with -DRDMANET_FAILPOINTS=ON; its
+# bin/rdmanet goes to /lab/fp-bin and the step names of include/rdmanet/base/failpoint.hpp's
+# kFailpoints to /lab/failpoints, for the sriov suite's failpoint walk (skipped without them).
 set -euo pipefail
 
 build=$(realpath "$1")
@@ -107,6 +110,25 @@ done
 # Where the lab looks for them without knowing the build dir.
 printf '%s\n' "$build" >"$root/lab/build_dir"
 printf '%s\n' "$suite" >"$root/lab/suite"
+
+# The failpoint build's plugin, in a directory of its own: the guest points libcni's CNI path at
+# it only for the armed calls, and the normal binaries do the recovery. Only rdmanet: the lab's
+# configurations use the embedded IPAM ("type": "rdmanet-ipam" runs inside rdmanet), so libcni
+# never executes a separate rdmanet-ipam. The step names come from the header's kFailpoints, the
+# list the host-side walks iterate, so a step added there is walked here too.
+fp_build=${LAB_FAILPOINT_BUILD:-}
+if [[ $suite == sriov && -n $fp_build ]]; then
+  fp_plugin=$(realpath "$fp_build")/bin/rdmanet
+  [[ -x $fp_plugin ]] || { echo "LAB_FAILPOINT_BUILD: missing $fp_plugin (build rdmanet there first)" >&2; exit 1; }
+  grep -q '^RDMANET_FAILPOINTS:BOOL=ON$' "$fp_build/CMakeCache.txt" 2>/dev/null ||
+    { echo "LAB_FAILPOINT_BUILD: $fp_build is not configured with -DRDMANET_FAILPOINTS=ON" >&2; exit 1; }
+  mkdir -p "$root/lab/fp-bin"
+  objcopy --strip-debug "$fp_plugin" "$root/lab/fp-bin/rdmanet"
+  copy_libs "$fp_plugin"
+  sed -n '/kFailpoints = {/,/};/p' "$here/../../include/rdmanet/base/failpoint.hpp" |
+    grep -o '"[a-z_]*"' | tr -d '"' >"$root/lab/failpoints"
+  [[ -s $root/lab/failpoints ]] || { echo "no step names found in failpoint.hpp's kFailpoints" >&2; exit 1; }
+fi
 
 # Kernel modules in dependency order, each once, with the parameters modprobe.d gives them.
 : >"$root/lab/modules"

@@ -13,7 +13,9 @@
 #
 # Environment: LAB_TIMEOUT (seconds for boot + tests, default 1800: a hang guard sized for a
 # loaded 2-CPU CI machine under TCG, not the expected duration), LAB_KEEP=1 keeps the temp dir,
-# LAB_ACCEL=kvm|tcg overrides the accelerator probe. The serial console is also saved as
+# LAB_ACCEL=kvm|tcg overrides the accelerator probe. LAB_FAILPOINT_BUILD (sriov): a build dir
+# configured with -DRDMANET_FAILPOINTS=ON with rdmanet built; the sriov suite then kills the plugin
+# at each of its named steps (the failpoint walk), and skips that section without it. The serial console is also saved as
 # <build-dir>/lab-console.log (rxe) or <build-dir>/lab-sriov-console.log (sriov).
 #
 # The kernel package goes to /boot like any Debian kernel. On a machine that boots from /boot this

@@ -88,10 +88,11 @@ sriov_conf() {
  "ipam":{"type":"rdmanet-ipam","range":"$3","data_dir":"$LAB_IPAM"}}]}
 EOF
 }
-# drive <verb> <conflist> <netns-name> <container-id> <vf-pci>: one libcni call.
+# drive <verb> <conflist> <netns-name> <container-id> <vf-pci>: one libcni call, with the plugins
+# in $LAB_CNI_PATH when set (the failpoint build), else the build dir's.
 drive() {
   RDMANET_POLICY_FILE=$LAB_POLICY cni-driver "$1" --conflist "$2" --netns "/run/netns/$3" --ifname net1 \
-    --container-id "$4" --cni-path "$BUILD_DIR/bin" --cache-dir /lab/cache \
+    --container-id "$4" --cni-path "${LAB_CNI_PATH:-$BUILD_DIR/bin}" --cache-dir /lab/cache \
     --cap-args "{\"deviceID\":\"$5\",\"CNIDeviceInfoFile\":\"$DEVINFO_DIR/$4-net1\"}"
 }
 # add_fails <code> <text> <hint> <conflist> <netns> <id> <pci>: ADD fails with that CNI code,
@@ -331,6 +332,82 @@ done
 ip netns del sriovpk
 echo "LAB-INFO: where the kills landed (exit 0: the ADD had finished): $(tr '\n' ';' </tmp/kill_points)"
 echo "LAB-INFO: after the kills: $(ip -o link show dev "$VF0_DEV" | grep -o 'permaddr [0-9a-f:]*' || echo 'no permaddr shown') on $VF0_DEV"
+
+# ---- 5b. the failpoint walk's steps: kill at each named step, then DEL ---------------------------
+
+# The failpoint build of rdmanet (-DRDMANET_FAILPOINTS=ON, in /lab/fp-bin) SIGKILLs itself when
+# RDMANET_FAILPOINT names the step it reaches, so each step of ADD and DEL is hit exactly instead
+# of wherever a timed kill lands. The steps are the header's list (/lab/failpoints, generated from
+# kFailpoints). Per step: ADD (for a DEL step: ADD, then DEL) through libcni with the step armed
+# must die there; then the runtime's DEL through the normal plugin, and DEL again, must put VF 0's
+# PF-side settings, both VF netdevs, the device-info files, the pool and the attachment state back
+# as they were. The Kubernetes datastore's own steps are not on this path (the lab's IPAM is the
+# local store): armed, the call must run to the end, so a step that stops firing is noticed.
+if [ -x /lab/fp-bin/rdmanet ] && [ -s /lab/failpoints ]; then
+  ip netns add sriovpf
+  sriov_conf /lab/conf/fp.conflist lab-sriov-fp 10.78.8.0/24 \
+    '"mac":"0a:58:0a:4e:00:08","vlan":130,"vlanQoS":4,"spoofchk":"off","trust":"on","max_tx_rate":300,"mtu":1300,'
+  state_files() { find "$LAB_STATE" -type f | sort; }
+  before_fp=$(sriov_snapshot 2>&1)
+  state_before_fp=$(state_files)
+  # The walk's outcome of a step that is reached: the call was killed (libcni reports the signal,
+  # the plugin wrote no result or error), not refused or finished.
+  killed() {
+    [ "$1" -ne 0 ] || { echo "(the armed call succeeded: the failpoint did not fire)"; return 1; }
+    case $2 in *"signal: killed"*) return 0 ;; esac
+    echo "(expected libcni to report the plugin killed by SIGKILL)"
+    return 1
+  }
+  # failpoint_then_del <step> <container-id> <reached: 1|0>
+  failpoint_then_del() {
+    _step=$1 _id=$2 _reached=$3
+    case $_step in del_*) _verb=del ;; *) _verb=add ;; esac
+    if [ "$_verb" = del ]; then
+      if ! _res=$(drive add /lab/conf/fp.conflist sriovpf "$_id" "$VF0"); then
+        echo "ADD before the armed DEL failed: $_res"
+        drive del /lab/conf/fp.conflist sriovpf "$_id" "$VF0"   # leaves the next step a clean VF
+        return 1
+      fi
+    fi
+    _res=$(LAB_CNI_PATH=/lab/fp-bin RDMANET_FAILPOINT=$_step drive "$_verb" /lab/conf/fp.conflist sriovpf "$_id" "$VF0")
+    _rc=$?
+    echo "armed $_verb at $_step: exit $_rc: $(printf '%s' "$_res" | head -c 300)"
+    echo "$_step: armed $_verb exit $_rc $(printf '%s' "$_res" | grep -o 'signal: [a-z]*')" >>/tmp/fp_points
+    _ok=0
+    if [ "$_reached" = 1 ]; then
+      killed "$_rc" "$_res" || _ok=1
+    else
+      [ "$_rc" -eq 0 ] || { echo "(a step the local store never reaches stopped the call)"; _ok=1; }
+    fi
+    # The recovery runs whatever the armed call did, so that the next step starts from a clean VF.
+    drive del /lab/conf/fp.conflist sriovpf "$_id" "$VF0" || { echo "(recovery DEL failed)"; _ok=1; }
+    drive del /lab/conf/fp.conflist sriovpf "$_id" "$VF0" || { echo "(second DEL failed)"; _ok=1; }
+    [ "$_ok" = 0 ] || return 1
+    retry 5 same_as "$before_fp" || return 1
+    _state=$(state_files)
+    [ "$_state" = "$state_before_fp" ] && return 0
+    echo "attachment state before:"; echo "$state_before_fp"; echo "after:"; echo "$_state"
+    return 1
+  }
+  _n=0
+  for step in $(cat /lab/failpoints); do
+    _n=$((_n + 1))
+    case $step in
+      # The Kubernetes datastore's steps (pool entry written / reservation dropped).
+      add_after_pool_write | del_after_reservation_drop)
+        check "sriov failpoint $step: a Kubernetes-store step, not reached with the local store: the armed ${step%%_*} runs to the end, DEL restores VF 0, netdevs, device-info, pool, state" \
+          failpoint_then_del "$step" "c-fp$_n" 0 ;;
+      *)
+        check "sriov failpoint $step: the armed ${step%%_*} is killed there; DEL, DEL again: VF 0, netdevs, device-info, pool, state as before" \
+          failpoint_then_del "$step" "c-fp$_n" 1 ;;
+    esac
+  done
+  ip netns del sriovpf
+  echo "LAB-INFO: failpoint walk (exit 0: the armed call ran to the end): $(tr '\n' ';' </tmp/fp_points)"
+else
+  skip "sriov failpoint walk: kill at each named step of kFailpoints, then DEL" \
+    "no failpoint build in the guest: run_lab.sh was given no LAB_FAILPOINT_BUILD"
+fi
 
 # ---- 6. rdmanetctl doctor --------------------------------------------------------------------
 
