@@ -1,5 +1,6 @@
 #include "e2e/e2e_fakekernel.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -14,6 +15,7 @@ SriovNode::SriovNode(const Workspace& workspace, const std::string& rdma_mode, c
     FakeSriovNode layout{pf, ibpf, vf0.name_a(), ibvf.name_a()};
     layout.ib_vf_rdma = true;
     layout.pf_driver = pf_driver;
+    if (pf_driver == "igb") layout.vf1_netdev = vf1.emplace(nullptr, nullptr, "vg").name_a();
     // The kernel's starting point, built with the in-memory fake (same model, same encoding).
     FakeVfControl vfs;
     layout.build(tree, vfs);
@@ -46,6 +48,16 @@ std::uint64_t SriovNode::rdma_owner(const std::string& device) const {
 
 std::vector<std::string> SriovNode::vf_log() const {
     return kernel.read().value("vfLog", json::array()).get<std::vector<std::string>>();
+}
+
+void SriovNode::add_soft_rdma_device(const std::string& name, const std::string& netdev) {
+    tree.add_soft_rdma_device(name, netdev);
+    json state = kernel.read();
+    auto& devices = state["rdma"]["devices"];
+    std::uint64_t index = 0;
+    for (const auto& d : devices) index = std::max(index, d.value("index", std::uint64_t{0}));
+    devices.push_back({{"index", index + 1}, {"name", name}, {"owner", 0}, {"canDisassociate", false}});
+    kernel.write(state);
 }
 
 IpoibNode::IpoibNode(const Workspace& workspace) : ws(workspace), kernel(workspace.path("kernel.json"), sys.root()) {

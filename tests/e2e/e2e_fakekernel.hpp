@@ -28,13 +28,16 @@ struct SriovNode {
     static constexpr const char* kIbVfPci = FakeSriovNode::kIbVfPci;
 
     // `pf_driver`: the Ethernet PF's model in the fake kernel ("" = mlx5-like, "igb" = the
-    // kernel lab's emulated Intel 82576: see support/fake_vf_control.hpp).
+    // kernel lab's emulated Intel 82576: see support/fake_vf_control.hpp). With "igb", VF 1
+    // (kVfioPci) has a netdev `vf1` like VF 0, as both igbvf VFs have in the lab, and the PF
+    // supports 7 VFs.
     explicit SriovNode(const Workspace& ws, const std::string& rdma_mode = "exclusive",
                        const std::string& pf_driver = "");
 
     const Workspace& ws;
     ScopedVeth vf0{nullptr, nullptr, "vf"};
     ScopedVeth ibvf{nullptr, nullptr, "ib"};
+    std::optional<ScopedVeth> vf1;
     std::string pf, ibpf;
     FakeSysfs tree;
     FakeKernelFile kernel;
@@ -47,6 +50,9 @@ struct SriovNode {
     std::uint64_t rdma_owner(const std::string& device) const;
     // PF-side writes accepted so far.
     std::vector<std::string> vf_log() const;
+    // A software RDMA device (rxe) over `netdev`, in sysfs and in the fake RDMA netlink: owned by
+    // the host, no PCI function, cannot change namespace (as rxe cannot).
+    void add_soft_rdma_device(const std::string& name, const std::string& netdev);
 };
 
 // An IPoIB parent: a veth end (MTU 4092, up) whose sysfs entry says InfiniBand, pkey 0xffff,

@@ -89,6 +89,18 @@ std::vector<std::string> Workspace::ipam_reservations(const std::string& network
     return ips;
 }
 
+json embedded_ipam(const Workspace& ws, const std::string& range, const std::string& gateway) {
+    return {{"type", "rdmanet-ipam"}, {"range", range}, {"gateway", gateway}, {"data_dir", ws.path("rdmanet-ipam")}};
+}
+
+json embedded_pools(const Workspace& ws) {
+    const auto r = run_process({bin_dir() + "/rdmanetctl", "pool", "list", "--json", "--data-dir", ws.path("rdmanet-ipam")});
+    json j = json::parse(r.out, nullptr, false);
+    if (r.exit_code != 0 || !j.is_array())
+        throw std::runtime_error("rdmanetctl pool list: exit " + std::to_string(r.exit_code) + " " + r.out + r.err);
+    return j;
+}
+
 json host_local(const Workspace& ws, const std::string& subnet, const json& extra) {
     json ipam = {{"type", "host-local"}, {"subnet", subnet}, {"dataDir", ws.ipam_dir()}};
     ipam.update(extra);

@@ -52,6 +52,11 @@ private:
 
 // {"type":"host-local","subnet":...,"dataDir":<ws>/ipam} merged with `extra`.
 json host_local(const Workspace& ws, const std::string& subnet, const json& extra = json::object());
+// The embedded IPAM ({"type":"rdmanet-ipam"}, run in-process by the plugin) with its store in
+// <ws>/rdmanet-ipam.
+json embedded_ipam(const Workspace& ws, const std::string& range, const std::string& gateway);
+// `rdmanetctl pool list --json` of that store (throws when rdmanetctl fails).
+json embedded_pools(const Workspace& ws);
 json macvlan_plugin(const std::string& master, const json& ipam);
 json hostdev_plugin(const std::string& device, const json& ipam);
 json conflist(const std::string& name, const std::string& version, const json& plugin);

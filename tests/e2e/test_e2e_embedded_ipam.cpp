@@ -19,10 +19,6 @@ struct Uplink {
     const std::string& master() const { return veth.name_a(); }
 };
 
-json embedded_ipam(const Workspace& ws, const std::string& range, const std::string& gateway) {
-    return {{"type", "rdmanet-ipam"}, {"range", range}, {"gateway", gateway}, {"data_dir", ws.path("rdmanet-ipam")}};
-}
-
 // libcni call with the pod identity in CNI_ARGS, as kubelet/Multus pass it.
 CniOutcome call(const Workspace& ws, const std::string& verb, const std::string& conflist_path, const ScopedNetns& pod,
                 const std::string& id, const std::string& pod_name) {
@@ -34,16 +30,6 @@ CniOutcome call(const Workspace& ws, const std::string& verb, const std::string&
     req.args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=e2e;K8S_POD_NAME=" + pod_name;
     req.cache_dir = ws.cache_dir();
     return run_driver(req, ws.env());
-}
-
-// `rdmanetctl pool list --json` of the workspace's store.
-json pools(const Workspace& ws) {
-    const auto r = run_process({bin_dir() + "/rdmanetctl", "pool", "list", "--json", "--data-dir", ws.path("rdmanet-ipam")});
-    INFO("rdmanetctl: exit " << r.exit_code << " " << r.out << r.err);
-    REQUIRE(r.exit_code == 0);
-    json j = json::parse(r.out, nullptr, false);
-    REQUIRE(j.is_array());
-    return j;
 }
 
 }  // namespace
@@ -76,7 +62,7 @@ TEST_CASE("macvlan with the embedded IPAM: ADD, CHECK, DEL, two pods ping, the p
     CHECK(ipv4_addresses(pod2, "net1") == std::vector<std::string>{"10.250.40.3/24"});
 
     // The store holds both, in whereabouts' IPPool shape.
-    auto p = pools(ws);
+    auto p = embedded_pools(ws);
     REQUIRE(p.size() == 1);
     CHECK(p[0]["metadata"]["name"] == "10.250.40.0-24");
     CHECK(p[0]["spec"]["allocations"] ==
@@ -97,7 +83,7 @@ TEST_CASE("macvlan with the embedded IPAM: ADD, CHECK, DEL, two pods ping, the p
     INFO(d1.describe());
     CHECK(d1.ok());
     // pod2's address survives pod1's DEL.
-    p = pools(ws);
+    p = embedded_pools(ws);
     REQUIRE(p.size() == 1);
     CHECK(p[0]["spec"]["allocations"].size() == 1);
     CHECK(p[0]["spec"]["allocations"].contains("3"));
@@ -108,7 +94,7 @@ TEST_CASE("macvlan with the embedded IPAM: ADD, CHECK, DEL, two pods ping, the p
     CHECK(only_loopback(pod1));
     CHECK(only_loopback(pod2));
     CHECK(ws.state_files().empty());
-    p = pools(ws);
+    p = embedded_pools(ws);
     REQUIRE(p.size() == 1);
     CHECK(p[0]["spec"]["allocations"].empty());
 

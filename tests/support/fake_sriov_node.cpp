@@ -1,5 +1,7 @@
 #include "support/fake_sriov_node.hpp"
 
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "rdmanet/netns/rtnl.hpp"
@@ -9,7 +11,11 @@ namespace rdmanet::test {
 void FakeSriovNode::build(FakeSysfs& tree, FakeVfControl& vfs) const {
     tree.add_pf(kPfPci, pf);
     tree.add_vf(kPfPci, 0, kVfPci, vf0_netdev);
-    tree.add_vf(kPfPci, 1, kVfioPci, std::nullopt, "vfio-pci");
+    if (vf1_netdev.empty())
+        tree.add_vf(kPfPci, 1, kVfioPci, std::nullopt, "vfio-pci");
+    else
+        tree.add_vf(kPfPci, 1, kVfioPci, vf1_netdev);
+    if (pf_driver == "igb") std::ofstream(std::filesystem::path(tree.function_dir(kPfPci)) / "sriov_totalvfs") << "7\n";
     tree.add_rdma_device(kVfPci, "mlx5_7");
     tree.add_pf(kIbPfPci, ibpf, /*infiniband=*/true);
     tree.add_vf(kIbPfPci, 0, kIbVfPci, ibvf_netdev);

@@ -115,6 +115,14 @@ void FakeSysfs::remove_rdma_device(const std::string& pci, const std::string& na
     fs::remove_all(fs::path(root_) / "class/infiniband" / name, ec);
 }
 
+void FakeSysfs::add_soft_rdma_device(const std::string& name, const std::string& netdev) {
+    const std::string port = "class/infiniband/" + name + "/ports/1/";
+    fs::create_directories(fs::path(root_) / port / "gid_attrs/ndevs");
+    write_file(port + "state", "4: ACTIVE\n");
+    write_file(port + "link_layer", "Ethernet\n");
+    write_file(port + "gid_attrs/ndevs/0", netdev + "\n");
+}
+
 void FakeSysfs::add_netdev(const std::string& pci, const std::string& name, bool infiniband) {
     fs::create_directories(fs::path(function_dir(pci)) / "net" / name);
     fs::create_directories(fs::path(root_) / "class/net" / name);

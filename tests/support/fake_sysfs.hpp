@@ -68,6 +68,11 @@ public:
 
     // ---- additions by other features below ----
 
+    // A software RDMA device (rxe, siw): no parent function, port 1 over `netdev` (what
+    // class/infiniband/<name>/ports/1/gid_attrs/ndevs/0 shows for `rdma link add <name> type rxe
+    // netdev <netdev>`), ACTIVE, Ethernet link layer.
+    void add_soft_rdma_device(const std::string& name, const std::string& netdev);
+
 private:
     void write_file(const std::string& relative, const std::string& content) const;
     std::string root_;
