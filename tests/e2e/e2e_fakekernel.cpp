@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <catch2/catch.hpp>
+
 #include "rdmanet/netns/rtnl.hpp"
 
 namespace rdmanet::test::e2e {
@@ -114,6 +116,14 @@ CniOutcome drive(const Workspace& ws, const std::map<std::string, std::string>& 
     req.args = call.args;
     req.cni_path = test_bin_dir() + ":" + default_cni_path();
     return run_driver(req, env);
+}
+
+void require_verb_ok(const Workspace& ws, const std::map<std::string, std::string>& env, FakeKernelCall& call,
+                     const std::string& verb) {
+    call.verb = verb;
+    const auto outcome = drive(ws, env, call);
+    INFO(verb << ": " << outcome.describe());
+    REQUIRE(outcome.ok());
 }
 
 std::string fakekernel_path() { return test_bin_dir() + "/rdmanet-fakekernel"; }

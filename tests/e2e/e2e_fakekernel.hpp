@@ -100,6 +100,11 @@ struct FakeKernelCall {
 };
 CniOutcome drive(const Workspace& ws, const std::map<std::string, std::string>& env, const FakeKernelCall& call);
 
+// Runs `call` again as `verb` (the runtime's CHECK or DEL after an ADD) and requires success; a
+// failure shows the plugin's answer. `call.verb` is left at `verb`, so a repeat is one drive().
+void require_verb_ok(const Workspace& ws, const std::map<std::string, std::string>& env, FakeKernelCall& call,
+                     const std::string& verb);
+
 // <test-bin>/rdmanet-fakekernel.
 std::string fakekernel_path();
 

@@ -39,15 +39,8 @@ TEST_CASE("ipoib: child ADD, CHECK, DEL through libcni", "[e2e][ipoib]") {
         CHECK(ipv4_addresses(pod, "net1") == std::vector<std::string>{add.json["ips"][0].value("address", "")});
         CHECK(add.json["interfaces"][0].value("mac", "") == link_mac(*inside));
 
-        call.verb = "check";
-        const auto check = drive(ws, node.env(), call);
-        INFO(check.describe());
-        CHECK(check.ok());
-
-        call.verb = "del";
-        const auto del = drive(ws, node.env(), call);
-        INFO(del.describe());
-        REQUIRE(del.ok());
+        require_verb_ok(ws, node.env(), call, "check");
+        require_verb_ok(ws, node.env(), call, "del");
         CHECK(only_loopback(pod));
         CHECK(host_links_on(node.parent.name_a()) == std::vector<std::string>{node.parent.name_b()});
         CHECK(attachment_files(ws).empty());

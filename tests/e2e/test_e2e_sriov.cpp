@@ -87,15 +87,8 @@ TEST_CASE("sriov: Ethernet VF ADD, CHECK, DEL through libcni restores every VF s
     CHECK(info["pci"]["rdma-device"] == "mlx5_7");
     CHECK(vf_record_exists(ws, SriovNode::kVfPci));
 
-    call.verb = "check";
-    const auto check = drive(ws, node.env(), call);
-    INFO(check.describe());
-    CHECK(check.ok());
-
-    call.verb = "del";
-    const auto del = drive(ws, node.env(), call);
-    INFO(del.describe());
-    REQUIRE(del.ok());
+    require_verb_ok(ws, node.env(), call, "check");
+    require_verb_ok(ws, node.env(), call, "del");
     CHECK(node.vf(node.pf, 0) == vf_before);
     CHECK(host_netdev(node.vf0.name_a()) == dev_before);
     CHECK(only_loopback(pod));
@@ -140,15 +133,8 @@ TEST_CASE("sriov: InfiniBand VF GUID from runtimeConfig set with a rebind and re
     CHECK(node.rdma_owner("mlx5_9") == 0);
     REQUIRE(find_link(&pod, "net1"));
 
-    call.verb = "check";
-    const auto check = drive(ws, node.env(), call);
-    INFO(check.describe());
-    CHECK(check.ok());
-
-    call.verb = "del";
-    const auto del = drive(ws, node.env(), call);
-    INFO(del.describe());
-    REQUIRE(del.ok());
+    require_verb_ok(ws, node.env(), call, "check");
+    require_verb_ok(ws, node.env(), call, "del");
     CHECK(node.vf(node.ibpf, 0) == vf_before);
     CHECK(find_link(nullptr, node.ibvf.name_a()));
     CHECK(only_loopback(pod));
@@ -180,15 +166,8 @@ TEST_CASE("sriov: a vfio-bound VF is DPDK mode: settings applied, no netdev move
     CHECK(node.vf(node.pf, 1)["vlan"] == 30);
     CHECK(node.vf(node.pf, 1)["mac"] == "0a:58:0a:01:00:07");
 
-    call.verb = "check";
-    const auto check = drive(ws, node.env(), call);
-    INFO(check.describe());
-    CHECK(check.ok());
-
-    call.verb = "del";
-    const auto del = drive(ws, node.env(), call);
-    INFO(del.describe());
-    REQUIRE(del.ok());
+    require_verb_ok(ws, node.env(), call, "check");
+    require_verb_ok(ws, node.env(), call, "del");
     CHECK(node.vf(node.pf, 1) == vf_before);
     CHECK(attachment_files(ws).empty());
     CHECK(ws.ipam_reservations("e2e-dpdk").empty());

@@ -54,15 +54,8 @@ TEST_CASE("sriov on the igb model: every setting igb accepts, CHECK, DEL restore
     CHECK(link_is_up(*inside));
     CHECK(ipv4_addresses(pod, "net1") == std::vector<std::string>{add.json["ips"][0].value("address", "")});
 
-    call.verb = "check";
-    const auto check = drive(ws, node.env(), call);
-    INFO(check.describe());
-    CHECK(check.ok());
-
-    call.verb = "del";
-    const auto del = drive(ws, node.env(), call);
-    INFO(del.describe());
-    REQUIRE(del.ok());
+    require_verb_ok(ws, node.env(), call, "check");
+    require_verb_ok(ws, node.env(), call, "del");
     CHECK(node.vf(node.pf, 0) == vf_before);
     CHECK(host_netdev(node.vf0.name_a()) == dev_before);
     CHECK(only_loopback(pod));
