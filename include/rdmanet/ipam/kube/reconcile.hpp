@@ -27,6 +27,11 @@ struct ReconcileReport {
     std::size_t pools = 0, allocations = 0, pods = 0;
 };
 
+// The pods that exist, as sorted "<namespace>/<name>" (one LIST of all pods): what an allocation's
+// podref is checked against. A pod re-created under the same name counts as live, as whereabouts'
+// podref (which has no UID) cannot tell them apart.
+std::vector<std::string> live_pods(KubeApi& api);
+
 // Pure part: the allocations of `pool` that belong to no pod in `pods` ("ns/name" set).
 std::vector<uint128> orphaned_offsets(const PoolObject& pool, const std::vector<std::string>& pods);
 
