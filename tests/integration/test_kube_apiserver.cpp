@@ -162,7 +162,9 @@ TEST_CASE("test API server: core/v1 nodes are cluster-scoped objects with the ku
     CHECK(server.request("GET", "/api/v1/namespaces/default/nodes").status == 404);
     // Discovery says so, as kubectl reads it.
     bool seen = false;
-    for (const auto& r : server.request("GET", "/api/v1").body["resources"]) {
+    const auto discovery = server.request("GET", "/api/v1");
+    REQUIRE(discovery.status == 200);
+    for (const auto& r : discovery.body["resources"]) {
         if (r["name"] != "nodes") continue;
         seen = true;
         CHECK(r["namespaced"] == false);

@@ -446,7 +446,10 @@ TEST_CASE("Reclaim: the node agent finds a released slice revoked before any ADD
     REQUIRE(rdmanet::ipam::kube::held_slices(node_dir).at(0).revoked.empty());
 
     REQUIRE(server.delete_node("node-a") == 200);
-    REQUIRE(reconcile_cluster(env).exit_code == 0);
+    auto rec = reconcile_cluster(env);
+    INFO(rec.out << rec.err);
+    REQUIRE(rec.exit_code == 0);
+    REQUIRE_THAT(rec.out, Catch::Contains("released slice onyx 10.78.0.0/26 node-a"));
     server.create_node("node-a");
     auto r = agent();
     INFO(r.out << r.err);
