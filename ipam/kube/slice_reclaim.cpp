@@ -141,8 +141,13 @@ std::vector<PoolKey> slice_pool_candidates(const std::string& pool_name, const s
     return {slice_pool_key(pool_name, node, slice), slice_pool_key("", node, slice)};
 }
 
+// Names are all the reclaim needs: the apiserver's metadata-only list (client-go's metadata
+// client asks the same way) keeps the answer small - a full Node object is kilobytes of status
+// (images, conditions). A server without the transform answers the full list.
+constexpr std::string_view kMetadataListOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
 std::vector<std::string> list_nodes(KubeApi& api) {
-    const HttpResponse r = api.call("GET", "/api/v1/nodes");
+    const HttpResponse r = api.call("GET", "/api/v1/nodes", {}, "application/json", RequestOptions{kMetadataListOnly, false});
     if (r.status != 200) api.fail("GET /api/v1/nodes", r);
     const json body = parse_json(r, "GET /api/v1/nodes");
     std::vector<std::string> nodes;
