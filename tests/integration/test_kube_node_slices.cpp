@@ -467,3 +467,55 @@ TEST_CASE("Reclaim: the node agent finds a released slice revoked before any ADD
     CHECK(holders(server, "onyx") == std::multimap<std::string, std::string>{{"node-a", "10.78.0.64/26"}});
     CHECK(ippool_status(server, "onyx-node-a-10.78.0.0-26") == 404);
 }
+
+TEST_CASE("Reclaim racing a node that is alive: its address published during the release gives the slice back",
+          "[kube][integration][slices][reclaim]") {
+    TestApiServer server;
+    Env env(server);
+    const json conf = env.conf("10.79.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "ruby"}});
+    server.create_node("node-a");
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a1").exit_code == 0);
+    REQUIRE(server.delete_node("node-a") == 200);   // the Node object goes, the node runs on
+    server.create_pod("ns", "pod-a2");
+
+    // Every API request takes 700 ms (within the 1 s a CNI call gives publication), so that the
+    // node's ADD can land between the reconciler's release of the slice (its only PATCH) and its
+    // deletion of the slice IPPool (two requests later).
+    server.set_faults({{"latency_ms", 700}});
+    const auto patches = [&] { return server.stats()["by_method"].value("PATCH", 0); };
+    const int patches_before = patches();
+    rdmanet::test::ProcessResult rec;
+    std::thread reconciler([&] { rec = reconcile_cluster(env); });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (patches() == patches_before && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    auto a2 = call_on(env, "node-a", "ADD", conf, "a2");
+    reconciler.join();
+    server.set_faults({{"latency_ms", 0}});
+    INFO(rec.out << rec.err);
+    INFO(a2.describe());
+    REQUIRE(a2.exit_code == 0);
+    REQUIRE(rec.exit_code == 0);
+
+    // Either way the address is node-a's alone and published where node-a's slice is listed.
+    const auto held = holders(server, "ruby");
+    if (rec.out.find("gave back slice ruby 10.79.0.0/26 node-a") != std::string::npos) {
+        // The ADD was published before the deletion: the deletion's precondition failed, the
+        // live pod's entry was seen and the slice given back.
+        CHECK_THAT(rec.out, Catch::Contains("holds an allocation of live pod ns/pod-a2"));
+        CHECK(first_ip(a2) == "10.79.0.1");
+        CHECK(held == std::multimap<std::string, std::string>{{"node-a", "10.79.0.0/26"}});
+        CHECK(allocations(server, "ruby-node-a-10.79.0.0-26").size() == 1);
+        CHECK(rdmanet::ipam::kube::held_slices(env.data_dir + "/node-a").at(0).revoked.empty());
+    } else {
+        // The ADD came after the deletion: publication found the slice released, took the
+        // address back and served it from a newly claimed slice.
+        CHECK_THAT(rec.out, Catch::Contains("released slice ruby 10.79.0.0/26 node-a"));
+        CHECK(first_ip(a2) == "10.79.0.65");
+        CHECK(held == std::multimap<std::string, std::string>{{"node-a", "10.79.0.64/26"}});
+        CHECK(ippool_status(server, "ruby-node-a-10.79.0.0-26") == 404);
+    }
+    WARN("reclaim race took the " << (rec.out.find("gave back") != std::string::npos ? "give-back" : "revoked") << " path");
+}
