@@ -52,8 +52,10 @@ std::string live_entry(const std::vector<ReadPool>& pools, const std::vector<std
         const auto orphans = orphaned_offsets(*p.pool, pods);
         for (const auto& [offset, owner] : p.pool->dump.allocations) {
             if (std::find(orphans.begin(), orphans.end(), offset) != orphans.end()) continue;
+            // orphaned_offsets never releases an entry whose podref is not "<namespace>/<name>".
+            const bool identified = owner.podref.find('/') != std::string::npos;
             return "IPPool " + p.key.name() + " holds an allocation of " +
-                   (owner.podref.empty() ? std::string("an entry without a pod identity") : "live pod " + owner.podref);
+                   (identified ? "live pod " + owner.podref : "an entry without a pod identity (podref \"" + owner.podref + "\")");
         }
     }
     return "";
