@@ -6,6 +6,7 @@
 
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/reconcile.hpp"
+#include "rdmanet/ipam/kube/slice_claim.hpp"
 #include "rdmanet/ipam/kube/status.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
 
@@ -69,36 +70,30 @@ bool node_exists(KubeApi& api, const std::string& node) {
     api.fail("GET " + path, r);
 }
 
-std::optional<NodeSlicePool> read_nsp(KubeApi& api, const std::string& ns, const std::string& name) {
-    const std::string path = object_path(ns, kNodeSlicePools, name);
-    const HttpResponse r = api.call("GET", path);
-    if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return std::nullopt;
-    if (r.status != 200) api.fail("GET " + path, r);
-    return parse_stored_node_slice_pool(parse_json(r, "GET " + path));
-}
+// The NodeSlicePool's name and shape, for slice_claim.hpp's reads and patches. The reconciler is
+// no node: scope.node stays empty.
+struct PoolRef {
+    SliceScope scope;
+    Range parent;
+};
 
-enum class Patched { applied, lost };
-
-Patched patch_nsp(KubeApi& api, const std::string& ns, const std::string& name, const json& ops) {
-    const std::string path = object_path(ns, kNodeSlicePools, name);
-    const HttpResponse r = api.call("PATCH", path, ops.dump(), kJsonPatch, RequestOptions{kMetadataOnly, true});
-    if (r.status == 200) return Patched::applied;
-    if (r.status == 422 || r.status == 409) return Patched::lost;
-    if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return Patched::lost;
-    api.fail("PATCH " + path, r);
+PoolRef ref_of(const std::string& ns, const NodeSlicePool& nsp) {
+    PoolRef ref{SliceScope{ns, nsp.name, "", nsp.slice_prefix}, Range{}};
+    ref.parent.cidr = nsp.range;
+    return ref;
 }
 
 // Gives `e.slice` back to `e.node` after a release that a live entry overtook: true when it is
 // the node's again, false when another node holds it now.
-bool give_back(KubeApi& api, const std::string& ns, const std::string& name, const SliceEntry& e) {
+bool give_back(KubeApi& api, const PoolRef& ref, const SliceEntry& e) {
     for (int attempt = 0;; ++attempt) {
-        const auto nsp = read_nsp(api, ns, name);
+        const auto nsp = read_node_slice_pool(api, ref.scope, ref.parent);
         if (!nsp) return false;
         const std::string holder = nsp->holder(e.slice);
         if (holder == e.node) return true;
         if (!holder.empty()) return false;
-        if (patch_nsp(api, ns, name, claim_patch(*nsp, e.node, e.slice)) == Patched::applied) return true;
-        api.backoff(attempt, "NodeSlicePool " + name + " changed while giving " + e.slice.str() + " back to " + e.node);
+        if (patch_node_slice_pool(api, ref.scope, claim_patch(*nsp, e.node, e.slice))) return true;
+        api.backoff(attempt, "NodeSlicePool " + ref.scope.pool_name + " changed while giving " + e.slice.str() + " back to " + e.node);
     }
 }
 
@@ -191,6 +186,7 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
     report.nodes = nodes.size();
 
     for (NodeSlicePool nsp : pools) {
+        const PoolRef ref = ref_of(ns, nsp);
         for (const auto& e : nsp.entries) report.slices += e.node.empty() ? 0 : 1;
         for (const SliceEntry& gone : slices_of_missing_nodes(nsp, nodes)) {
             const std::string what = nsp.name + " " + gone.slice.str() + " " + gone.node;
@@ -204,24 +200,24 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
                     report.released.push_back(what);
                     break;
                 }
-                if (patch_nsp(api, ns, nsp.name, release_patch(nsp, gone.node, gone.slice)) == Patched::lost) {   // step 2
+                if (!patch_node_slice_pool(api, ref.scope, release_patch(nsp, gone.node, gone.slice))) {   // step 2
                     api.backoff(attempt, "NodeSlicePool " + nsp.name + " changed while releasing " + gone.slice.str());
-                    auto fresh = read_nsp(api, ns, nsp.name);
+                    auto fresh = read_node_slice_pool(api, ref.scope, ref.parent);
                     if (!fresh || fresh->holder(gone.slice) != gone.node || node_exists(api, gone.node)) break;
                     nsp = std::move(*fresh);
                     continue;
                 }
                 // The next release in this pool tests the version this write made: read it again.
-                if (auto fresh = read_nsp(api, ns, nsp.name)) nsp = std::move(*fresh);
+                if (auto fresh = read_node_slice_pool(api, ref.scope, ref.parent)) nsp = std::move(*fresh);
                 if (std::string live = delete_slice_pools(api, ns, slice_pools); !live.empty()) {   // step 3
-                    if (give_back(api, ns, nsp.name, gone)) {
+                    if (give_back(api, ref, gone)) {
                         report.restored.push_back(what + ": " + live);
                     } else {
                         report.problems.push_back(what + ": released, then " + live +
                                                   ", and another node claimed the slice meantime: its addresses may be "
                                                   "handed out twice; drain node " + gone.node);
                     }
-                    if (auto fresh = read_nsp(api, ns, nsp.name)) nsp = std::move(*fresh);
+                    if (auto fresh = read_node_slice_pool(api, ref.scope, ref.parent)) nsp = std::move(*fresh);
                     break;
                 }
                 report.released.push_back(what);
