@@ -29,7 +29,7 @@ base::IpAddress ip_of(const PoolKey& key, uint128 offset) {
 
 }  // namespace
 
-std::vector<std::string> live_pods(KubeApi& api) {
+std::vector<std::string> live_pods(KubeApi& api, std::optional<std::string_view> node) {
     const HttpResponse r = api.call("GET", "/api/v1/pods");
     if (r.status != 200) api.fail("GET /api/v1/pods", r);
     auto body = json::parse(r.body, nullptr, false);
@@ -37,6 +37,10 @@ std::vector<std::string> live_pods(KubeApi& api) {
     if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) return pods;
     for (const auto& p : body["items"]) {
         if (!p.contains("metadata") || !p["metadata"].is_object()) continue;
+        if (node) {
+            const std::string bound = p.contains("spec") && p["spec"].is_object() ? p["spec"].value("nodeName", "") : "";
+            if (!bound.empty() && bound != *node) continue;
+        }
         pods.push_back(p["metadata"].value("namespace", "") + "/" + p["metadata"].value("name", ""));
     }
     std::sort(pods.begin(), pods.end());

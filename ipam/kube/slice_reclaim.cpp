@@ -99,7 +99,7 @@ bool give_back(KubeApi& api, const PoolRef& ref, const SliceEntry& e) {
 
 // Step 3 (slice_reclaim.hpp): deletes the slice's IPPools under the preconditions of the copies
 // read; "" when done, else the live entry that appeared meanwhile.
-std::string delete_slice_pools(KubeApi& api, const std::string& ns, std::vector<ReadPool> pools) {
+std::string delete_slice_pools(KubeApi& api, const std::string& ns, const std::string& node, std::vector<ReadPool> pools) {
     for (auto& p : pools) {
         for (int attempt = 0;; ++attempt) {
             if (!p.object) {
@@ -116,7 +116,7 @@ std::string delete_slice_pools(KubeApi& api, const std::string& ns, std::vector<
                 if (!p.object) break;
             }
             const std::vector<ReadPool> one{p};
-            if (std::string live = live_entry(one, live_pods(api)); !live.empty()) return live;
+            if (std::string live = live_entry(one, live_pods(api, node)); !live.empty()) return live;
             api.backoff(attempt, "IPPool " + p.key.name() + " changed while releasing its slice");
         }
     }
@@ -192,7 +192,7 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
             const std::string what = nsp.name + " " + gone.slice.str() + " " + gone.node;
             for (int attempt = 0;; ++attempt) {
                 const std::vector<ReadPool> slice_pools = read_slice_pools(api, ns, nsp, gone);   // step 1
-                if (std::string live = live_entry(slice_pools, live_pods(api)); !live.empty()) {
+                if (std::string live = live_entry(slice_pools, live_pods(api, gone.node)); !live.empty()) {
                     report.kept.push_back(what + ": " + live);
                     break;
                 }
@@ -209,7 +209,7 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
                 }
                 // The next release in this pool tests the version this write made: read it again.
                 if (auto fresh = read_node_slice_pool(api, ref.scope, ref.parent)) nsp = std::move(*fresh);
-                if (std::string live = delete_slice_pools(api, ns, slice_pools); !live.empty()) {   // step 3
+                if (std::string live = delete_slice_pools(api, ns, gone.node, slice_pools); !live.empty()) {   // step 3
                     if (give_back(api, ref, gone)) {
                         report.restored.push_back(what + ": " + live);
                     } else {

@@ -519,3 +519,35 @@ TEST_CASE("Reclaim racing a node that is alive: its address published during the
     }
     WARN("reclaim race took the " << (rec.out.find("gave back") != std::string::npos ? "give-back" : "revoked") << " path");
 }
+
+TEST_CASE("Reclaim: a pod of the same name on another node does not keep a deleted node's slice",
+          "[kube][integration][slices][reclaim]") {
+    TestApiServer server;
+    Env env(server);
+    const json conf = env.conf("10.80.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "opal"}});
+    server.create_node("node-a");
+    server.create_node("node-b");
+    server.create_pod_on("ns", "pod-a1", "node-a");
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
+    REQUIRE(server.delete_node("node-a") == 200);
+
+    // The pod still bound to node-a (its node is being replaced): the slice is kept.
+    auto kept = reconcile_cluster(env);
+    INFO(kept.out << kept.err);
+    REQUIRE(kept.exit_code == 0);
+    CHECK_THAT(kept.out, Catch::Contains("kept slice opal 10.80.0.0/26 node-a: IPPool opal-node-a-10.80.0.0-26 holds an "
+                                         "allocation of live pod ns/pod-a1"));
+    CHECK(holders(server, "opal").count("node-a") == 1);
+
+    // The pod is re-created under the same name on node-b (a StatefulSet pod rescheduled): the
+    // general pass keeps the entry (whereabouts' podref has no UID), the slice pass knows that an
+    // address in node-a's slice was never node-b's pod's, and releases the slice with it.
+    server.delete_pod("ns", "pod-a1");
+    server.create_pod_on("ns", "pod-a1", "node-b");
+    auto released = reconcile_cluster(env);
+    INFO(released.out << released.err);
+    REQUIRE(released.exit_code == 0);
+    CHECK_THAT(released.out, Catch::Contains("released slice opal 10.80.0.0/26 node-a"));
+    CHECK(holders(server, "opal").count("node-a") == 0);
+    CHECK(ippool_status(server, "opal-node-a-10.80.0.0-26") == 404);
+}

@@ -6,8 +6,10 @@
 // A slice listed in a NodeSlicePool's status.allocations is released when
 //   - its node has no Node object (GET /api/v1/nodes lists it no more), and
 //   - its slice IPPool holds no allocation of a live pod: every entry's podref names a pod that
-//     does not exist (the same check as reconcile.hpp's orphaned_offsets; an entry without a pod
-//     identity counts as live and keeps the slice).
+//     does not exist, or one bound to another node (reconcile.hpp's live_pods for that node and
+//     orphaned_offsets; an entry without a pod identity counts as live and keeps the slice). An
+//     address in a node's slice was handed out for a pod on that node: a pod of the same name on
+//     another node is a namesake (a StatefulSet pod rescheduled after the node was deleted).
 // Dead pods' entries are normally gone already: `rdmanetctl reconcile` removes them first, so a
 // deleted node's slice whose pods are all gone is released in the same run. An IPPool that still
 // holds only dead pods' entries is released too (its deletion drops them).
