@@ -66,7 +66,10 @@ public:
                 err_ << "agent: listing the pods of node " << o_.node_name << ": " << e.what() << '\n';
             }
         }
-        if (kube_config_) publish_slice_backlog();
+        if (kube_config_) {
+            publish_slice_backlog();
+            recheck_slices();
+        }
         metrics_.record_pass(report, unix_now());
         if (!report.repaired.empty() || !report.failed.empty() || !report.not_repairable.empty())
             print_repair_report(report, false, out_, err_);
@@ -99,6 +102,21 @@ private:
     // IPPools after; what an API-server outage held back waits in a backlog. CNI calls publish it
     // too, but a node with no pod churn would keep it until its next call: the agent publishes it
     // every pass, oldest first, within the same budget a CNI call gives it.
+    // Node slices: the cluster's reconciler releases the slices of nodes whose Node object is gone.
+    // A node that was alive all the same (its Node object deleted and re-created) must stop
+    // allocating from them: every pass re-reads the NodeSlicePools of the slices it holds and
+    // records the released ones as revoked (one GET per NodeSlicePool; nothing when no slice held).
+    void recheck_slices() {
+        try {
+            for (const auto& r : ipam::kube::recheck_held_slices(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget))
+                err_ << "agent: node slice " << r << " is no longer this node's (released): not allocated from again\n";
+        } catch (const ipam::IpamError& e) {
+            err_ << "agent: re-checking node slices: " << e.msg << '\n';
+        } catch (const std::exception& e) {
+            err_ << "agent: re-checking node slices: " << e.what() << '\n';
+        }
+    }
+
     void publish_slice_backlog() {
         try {
             const auto r = ipam::kube::publish_pending(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget);

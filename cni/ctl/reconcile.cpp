@@ -1,10 +1,13 @@
-// rdmanetctl reconcile: ipam::kube::reconcile() with its report on stdout.
+// rdmanetctl reconcile: ipam::kube::reconcile() and then ipam::kube::reclaim_slices() (the slices
+// of deleted nodes, node_slice_size), with their reports on stdout. The slices come second so that
+// a deleted node's slice whose pods are all gone is empty, and released, in the same run.
 #include <ostream>
 
 #include "kube.hpp"
 #include "rdmanet/cni/ctl/pool.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/reconcile.hpp"
+#include "rdmanet/ipam/kube/slice_reclaim.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -24,7 +27,18 @@ int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::
         out << "reconcile " << store->ns() << ": " << report.pools << " pools, " << report.allocations
             << " allocations kept, " << report.released.size() << " released, " << report.reservations_deleted.size()
             << " reservations deleted, " << report.pods << " pods\n";
-        return 0;
+
+        const auto slices = ipam::kube::reclaim_slices(store->api(), store->ns(), dry_run);
+        for (const auto& r : slices.released) out << (dry_run ? "would release" : "released") << " slice " << r << '\n';
+        for (const auto& r : slices.kept) out << "kept slice " << r << '\n';
+        for (const auto& r : slices.restored) out << "gave back slice " << r << '\n';
+        for (const auto& r : slices.problems) err << "rdmanetctl reconcile: slice " << r << '\n';
+        if (slices.node_slice_pools > 0) {
+            out << "reconcile " << store->ns() << ": " << slices.node_slice_pools << " node slice pools, " << slices.slices
+                << " slices held, " << slices.released.size() << " slices of deleted nodes released, "
+                << slices.kept.size() << " kept in use, " << slices.nodes << " nodes\n";
+        }
+        return slices.problems.empty() ? 0 : 1;
     } catch (const ipam::IpamError& e) {
         err << "rdmanetctl reconcile: " << e.msg << '\n';
     } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 //   rdmanetctl pool verify [--data-dir DIR]            consistency check of the store
 //   rdmanetctl pool list|show ... --kubeconfig F | --in-cluster   the same from the Kubernetes datastore
 //   rdmanetctl reconcile (--kubeconfig F | --in-cluster) [--dry-run] [--interval S]  release allocations of gone pods
+//                                                        and the node slices of deleted nodes
 //   rdmanetctl reconcile --local [--dry-run]             undo this node's attachments whose pod netns is gone
 //   rdmanetctl agent [--interval S] [--metrics-address A] ...  the node agent (DaemonSet)
 //   rdmanetctl render -f FILE [--ipam rdmanet] [-o json]  network specs -> NetworkAttachmentDefinitions
@@ -73,8 +74,8 @@ int main(int argc, char** argv) {
     bool dry_run = false;
     bool local = false;
     CLI::App* reconcile = app.add_subcommand(
-        "reconcile", "Kubernetes datastore: release allocations of pods that no longer exist and stray reservations; "
-                     "--local: undo this node's attachments whose pod network namespace is gone");
+        "reconcile", "Kubernetes datastore: release allocations of pods that no longer exist and stray reservations, "
+                     "then the node slices (node_slice_size) of deleted nodes that hold no live pod; --local: undo this node's attachments whose pod network namespace is gone");
     add_kube(*reconcile, options.kube);
     reconcile->add_flag("--local", local,
                         "this node only, any datastore: undo attachments whose pod netns is gone (addresses, "

@@ -172,6 +172,19 @@ NodeSlicePool parse_node_slice_pool(const json& o, const base::IpNetwork& range,
     return p;
 }
 
+std::optional<NodeSlicePool> parse_stored_node_slice_pool(const json& o) {
+    if (!o.is_object() || !o.contains("spec") || !o["spec"].is_object()) return std::nullopt;
+    const json& spec = o["spec"];
+    const auto range = base::IpNetwork::parse(spec.value("range", ""));
+    const auto prefix = slice_prefix_of(spec.contains("sliceSize") && spec["sliceSize"].is_string() ? spec["sliceSize"].get<std::string>() : "");
+    if (!range || !prefix || *prefix < range->prefix || *prefix > range->address.bits()) return std::nullopt;
+    try {
+        return parse_node_slice_pool(o, *range, *prefix);
+    } catch (const IpamError&) {
+        return std::nullopt;
+    }
+}
+
 std::optional<base::IpNetwork> free_slice(const NodeSlicePool& pool, const Range& parent,
                                            const std::vector<base::IpNetwork>& avoid) {
     std::set<uint128> skip;

@@ -14,20 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> list_pods(KubeApi& api) {
-    const HttpResponse r = api.call("GET", "/api/v1/pods");
-    if (r.status != 200) api.fail("GET /api/v1/pods", r);
-    auto body = json::parse(r.body, nullptr, false);
-    std::vector<std::string> pods;
-    if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) return pods;
-    for (const auto& p : body["items"]) {
-        if (!p.contains("metadata") || !p["metadata"].is_object()) continue;
-        pods.push_back(p["metadata"].value("namespace", "") + "/" + p["metadata"].value("name", ""));
-    }
-    std::sort(pods.begin(), pods.end());
-    return pods;
-}
-
 std::optional<PoolObject> parse_listed_pool(const json& item) {
     if (!item.contains("spec") || !item["spec"].is_object() || !item.contains("metadata")) return std::nullopt;
     auto range = base::IpNetwork::parse(item["spec"].value("range", ""));
@@ -42,6 +28,24 @@ base::IpAddress ip_of(const PoolKey& key, uint128 offset) {
 }
 
 }  // namespace
+
+std::vector<std::string> live_pods(KubeApi& api, std::optional<std::string_view> node) {
+    const HttpResponse r = api.call("GET", "/api/v1/pods");
+    if (r.status != 200) api.fail("GET /api/v1/pods", r);
+    auto body = json::parse(r.body, nullptr, false);
+    std::vector<std::string> pods;
+    if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) return pods;
+    for (const auto& p : body["items"]) {
+        if (!p.contains("metadata") || !p["metadata"].is_object()) continue;
+        if (node) {
+            const std::string bound = p.contains("spec") && p["spec"].is_object() ? p["spec"].value("nodeName", "") : "";
+            if (!bound.empty() && bound != *node) continue;
+        }
+        pods.push_back(p["metadata"].value("namespace", "") + "/" + p["metadata"].value("name", ""));
+    }
+    std::sort(pods.begin(), pods.end());
+    return pods;
+}
 
 std::vector<uint128> orphaned_offsets(const PoolObject& pool, const std::vector<std::string>& pods) {
     std::vector<uint128> out;
@@ -61,7 +65,7 @@ ReconcileReport reconcile(KubeStore& store, bool dry_run) {
     for (const auto& item : store.list(kPools)) {
         if (auto p = parse_listed_pool(item)) pools.push_back(std::move(*p));
     }
-    std::vector<std::string> pods = list_pods(api);                      // 3
+    std::vector<std::string> pods = live_pods(api);                      // 3
     report.pods = pods.size();
     report.pools = pools.size();
 
@@ -102,7 +106,7 @@ ReconcileReport reconcile(KubeStore& store, bool dry_run) {
                 break;
             }
             pool = std::move(*fresh);
-            pods = list_pods(api);
+            pods = live_pods(api);
         }
         report.allocations += pool.dump.allocations.size();
         for (const auto& [offset, owner] : pool.dump.allocations) {

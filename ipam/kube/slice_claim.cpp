@@ -17,8 +17,8 @@ json parse_object(const HttpResponse& r, const std::string& action) {
     return j;
 }
 
-// PATCH of the NodeSlicePool under its resourceVersion test: true when applied, false when the
-// test failed (someone else wrote it since it was read, or it was deleted).
+}  // namespace
+
 bool patch_node_slice_pool(KubeApi& api, const SliceScope& scope, const json& ops) {
     const std::string path = object_path(scope.ns, kNodeSlicePools, scope.pool_name);
     const HttpResponse r = api.call("PATCH", path, ops.dump(), kJsonPatch, RequestOptions{kMetadataOnly, true});
@@ -27,8 +27,6 @@ bool patch_node_slice_pool(KubeApi& api, const SliceScope& scope, const json& op
     if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return false;
     api.fail("PATCH " + path, r);
 }
-
-}  // namespace
 
 std::optional<NodeSlicePool> read_node_slice_pool(KubeApi& api, const SliceScope& scope, const Range& parent) {
     const std::string path = object_path(scope.ns, kNodeSlicePools, scope.pool_name);

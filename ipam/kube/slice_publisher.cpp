@@ -49,7 +49,7 @@ bool create_with(KubeApi& api, const SliceChange& c, uint128 offset, const Owner
     api.fail("POST " + path + " (create IPPool " + c.pool.name() + ")", r);
 }
 
-PublishResult publish_add(KubeApi& api, Store& local, const SliceChange& c, std::string* conflict) {
+PublishResult publish_add(KubeApi& api, Store& local, const SliceChange& c, std::string* conflict, const SliceGuard* guard) {
     const auto held = local.find(c.pool, c.podref, c.ifname);
     if (!held || held->owner.container_id != c.container_id) return PublishResult::published;   // nothing to say
     const uint128 offset = held->offset;
@@ -60,6 +60,13 @@ PublishResult publish_add(KubeApi& api, Store& local, const SliceChange& c, std:
         case Patched::ok:
             return PublishResult::published;
         case Patched::missing:
+            if (guard && !(*guard)(c.pool)) {
+                if (conflict) {
+                    *conflict = "IPPool " + c.pool.name() + " was deleted and its slice is no longer this node's (released "
+                                "by the cluster's reconciler): " + owner.podref + " (" + owner.container_id + ") is not published";
+                }
+                return PublishResult::revoked;
+            }
             if (create_with(api, c, offset, owner)) return PublishResult::published;
             break;
         case Patched::test_failed: {
@@ -101,18 +108,19 @@ PublishResult publish_remove(KubeApi& api, Store& local, const SliceChange& c) {
 
 }  // namespace
 
-PublishResult publish_change(KubeApi& api, Store& local, const SliceChange& change, std::string* conflict) {
-    return change.op == SliceChange::Op::add ? publish_add(api, local, change, conflict) : publish_remove(api, local, change);
+PublishResult publish_change(KubeApi& api, Store& local, const SliceChange& change, std::string* conflict,
+                             const SliceGuard* guard) {
+    return change.op == SliceChange::Op::add ? publish_add(api, local, change, conflict, guard) : publish_remove(api, local, change);
 }
 
-PublishReport publish_pending(KubeApi& api, Store& local, SliceBacklog& backlog) {
+PublishReport publish_pending(KubeApi& api, Store& local, SliceBacklog& backlog, const SliceGuard* guard) {
     PublishReport report;
     const auto pending = backlog.pending();
     for (std::size_t i = 0; i < pending.size(); ++i) {
         const auto& [marker, change] = pending[i];
         try {
             std::string conflict;
-            if (publish_change(api, local, change, &conflict) == PublishResult::conflict) report.conflicts.push_back(conflict);
+            if (publish_change(api, local, change, &conflict, guard) != PublishResult::published) report.conflicts.push_back(conflict);
             backlog.remove(marker);
             ++report.published;
         } catch (const IpamError& e) {

@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
@@ -98,6 +100,77 @@ private:
     int fd_;
 };
 
+// The node's held files (held/<NodeSlicePool>@<node>.json), each with the settings and range it
+// was written for; unreadable ones are skipped.
+struct HeldFileRef {
+    SliceSettings settings;
+    Range parent;
+};
+
+std::vector<HeldFileRef> held_files(const std::string& dir) {
+    std::vector<HeldFileRef> out;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir + "/held", ec)) {
+        const std::string file = entry.path().filename().string();
+        if (file.size() <= 5 || file.compare(file.size() - 5, 5, ".json") != 0) continue;
+        const std::string stem = file.substr(0, file.size() - 5);
+        const auto at = stem.rfind('@');
+        if (at == std::string::npos || at == 0 || at + 1 == stem.size()) continue;
+        std::ifstream in(entry.path());
+        std::stringstream ss;
+        ss << in.rdbuf();
+        const json j = json::parse(ss.str(), nullptr, false);
+        if (!j.is_object()) continue;
+        const auto range = base::IpNetwork::parse(j.value("range", ""));
+        const std::string size = j.value("sliceSize", "");
+        if (!range || size.size() < 2 || size[0] != '/') continue;
+        HeldFileRef ref;
+        ref.settings = SliceSettings{stem.substr(0, at), stem.substr(at + 1), std::atoi(size.c_str() + 1)};
+        ref.parent.cidr = range->masked();
+        out.push_back(std::move(ref));
+    }
+    std::sort(out.begin(), out.end(), [](const HeldFileRef& a, const HeldFileRef& b) {
+        return std::tie(a.settings.pool_name, a.settings.node) < std::tie(b.settings.pool_name, b.settings.node);
+    });
+    return out;
+}
+
+SliceScope scope_of(const KubeApi& api, const SliceSettings& s) { return {api.config().namespace_, s.pool_name, s.node, s.prefix}; }
+
+// Re-reads the NodeSlicePool and records as revoked every slice of the held file that it no
+// longer lists for this node; returns those newly revoked.
+std::vector<base::IpNetwork> mark_revoked(KubeApi& api, const std::string& dir, const SliceSettings& s, const Range& parent) {
+    const auto pool = read_node_slice_pool(api, scope_of(api, s), parent);
+    NodeLock lock(held_path(dir, s) + ".lock");
+    HeldFile h = read_held(dir, s, parent);
+    std::vector<base::IpNetwork> newly;
+    for (const auto& slice : h.slices) {
+        const bool still_mine = pool && pool->holder(slice) == s.node;
+        if (!still_mine && std::find(h.revoked.begin(), h.revoked.end(), slice) == h.revoked.end()) {
+            h.revoked.push_back(slice);
+            newly.push_back(slice);
+        }
+    }
+    if (!newly.empty()) write_held(dir, s, parent, h);
+    return newly;
+}
+
+// The guard of publication (slice_publisher.hpp): before a missing slice IPPool is created,
+// whether the node still holds its slice per the NodeSlicePool. A pool key that no held file
+// knows is not a slice this node ever recorded: nothing to check.
+bool still_held(KubeApi& api, const std::string& dir, const PoolKey& key) {
+    for (const auto& f : held_files(dir)) {
+        const SliceSettings& s = f.settings;
+        if (key.network_name != s.node && key.network_name != s.pool_name + "-" + s.node) continue;
+        const HeldFile h = read_held(dir, s, f.parent);
+        if (std::find(h.slices.begin(), h.slices.end(), key.range) == h.slices.end()) continue;
+        if (std::find(h.revoked.begin(), h.revoked.end(), key.range) != h.revoked.end()) return false;
+        const auto newly = mark_revoked(api, dir, s, f.parent);
+        return std::find(newly.begin(), newly.end(), key.range) == newly.end();
+    }
+    return true;
+}
+
 Range range_of(const PoolKey& key) {
     Range r;
     r.cidr = key.range;
@@ -128,7 +201,38 @@ PublishReport publish_pending(const KubeConfig& kubeconfig, const std::string& d
     if (backlog.empty()) return {};
     KubeApi api(kubeconfig, Deadline::in(budget));
     SqliteStore local(dir);
-    return publish_pending(api, local, backlog);
+    const SliceGuard guard = [&](const PoolKey& key) { return still_held(api, dir, key); };
+    return publish_pending(api, local, backlog, &guard);
+}
+
+std::vector<HeldSliceState> held_slices(const std::string& data_dir) {
+    const std::string dir = slices_dir(data_dir);
+    std::vector<HeldSliceState> out;
+    for (const auto& f : held_files(dir)) {
+        const HeldFile h = read_held(dir, f.settings, f.parent);
+        HeldSliceState st{f.settings.pool_name, f.settings.node, f.parent.cidr, f.settings.prefix, {}, h.revoked};
+        for (const auto& slice : h.slices) {
+            if (std::find(h.revoked.begin(), h.revoked.end(), slice) == h.revoked.end()) st.held.push_back(slice);
+        }
+        out.push_back(std::move(st));
+    }
+    return out;
+}
+
+std::vector<std::string> recheck_held_slices(const KubeConfig& kubeconfig, const std::string& data_dir,
+                                             std::chrono::milliseconds budget) {
+    const std::string dir = slices_dir(data_dir);
+    std::vector<std::string> newly;
+    const auto files = held_files(dir);
+    if (files.empty()) return newly;
+    KubeApi api(kubeconfig, Deadline::in(budget));
+    for (const auto& f : files) {
+        if (read_held(dir, f.settings, f.parent).slices.empty()) continue;
+        for (const auto& slice : mark_revoked(api, dir, f.settings, f.parent)) {
+            newly.push_back(f.settings.pool_name + " " + slice.str() + " " + f.settings.node);
+        }
+    }
+    return newly;
 }
 
 SliceStore::SliceStore(KubeConfig config, Deadline deadline, const std::string& data_dir, SliceSettings settings)
@@ -189,23 +293,15 @@ base::IpNetwork SliceStore::claim(const Range& parent, const std::vector<base::I
 void SliceStore::recheck(const Range& parent) {
     recheck_due_ = false;
     Bounded bound(api_, kPublishBudget);
-    const auto pool = read_node_slice_pool(api_, scope(), parent);
-    NodeLock lock(held_path(dir_, settings_) + ".lock");
-    HeldFile h = read_held(dir_, settings_, parent);
-    bool changed = false;
-    for (const auto& s : h.slices) {
-        const bool still_mine = pool && pool->holder(s) == settings_.node;
-        if (!still_mine && std::find(h.revoked.begin(), h.revoked.end(), s) == h.revoked.end()) {
-            h.revoked.push_back(s);
-            changed = true;
-        }
-    }
-    if (changed) write_held(dir_, settings_, parent, h);
+    mark_revoked(api_, dir_, settings_, parent);
 }
+
+bool SliceStore::still_held_here(const PoolKey& key) { return still_held(api_, dir_, key); }
 
 PublishReport SliceStore::publish() {
     Bounded bound(api_, kPublishBudget);
-    PublishReport r = publish_pending(api_, local_, backlog_);
+    const SliceGuard guard = [this](const PoolKey& key) { return still_held_here(key); };
+    PublishReport r = publish_pending(api_, local_, backlog_, &guard);
     if (r.remaining > 0) unreachable_ = true;
     return r;
 }
@@ -220,7 +316,8 @@ void SliceStore::publish_after_commit(const std::string& marker, const SliceChan
     Bounded bound(api_, kPublishBudget);
     try {
         std::string conflict;
-        publish_change(api_, local_, change, &conflict);
+        const SliceGuard guard = [this](const PoolKey& key) { return still_held_here(key); };
+        publish_change(api_, local_, change, &conflict, &guard);
         backlog_.remove(marker);
     } catch (const IpamError&) {
         unreachable_ = true;   // stays in the backlog
@@ -264,6 +361,15 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
             throw;
         }
         publish_after_commit(marker, change, others);
+        // Publication found the slice released (its IPPool deleted by the cluster's reconciler,
+        // this node's Node object having been gone): the address may be another node's now.
+        // Taken back locally, and the next slice is tried.
+        const auto gone = revoked(parent);
+        if (std::find(gone.begin(), gone.end(), slice) != gone.end()) {
+            const PoolKey keys[] = {r.pool()};
+            local_.release(keys, AttachmentId{request.owner.container_id, request.owner.ifname});
+            return std::nullopt;
+        }
         return a;
     };
     for (const auto& slice : mine) {

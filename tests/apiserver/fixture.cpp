@@ -239,4 +239,13 @@ void TestApiServer::delete_pod(const std::string& ns, const std::string& name) c
     request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name);
 }
 
+std::string TestApiServer::create_node(const std::string& name) const {
+    json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}}, {"spec", json::object()}};
+    auto r = request("POST", "/api/v1/nodes", node.dump());
+    if (r.status != 201) throw std::runtime_error("create node failed: " + r.body.dump());
+    return r.body["metadata"].value("uid", "");
+}
+
+int TestApiServer::delete_node(const std::string& name) const { return request("DELETE", "/api/v1/nodes/" + name).status; }
+
 }  // namespace apiserver_test

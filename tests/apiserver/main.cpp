@@ -165,7 +165,7 @@ json discovery_resources(const apiserver::ResourceStore& store, const std::strin
     json resources = json::array();
     for (const auto& t : store.types()) {
         if (t.group != group || t.version != version) continue;
-        json r = {{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.plural != "namespaces"},
+        json r = {{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.namespaced},
                   {"kind", t.kind},
                   {"verbs", {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}}};
         if (!t.short_name.empty()) r["shortNames"] = {t.short_name};
@@ -267,7 +267,9 @@ void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
         send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
         return;
     }
-    if (ns.empty() && !(req.method == "GET" && name.empty()) && plural != "namespaces") {
+    // A namespaced resource needs its namespace except to be listed across all of them; a
+    // cluster-scoped one (namespaces, nodes) has no namespace in its path.
+    if ((ns.empty() && !(req.method == "GET" && name.empty()) && t->namespaced) || (!ns.empty() && !t->namespaced)) {
         send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
         return;
     }

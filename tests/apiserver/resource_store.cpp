@@ -185,7 +185,8 @@ json status_object(int code, const std::string& reason, const std::string& messa
 
 ResourceStore::ResourceStore(bool with_whereabouts_crds) {
     types_.push_back({"", "v1", "pods", "pod", "Pod", "po"});
-    types_.push_back({"", "v1", "namespaces", "namespace", "Namespace", "ns"});
+    types_.push_back({"", "v1", "namespaces", "namespace", "Namespace", "ns", false});
+    types_.push_back({"", "v1", "nodes", "node", "Node", "no", false});
     if (with_whereabouts_crds) {
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "ippools", "ippool", "IPPool", ""});
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "overlappingrangeipreservations",

@@ -32,6 +32,9 @@
 //    the kube-apiserver answers) and application/merge-patch+json;
 //  - delete: DeleteOptions preconditions (uid, resourceVersion) -> 409 Conflict when they differ;
 //  - namespaces: created implicitly by the first object in them (the real server would refuse);
+//  - cluster-scoped resources (namespaces, core/v1 nodes): addressed without /namespaces/NS, and
+//    a namespaced path to them is 404 as on the real server; a node is created, got, listed and
+//    deleted like any object (no kubelet, no status updates);
 //  - errors as `Status` objects (NotFound with details for an object, without for a resource
 //    the server does not have);
 //  - etcd's default value limit (--max-request-bytes, 1.5 MiB = 1,572,864 bytes): a create,
@@ -63,6 +66,7 @@ struct ResourceType {
     std::string singular;
     std::string kind;
     std::string short_name;   // "" = none
+    bool namespaced = true;   // false: cluster-scoped (namespaces, nodes), addressed without /namespaces/NS
 };
 
 struct Reply {

@@ -165,7 +165,7 @@ TEST_CASE("deploy: RBAC is least privilege", "[deploy]") {
                          {{"whereabouts.cni.cncf.io", "overlappingrangeipreservations"}, ipam_verbs},
                          {{"whereabouts.cni.cncf.io", "nodeslicepools"}, ipam_verbs},
                          {{"", "pods"}, {"get", "list"}},
-                         {{"", "nodes"}, {"get"}}});
+                         {{"", "nodes"}, {"get", "list"}}});
 
     const auto& binding = one(objects, "ClusterRoleBinding", "rdmanet");
     CHECK(binding["roleRef"] == json({{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "rdmanet"}}));

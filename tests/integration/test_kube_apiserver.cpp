@@ -127,3 +127,59 @@ TEST_CASE("test API server: Accept as=PartialObjectMetadata answers a single obj
     CHECK(table.status == 200);
     CHECK(table.body == full);
 }
+
+TEST_CASE("test API server: core/v1 nodes are cluster-scoped objects with the kube-apiserver's answers",
+          "[kube][integration][apiserver][reclaim]") {
+    TestApiServer server;
+    // A missing node: 404 with a NotFound Status naming it, as kubectl and client-go expect.
+    auto missing = server.request("GET", "/api/v1/nodes/node-x");
+    CHECK(missing.status == 404);
+    CHECK(missing.body["kind"] == "Status");
+    CHECK(missing.body["reason"] == "NotFound");
+    CHECK(missing.body["details"]["name"] == "node-x");
+    CHECK(missing.body["details"]["kind"] == "nodes");
+    const auto requests_before = server.stats()["requests"].get<int>();
+
+    const std::string uid = server.create_node("node-x");
+    CHECK_FALSE(uid.empty());
+    auto got = server.request("GET", "/api/v1/nodes/node-x");
+    REQUIRE(got.status == 200);
+    CHECK(got.body["kind"] == "Node");
+    CHECK(got.body["apiVersion"] == "v1");
+    CHECK(got.body["metadata"]["uid"] == uid);
+    CHECK_FALSE(got.body["metadata"].contains("namespace"));
+    server.create_node("node-y");
+    auto list = server.request("GET", "/api/v1/nodes");
+    REQUIRE(list.status == 200);
+    CHECK(list.body["kind"] == "NodeList");
+    std::set<std::string> names;
+    for (const auto& n : list.body["items"]) names.insert(n["metadata"]["name"]);
+    CHECK(names == std::set<std::string>{"node-x", "node-y"});
+    // A second node of the same name: 409 AlreadyExists.
+    CHECK(server.request("POST", "/api/v1/nodes", json{{"metadata", {{"name", "node-x"}}}}.dump()).status == 409);
+    // Nodes have no namespace: a namespaced path does not exist.
+    CHECK(server.request("GET", "/api/v1/namespaces/default/nodes/node-x").status == 404);
+    CHECK(server.request("GET", "/api/v1/namespaces/default/nodes").status == 404);
+    // Discovery says so, as kubectl reads it.
+    bool seen = false;
+    const auto discovery = server.request("GET", "/api/v1");
+    REQUIRE(discovery.status == 200);
+    for (const auto& r : discovery.body["resources"]) {
+        if (r["name"] != "nodes") continue;
+        seen = true;
+        CHECK(r["namespaced"] == false);
+        CHECK(r["kind"] == "Node");
+    }
+    CHECK(seen);
+
+    // DELETE with a stale uid precondition: 409, kept. Then deleted; again: 404.
+    CHECK(server.request("DELETE", "/api/v1/nodes/node-x", json{{"preconditions", {{"uid", "other"}}}}.dump()).status == 409);
+    CHECK(server.delete_node("node-x") == 200);
+    CHECK(server.request("GET", "/api/v1/nodes/node-x").status == 404);
+    CHECK(server.delete_node("node-x") == 404);
+    auto after = server.request("GET", "/api/v1/nodes");
+    REQUIRE(after.body["items"].size() == 1);
+    CHECK(after.body["items"][0]["metadata"]["name"] == "node-y");
+    // The request counters count node requests like any other.
+    CHECK(server.stats()["requests"].get<int>() - requests_before == 13);
+}

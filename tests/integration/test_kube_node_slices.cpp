@@ -2,6 +2,7 @@
 // simulated node is a process with its own $NODENAME. Wire format, fill and exhaustion, the claim
 // race, bad input.
 #include "test_kube_util.hpp"
+#include "rdmanet/ipam/kube/slice_store.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
 #include "rdmanet/ipam/core/u128.hpp"
 
@@ -279,4 +280,274 @@ TEST_CASE("node slices: after an outage the node agent publishes the backlog, wi
         expected[rdmanet::ipam::to_decimal(offset)] = {{"id", owner.container_id}, {"podref", owner.podref}, {"ifname", owner.ifname}};
     CHECK(expected.size() == 2);
     CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"] == expected);
+}
+
+// ---- Reclaim: the cluster's reconciler releases the slices of deleted nodes (slice_reclaim.hpp).
+
+namespace {
+
+int ippool_status(const TestApiServer& s, const std::string& pool) { return s.request("GET", kApi + "/ippools/" + pool).status; }
+
+rdmanet::test::ProcessResult reconcile_cluster(const Env& env, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"reconcile", "--kubeconfig", env.kubeconfig};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return env.ctl(args);
+}
+
+}  // namespace
+
+TEST_CASE("Reclaim: a deleted Node's empty slice is released; a slice with a live pod is kept",
+          "[kube][integration][slices][reclaim]") {
+    TestApiServer server;
+    Env env(server);
+    // 10.76.0.0/24 in /26 slices: 4 slices.
+    const json conf = env.conf("10.76.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "gold"}});
+    for (const std::string n : {"node-a", "node-b", "node-c", "node-d"}) server.create_node(n);
+    // node-a: a live pod. node-b: its only pod's DEL came, the slice is empty. node-c: a pod that
+    // is gone without a DEL (the node died with it). node-d: stays, with a dead pod's entry.
+    server.create_pod("ns", "pod-a1");
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
+    REQUIRE(call_on(env, "node-b", "ADD", conf, "b1").exit_code == 0);
+    REQUIRE(call_on(env, "node-b", "DEL", conf, "b1").exit_code == 0);
+    REQUIRE(call_on(env, "node-c", "ADD", conf, "c1").exit_code == 0);
+    REQUIRE(call_on(env, "node-d", "ADD", conf, "d1").exit_code == 0);
+    REQUIRE(holders(server, "gold") == std::multimap<std::string, std::string>{{"node-a", "10.76.0.0/26"},
+                                                                               {"node-b", "10.76.0.64/26"},
+                                                                               {"node-c", "10.76.0.128/26"},
+                                                                               {"node-d", "10.76.0.192/26"}});
+    for (const std::string n : {"node-a", "node-b", "node-c"}) REQUIRE(server.delete_node(n) == 200);
+
+    // The dry run says what the run will do and writes nothing.
+    const auto writes = [&] {
+        const json m = server.stats()["by_method"];
+        return m.value("PATCH", 0) + m.value("DELETE", 0) + m.value("POST", 0) + m.value("PUT", 0);
+    };
+    const auto writes_before_dry = writes();
+    auto dry = reconcile_cluster(env, {"--dry-run"});
+    INFO(dry.out << dry.err);
+    REQUIRE(dry.exit_code == 0);
+    CHECK_THAT(dry.out, Catch::Contains("would release slice gold 10.76.0.64/26 node-b") &&
+                            Catch::Contains("would release slice gold 10.76.0.128/26 node-c"));
+    CHECK(writes() == writes_before_dry);
+    CHECK(holders(server, "gold").size() == 4);
+
+    auto r = reconcile_cluster(env);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("released slice gold 10.76.0.64/26 node-b"));
+    // node-c's dead pod is released by the same run first, and then its slice.
+    CHECK_THAT(r.out, Catch::Contains("released gold-node-c-10.76.0.128-26 10.76.0.129 ns/pod-c1 net1"));
+    CHECK_THAT(r.out, Catch::Contains("released slice gold 10.76.0.128/26 node-c"));
+    CHECK_THAT(r.out, Catch::Contains("kept slice gold 10.76.0.0/26 node-a: IPPool gold-node-a-10.76.0.0-26 holds an "
+                                      "allocation of live pod ns/pod-a1"));
+    CHECK_THAT(r.out, Catch::Contains("2 slices of deleted nodes released, 1 kept in use, 1 nodes"));
+    // Existing nodes keep their slices, deleted nodes keep slices in use.
+    CHECK(holders(server, "gold") == std::multimap<std::string, std::string>{{"node-a", "10.76.0.0/26"},
+                                                                            {"node-d", "10.76.0.192/26"}});
+    CHECK(ippool_status(server, "gold-node-b-10.76.0.64-26") == 404);
+    CHECK(ippool_status(server, "gold-node-c-10.76.0.128-26") == 404);
+    CHECK(allocations(server, "gold-node-a-10.76.0.0-26").size() == 1);
+    CHECK(ippool_status(server, "gold-node-d-10.76.0.192-26") == 200);
+    CHECK(allocations(server, "gold-node-d-10.76.0.192-26").empty());   // its dead pod's entry is gone, the slice is not
+
+    // Idempotent: a second run releases nothing and writes nothing.
+    const auto writes_before = writes();
+    auto again = reconcile_cluster(env);
+    INFO(again.out << again.err);
+    REQUIRE(again.exit_code == 0);
+    CHECK_THAT(again.out, !Catch::Contains("released slice"));
+    CHECK_THAT(again.out, Catch::Contains("0 slices of deleted nodes released, 1 kept in use"));
+    CHECK(writes() == writes_before);
+    CHECK(holders(server, "gold").size() == 2);
+
+    // A released slice is free again: the next node claims the lowest one, node-b's.
+    server.create_node("node-e");
+    auto e = call_on(env, "node-e", "ADD", conf, "e1");
+    INFO(e.describe());
+    REQUIRE(e.exit_code == 0);
+    CHECK(first_ip(e) == "10.76.0.65");
+    CHECK(holders(server, "gold").count("node-e") == 1);
+    CHECK(get(server, "/ippools/gold-node-e-10.76.0.64-26")["spec"]["allocations"].size() == 1);
+
+    // Once the live pod is gone too, node-a's slice goes in one run.
+    server.delete_pod("ns", "pod-a1");
+    auto last = reconcile_cluster(env);
+    INFO(last.out << last.err);
+    REQUIRE(last.exit_code == 0);
+    CHECK_THAT(last.out, Catch::Contains("released slice gold 10.76.0.0/26 node-a"));
+    CHECK(holders(server, "gold") == std::multimap<std::string, std::string>{{"node-d", "10.76.0.192/26"},
+                                                                            {"node-e", "10.76.0.64/26"}});
+}
+
+TEST_CASE("Reclaim: a node whose slice was released while it was alive stops allocating from it",
+          "[kube][integration][slices][reclaim]") {
+    TestApiServer server;
+    Env env(server);
+    const json conf = env.conf("10.77.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "jade"}});
+    server.create_node("node-a");
+    server.create_node("node-b");
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a1").exit_code == 0);
+    // node-a's Node object is deleted and re-created (its kubelet re-registers) while the node runs on.
+    REQUIRE(server.delete_node("node-a") == 200);
+    auto r = reconcile_cluster(env);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.out, Catch::Contains("released slice jade 10.77.0.0/26 node-a"));
+    server.create_node("node-a");
+    // node-b claims the lowest free slice: the one node-a held.
+    auto b = call_on(env, "node-b", "ADD", conf, "b1");
+    REQUIRE(b.exit_code == 0);
+    REQUIRE(first_ip(b) == "10.77.0.1");
+
+    // node-a still lists 10.77.0.0/26 as its own; its ADD's publication finds the slice IPPool
+    // deleted and the slice node-b's: the address is taken back and another slice claimed.
+    auto a2 = call_on(env, "node-a", "ADD", conf, "a2");
+    INFO(a2.describe());
+    REQUIRE(a2.exit_code == 0);
+    CHECK(first_ip(a2) == "10.77.0.65");
+    CHECK(ippool_status(server, "jade-node-a-10.77.0.0-26") == 404);   // not created again
+    CHECK(holders(server, "jade") == std::multimap<std::string, std::string>{{"node-a", "10.77.0.64/26"},
+                                                                            {"node-b", "10.77.0.0/26"}});
+    const auto states = rdmanet::ipam::kube::held_slices(env.data_dir + "/node-a");
+    REQUIRE(states.size() == 1);
+    CHECK(states[0].pool_name == "jade");
+    CHECK(states[0].node == "node-a");
+    CHECK(states[0].revoked == std::vector{*rdmanet::base::IpNetwork::parse("10.77.0.0/26")});
+    CHECK(states[0].held == std::vector{*rdmanet::base::IpNetwork::parse("10.77.0.64/26")});
+    // Nothing of a2 stays in the revoked slice locally.
+    rdmanet::ipam::SqliteStore local(env.data_dir + "/node-a/kubernetes/slices");
+    CHECK(local.dump(rdmanet::ipam::PoolKey{"jade-node-a", *rdmanet::base::IpNetwork::parse("10.77.0.0/26")}).allocations.empty());
+}
+
+TEST_CASE("Reclaim: the node agent finds a released slice revoked before any ADD",
+          "[kube][integration][slices][reclaim][agent]") {
+    TestApiServer server;
+    Env env(server);
+    const json conf = env.conf("10.78.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "onyx"}});
+    server.create_node("node-a");
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "a2").exit_code == 0);
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a1").exit_code == 0);
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a2").exit_code == 0);
+    const std::string node_dir = env.data_dir + "/node-a";
+    const auto agent = [&] {
+        const std::string agent_policy = server.dir() + "/agent-policy.json";
+        std::ofstream(agent_policy) << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
+        return rdmanet::test::run_process({rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1", "--kubeconfig",
+                                           env.kubeconfig, "--node-name", "node-a", "--ipam-data-dir", node_dir},
+                                          {{"RDMANET_POLICY_FILE", agent_policy}});
+    };
+    // While the node holds it, the agent's re-check changes nothing.
+    auto quiet = agent();
+    INFO(quiet.out << quiet.err);
+    CHECK(quiet.exit_code == 0);
+    CHECK_THAT(quiet.err, !Catch::Contains("no longer this node's"));
+    REQUIRE(rdmanet::ipam::kube::held_slices(node_dir).at(0).revoked.empty());
+
+    REQUIRE(server.delete_node("node-a") == 200);
+    auto rec = reconcile_cluster(env);
+    INFO(rec.out << rec.err);
+    REQUIRE(rec.exit_code == 0);
+    REQUIRE_THAT(rec.out, Catch::Contains("released slice onyx 10.78.0.0/26 node-a"));
+    server.create_node("node-a");
+    auto r = agent();
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Catch::Contains("node slice onyx 10.78.0.0/26 node-a is no longer this node's"));
+    const auto states = rdmanet::ipam::kube::held_slices(node_dir);
+    REQUIRE(states.size() == 1);
+    CHECK(states[0].held.empty());
+    CHECK(states[0].revoked == std::vector{*rdmanet::base::IpNetwork::parse("10.78.0.0/26")});
+    // The next ADD does not use the revoked slice: it claims another and publishes into it.
+    auto a3 = call_on(env, "node-a", "ADD", conf, "a3");
+    INFO(a3.describe());
+    REQUIRE(a3.exit_code == 0);
+    CHECK(first_ip(a3) == "10.78.0.65");
+    CHECK(holders(server, "onyx") == std::multimap<std::string, std::string>{{"node-a", "10.78.0.64/26"}});
+    CHECK(ippool_status(server, "onyx-node-a-10.78.0.0-26") == 404);
+}
+
+TEST_CASE("Reclaim racing a node that is alive: its address published during the release gives the slice back",
+          "[kube][integration][slices][reclaim]") {
+    TestApiServer server;
+    Env env(server);
+    const json conf = env.conf("10.79.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "ruby"}});
+    server.create_node("node-a");
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a1").exit_code == 0);
+    REQUIRE(server.delete_node("node-a") == 200);   // the Node object goes, the node runs on
+    server.create_pod("ns", "pod-a2");
+
+    // Every API request takes 700 ms (within the 1 s a CNI call gives publication), so that the
+    // node's ADD can land between the reconciler's release of the slice (its only PATCH) and its
+    // deletion of the slice IPPool (two requests later).
+    server.set_faults({{"latency_ms", 700}});
+    const auto patches = [&] { return server.stats()["by_method"].value("PATCH", 0); };
+    const int patches_before = patches();
+    rdmanet::test::ProcessResult rec;
+    std::thread reconciler([&] { rec = reconcile_cluster(env); });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (patches() == patches_before && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    auto a2 = call_on(env, "node-a", "ADD", conf, "a2");
+    reconciler.join();
+    server.set_faults({{"latency_ms", 0}});
+    INFO(rec.out << rec.err);
+    INFO(a2.describe());
+    REQUIRE(a2.exit_code == 0);
+    REQUIRE(rec.exit_code == 0);
+
+    // Either way the address is node-a's alone and published where node-a's slice is listed.
+    const auto held = holders(server, "ruby");
+    if (rec.out.find("gave back slice ruby 10.79.0.0/26 node-a") != std::string::npos) {
+        // The ADD was published before the deletion: the deletion's precondition failed, the
+        // live pod's entry was seen and the slice given back.
+        CHECK_THAT(rec.out, Catch::Contains("holds an allocation of live pod ns/pod-a2"));
+        CHECK(first_ip(a2) == "10.79.0.1");
+        CHECK(held == std::multimap<std::string, std::string>{{"node-a", "10.79.0.0/26"}});
+        CHECK(allocations(server, "ruby-node-a-10.79.0.0-26").size() == 1);
+        CHECK(rdmanet::ipam::kube::held_slices(env.data_dir + "/node-a").at(0).revoked.empty());
+    } else {
+        // The ADD came after the deletion: publication found the slice released, took the
+        // address back and served it from a newly claimed slice.
+        CHECK_THAT(rec.out, Catch::Contains("released slice ruby 10.79.0.0/26 node-a"));
+        CHECK(first_ip(a2) == "10.79.0.65");
+        CHECK(held == std::multimap<std::string, std::string>{{"node-a", "10.79.0.64/26"}});
+        CHECK(ippool_status(server, "ruby-node-a-10.79.0.0-26") == 404);
+    }
+    WARN("reclaim race took the " << (rec.out.find("gave back") != std::string::npos ? "give-back" : "revoked") << " path");
+}
+
+TEST_CASE("Reclaim: a pod of the same name on another node does not keep a deleted node's slice",
+          "[kube][integration][slices][reclaim]") {
+    TestApiServer server;
+    Env env(server);
+    const json conf = env.conf("10.80.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "opal"}});
+    server.create_node("node-a");
+    server.create_node("node-b");
+    server.create_pod_on("ns", "pod-a1", "node-a");
+    REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
+    REQUIRE(server.delete_node("node-a") == 200);
+
+    // The pod still bound to node-a (its node is being replaced): the slice is kept.
+    auto kept = reconcile_cluster(env);
+    INFO(kept.out << kept.err);
+    REQUIRE(kept.exit_code == 0);
+    CHECK_THAT(kept.out, Catch::Contains("kept slice opal 10.80.0.0/26 node-a: IPPool opal-node-a-10.80.0.0-26 holds an "
+                                         "allocation of live pod ns/pod-a1"));
+    CHECK(holders(server, "opal").count("node-a") == 1);
+
+    // The pod is re-created under the same name on node-b (a StatefulSet pod rescheduled): the
+    // general pass keeps the entry (whereabouts' podref has no UID), the slice pass knows that an
+    // address in node-a's slice was never node-b's pod's, and releases the slice with it.
+    server.delete_pod("ns", "pod-a1");
+    server.create_pod_on("ns", "pod-a1", "node-b");
+    auto released = reconcile_cluster(env);
+    INFO(released.out << released.err);
+    REQUIRE(released.exit_code == 0);
+    CHECK_THAT(released.out, Catch::Contains("released slice opal 10.80.0.0/26 node-a"));
+    CHECK(holders(server, "opal").count("node-a") == 0);
+    CHECK(ippool_status(server, "opal-node-a-10.80.0.0-26") == 404);
 }

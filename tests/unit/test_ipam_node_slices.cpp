@@ -8,6 +8,7 @@
 #include "rdmanet/ipam/kube/node_identity.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
 #include "rdmanet/ipam/kube/slice_backlog.hpp"
+#include "rdmanet/ipam/kube/slice_reclaim.hpp"
 #include "rdmanet/ipam/core/node_slice_size.hpp"
 
 using namespace rdmanet::ipam;
@@ -240,4 +241,34 @@ TEST_CASE("slice backlog: markers survive as files, read back equal, in creation
     reopened.remove(first);
     CHECK(backlog.pending().size() == 1);
     CHECK_THROWS_AS(slice_change_from_json(json{{"op", "move"}}), IpamError);
+}
+
+TEST_CASE("reclaim: the slices of nodes missing from the Node list, found with the pool's own spec", "[ipam][slices][reclaim]") {
+    // The reconciler has no configuration: the stored spec gives range and slice size.
+    const json stored = pool_object("10.0.0.0/16", "24",
+                                    {{{"nodeName", "node-a"}, {"sliceRange", "10.0.0.0/24"}},
+                                     {{"nodeName", ""}, {"sliceRange", "10.0.1.0/24"}},
+                                     {{"nodeName", "node-b"}, {"sliceRange", "10.0.2.0/24"}},
+                                     {{"nodeName", "node-b"}, {"sliceRange", "10.0.3.0/24"}}});
+    const auto p = parse_stored_node_slice_pool(stored);
+    REQUIRE(p);
+    CHECK(p->range == net("10.0.0.0/16"));
+    CHECK(p->slice_prefix == 24);
+    CHECK(p->entries.size() == 4);
+    CHECK_FALSE(parse_stored_node_slice_pool(pool_object("10.0.0.0/16", "/12")));   // larger than the range
+    CHECK_FALSE(parse_stored_node_slice_pool(pool_object("10.0.0.0/16", "x")));
+    CHECK_FALSE(parse_stored_node_slice_pool(pool_object("10.0.0.0/16", "/24", {{{"nodeName", "x"}, {"sliceRange", "10.9.0.0/24"}}})));
+
+    // Free entries ("") are nobody's; node-b is gone with both its slices; node-a exists.
+    const auto gone = slices_of_missing_nodes(*p, {"node-a", "node-c"});
+    CHECK(gone == std::vector<SliceEntry>{{"node-b", net("10.0.2.0/24")}, {"node-b", net("10.0.3.0/24")}});
+    CHECK(slices_of_missing_nodes(*p, {"node-a", "node-b"}).empty());
+    CHECK(slices_of_missing_nodes(*p, {}).size() == 3);
+
+    // The slice IPPool is named with network_name, or without it (the NodeSlicePool then has the
+    // CNI network's name).
+    const auto names = slice_pool_candidates("blue", "node-b", net("10.0.2.0/24"));
+    REQUIRE(names.size() == 2);
+    CHECK(names[0].name() == "blue-node-b-10.0.2.0-24");
+    CHECK(names[1].name() == "node-b-10.0.2.0-24");
 }

@@ -34,7 +34,8 @@ namespace rdmanet::cni::ctl {
 // Kubernetes datastore and a node name, lists this node's pods (one field-selected request,
 // spec.nodeName=NODE, so its cost does not grow with pods on other nodes) to undo attachments
 // whose pod was deleted while its sandbox lingers, and publishes the node-slice changes an
-// API-server outage held back in `ipam_data_dir`. SIGTERM/SIGINT end it promptly with status 0.
+// API-server outage held back in `ipam_data_dir`, and re-checks that the node still holds its
+// node slices (recording released ones as revoked). SIGTERM/SIGINT end it promptly with status 0.
 struct AgentOptions {
     int interval_seconds = 60;
     // "" = no metrics endpoint; else HOST:PORT to serve GET /metrics on (port 0: any free port,

@@ -80,6 +80,10 @@ nlohmann::json new_node_slice_pool(std::string_view ns, std::string_view name, c
 // changed configuration - and IpamError(5) when it is malformed.
 NodeSlicePool parse_node_slice_pool(const nlohmann::json& object, const base::IpNetwork& range, int slice_prefix);
 
+// Reads a NodeSlicePool as stored, with its own spec.range and spec.sliceSize (the cluster-wide
+// reconciler has no configuration); nullopt when it is malformed.
+std::optional<NodeSlicePool> parse_stored_node_slice_pool(const nlohmann::json& object);
+
 // The claim decision: the lowest slice of the range that no node holds, skipping `avoid` (slices
 // the caller found unusable: fully excluded) and slices without a usable address. nullopt when
 // every slice is held: the range is exhausted.

@@ -13,7 +13,9 @@
 //  - Reservations are deleted with uid + resourceVersion preconditions: one re-created since the
 //    read is left alone.
 //  - An allocation whose podref is not "<namespace>/<name>" (no pod identity) is never released.
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rdmanet/ipam/kube/kube_store.hpp"
@@ -26,6 +28,13 @@ struct ReconcileReport {
     std::vector<std::string> unreserved;        // pool entries of live pods without a reservation (left alone)
     std::size_t pools = 0, allocations = 0, pods = 0;
 };
+
+// The pods that exist, as sorted "<namespace>/<name>" (one LIST of all pods): what an allocation's
+// podref is checked against. whereabouts' podref has no UID, so a pod re-created under the same
+// name counts as live. With `node`, only pods bound to that node or not bound yet: an allocation
+// in a node's own slice (node_slice_size) was made for a pod on that node, so a namesake on another
+// node (a StatefulSet pod rescheduled after its node was deleted) does not keep it.
+std::vector<std::string> live_pods(KubeApi& api, std::optional<std::string_view> node = std::nullopt);
 
 // Pure part: the allocations of `pool` that belong to no pod in `pods` ("ns/name" set).
 std::vector<uint128> orphaned_offsets(const PoolObject& pool, const std::vector<std::string>& pods);

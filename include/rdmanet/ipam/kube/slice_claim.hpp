@@ -29,6 +29,11 @@ std::optional<NodeSlicePool> read_node_slice_pool(KubeApi& api, const SliceScope
 // GET, creating it (no slice held) when missing; a lost creation race reads the winner's.
 NodeSlicePool read_or_create_node_slice_pool(KubeApi& api, const SliceScope& scope, const Range& parent);
 
+// PATCH of the NodeSlicePool (claim_patch, release_patch: under a resourceVersion test): true
+// when applied, false when the test failed (someone else wrote it since it was read, or it was
+// deleted): re-read and decide again.
+bool patch_node_slice_pool(KubeApi& api, const SliceScope& scope, const nlohmann::json& ops);
+
 // Claims a slice for scope.node and returns it: a slice the node already holds that is not in
 // `unusable` (another process of the same node may have claimed one meanwhile), else the lowest
 // free one. Throws range_exhausted() when no slice is free.

@@ -14,7 +14,12 @@
 //      by the node agent (publish_pending). Publication waits at most kPublishBudget per call. The
 //      local store is on disk: a node rebooted during the outage never hands an address out twice.
 //      After a backlog was published, the node re-reads the NodeSlicePool and stops allocating
-//      from any slice it no longer holds (and says so in doctor).
+//      from any slice it no longer holds (held_slices() tells which are revoked).
+// Reclaim: the cluster's reconciler releases the slices of deleted nodes (slice_reclaim.hpp). A
+//      node that was in fact alive finds out from its agent's re-check (recheck_held_slices), or
+//      at its next ADD in that slice, whose publication finds the slice IPPool deleted: the
+//      NodeSlicePool is checked before the pool is created again, and an ADD into a released
+//      slice is taken back locally and served from another slice.
 // No overlapping-range reservations are written: slices of one NodeSlicePool are disjoint.
 #include <chrono>
 #include <memory>
@@ -53,6 +58,27 @@ std::string slices_dir(const std::string& data_dir);
 // calls run (every change is idempotent). A missing slices directory is an empty backlog.
 PublishReport publish_pending(const KubeConfig& kubeconfig, const std::string& data_dir, std::chrono::milliseconds budget);
 
+// What the node's held files say (the node's own view, no API request): per NodeSlicePool and
+// node name, the slices it allocates from and those it found revoked (released by the cluster's
+// reconciler, or taken over while the node could not see the API server). A revoked slice is never
+// allocated from again.
+struct HeldSliceState {
+    std::string pool_name;   // the NodeSlicePool
+    std::string node;
+    base::IpNetwork range;   // the network's range
+    int prefix = 0;          // node_slice_size
+    std::vector<base::IpNetwork> held;
+    std::vector<base::IpNetwork> revoked;
+};
+std::vector<HeldSliceState> held_slices(const std::string& data_dir);
+
+// The node agent's periodic re-check (every pass): re-reads the NodeSlicePool of each held file
+// and records as revoked every slice it no longer lists for the node - a slice the cluster's
+// reconciler released because the node's Node object was gone (deleted and re-created, say).
+// Returns those newly revoked, as "<NodeSlicePool> <slice> <node>". One GET per NodeSlicePool.
+std::vector<std::string> recheck_held_slices(const KubeConfig& kubeconfig, const std::string& data_dir,
+                                             std::chrono::milliseconds budget);
+
 class SliceStore final : public Store {
 public:
     SliceStore(KubeConfig config, Deadline deadline, const std::string& data_dir, SliceSettings settings);
@@ -84,6 +110,8 @@ private:
     base::IpNetwork claim(const Range& parent, const std::vector<base::IpNetwork>& full);
     // After a published backlog: the NodeSlicePool still lists these slices for this node?
     void recheck(const Range& parent);
+    // Publication's guard (slice_publisher.hpp): before re-creating a missing slice IPPool.
+    bool still_held_here(const PoolKey& key);
     // Publishes `marker` (and anything older first); leaves it in the backlog when it cannot.
     void publish_after_commit(const std::string& marker, const SliceChange& change, bool older_pending);
 
