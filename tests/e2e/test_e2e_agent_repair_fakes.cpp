@@ -209,7 +209,7 @@ TEST_CASE("agent repair: an InfiniBand VF GUID needs a writable PCI drivers dire
     CHECK(refused.err.find("restore the VF GUID") != std::string::npos);
     CHECK(refused.err.find("Read-only file system") != std::string::npos);
     CHECK(refused.out.find("0 repaired, 1 failed") != std::string::npos);
-    CHECK(attachment_files(ws).size() == 1);                 // kept for the next pass
+    CHECK(attachment_files(ws).size() == 2);                 // state + in-use record, kept for the next pass
     CHECK(vf_record_exists(ws, SriovNode::kIbVfPci));
 
     drivers.release();
@@ -258,7 +258,7 @@ TEST_CASE("agent repair: waits while a dead pod's namespace is still held, with 
     CHECK(node.vf(node.pf, 0)["vlan"] == 300);
     CHECK(vf_record_exists(ws, SriovNode::kVfPci));
     CHECK(std::filesystem::exists(devinfo));
-    CHECK(attachment_files(ws).size() == 1);
+    CHECK(attachment_files(ws).size() == 2);   // the attachment state and the VF's in-use record
     CHECK(ws.ipam_reservations("e2e-agsw").size() == 1);
 
     // The last reference goes: the kernel hands the netdev (under its pod-side name) and the RDMA

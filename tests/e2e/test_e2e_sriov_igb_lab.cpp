@@ -201,7 +201,7 @@ TEST_CASE("sriov on the igb model: the pod's netns dies without DEL, one agent p
     REQUIRE(find_link(nullptr, call.ifname));
     REQUIRE(std::filesystem::exists(devinfo));
     REQUIRE(vf_record_exists(ws, SriovNode::kVfPci));
-    REQUIRE(attachment_files(ws).size() == 1);
+    REQUIRE(attachment_files(ws).size() == 2);   // the attachment state and the VF's in-use record
     REQUIRE(node.vf(node.pf, 0) == vf0_pod);
 
     // One pass of the agent's repair (rdmanetctl agent --passes 1 in the lab), over the fakes.

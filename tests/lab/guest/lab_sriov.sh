@@ -448,9 +448,9 @@ check "sriov agent: one pass of rdmanetctl agent repairs the attachment" agent_p
 vf0_agent_exact() { _l=$(vf_line 0); echo "$_l"; [ "$_l" = "$vf0_before_agent" ]; }
 check "sriov agent: VF 0's PF line is identical to before the ADD" vf0_agent_exact
 host_back_agent() { _h=$(host_view "$VF0_DEV") && echo "$_h" && [ "$_h" = "$host0_before_agent" ]; }
-check "sriov agent: the netdev is back under its host name $VF0_DEV with its MAC, MTU, state; no net1" host_back_agent
+check "sriov agent: the netdev is back under its host name $VF0_DEV with its MAC, MTU, state" retry 5 host_back_agent
 check "sriov agent: no net1 left in the host" output_lacks " net1:" ip -o link show
-check "sriov agent: device-info file and IPAM allocation are gone, both VFs as before" same_as "$before_agent"
+check "sriov agent: device-info file and IPAM allocation are gone, both VFs as before" retry 5 same_as "$before_agent"
 states_gone() {
   _now=$(attachment_states)
   [ ! -e "$LAB_STATE/sriov/pci/$VF0" ] || { echo "(the in-use record of $VF0 remains)"; return 1; }
