@@ -6,6 +6,7 @@
 #include "rdmanet/cni/protocol/args.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
+#include "rdmanet/cni/plugin/repair_rdma_home.hpp"
 #include "rdmanet/cni/plugin/teardown.hpp"
 
 namespace rdmanet::cni {
@@ -60,6 +61,13 @@ RepairReport repair_stranded_attachments(const StateStore& store, const RepairOp
             continue;
         }
         try {
+            if (auto waiting = rdma_device_not_home(state, options.services)) {
+                item.error = *waiting;
+                spdlog::warn("repair postponed: {} {} {} ({}): {}", state.network, state.container_id, state.ifname,
+                             state.mode, item.error);
+                report.failed.push_back(std::move(item));
+                continue;
+            }
             repair_attachment(state, store.policy(), options.services);
             spdlog::info("repaired: {} {} {} ({}): netns {} {}, undone from its attachment state", state.network,
                          state.container_id, state.ifname, state.mode, state.netns, sandbox_status_name(sandbox));

@@ -42,6 +42,9 @@ json SriovNode::vf(const std::string& pf_name, unsigned index) const {
 }
 
 std::uint64_t SriovNode::rdma_owner(const std::string& device) const {
+    // Looked at through the model, as a look at the kernel would: a namespace that died since the
+    // last call has handed its devices back by now.
+    kernel.update([](FakeKernelFile::Model&) {});
     const json state = kernel.read();   // not iterated as a temporary: it would dangle
     for (const auto& d : state.at("rdma").at("devices"))
         if (d.value("name", "") == device) return d.value("owner", std::uint64_t{0});

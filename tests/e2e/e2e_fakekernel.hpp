@@ -46,7 +46,8 @@ struct SriovNode {
     std::map<std::string, std::string> env() const;
     // The VF as the fake kernel holds it now (VfInfo JSON).
     nlohmann::json vf(const std::string& pf_name, unsigned index) const;
-    // The RDMA device's owner now: 0 = the host (initial namespace).
+    // The RDMA device's owner now: 0 = the host (initial namespace). Observed through the model,
+    // so the devices of a namespace that died since the last kernel call are home already.
     std::uint64_t rdma_owner(const std::string& device) const;
     // PF-side writes accepted so far.
     std::vector<std::string> vf_log() const;

@@ -1,5 +1,6 @@
-// The kernel lab's sriov scenarios 3, 4 and 6 (tests/lab/guest/lab_sriov.sh: two pods on two
-// VFs, rxe on a VF, rdmanetctl doctor) against the fake kernel's igb model, the counterparts of
+// The kernel lab's sriov scenarios 3, 4, 5c and 6 (tests/lab/guest/lab_sriov.sh: two pods on two
+// VFs, rxe on a VF, the node agent's repair of a pod whose netns died without DEL, rdmanetctl
+// doctor) against the fake kernel's igb model, the counterparts of
 // the lab's real igb/igbvf driver. Scenarios 1 and 2 are in test_e2e_sriov_igb.cpp. On the igb
 // node both VFs have netdevs (VF 0 kVfPci, VF 1 kVfioPci), as both igbvf VFs have in the lab.
 #include <catch2/catch.hpp>
@@ -8,8 +9,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "e2e/e2e_fakekernel.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
+#include "support/process.hpp"
 
 using namespace rdmanet::test;
 using namespace rdmanet::test::e2e;
@@ -159,6 +163,64 @@ TEST_CASE("sriov on the igb model: rxe on VF 1, rdmanetctl devices, shared ADD, 
     CHECK(host_netdev(vf1) == dev1_before);
     CHECK(attachment_files(ws).empty());
     CHECK(ws.ipam_reservations("e2e-igb-rdma").empty());
+}
+
+TEST_CASE("sriov on the igb model: the pod's netns dies without DEL, one agent pass restores VF 0 exactly",
+          "[e2e][sriov][igb][agent][lab-pair]") {
+    Workspace ws;
+    SriovNode node(ws, "shared", "igb");
+    ScopedNetns pod("sg");
+    const json vf0_before = node.vf(node.pf, 0);
+    const auto dev0_before = host_netdev(node.vf0.name_a());
+    REQUIRE(dev0_before);
+
+    auto plugin = sriov_plugin(embedded_ipam(ws, "10.250.48.0/24", "10.250.48.1"),
+                               {{"mac", "0a:58:0a:4e:00:09"}, {"vlan", 140}, {"vlanQoS", 5}, {"spoofchk", "off"},
+                                {"trust", "on"}});
+    const std::string conf = ws.write("agent.conflist", conflist("e2e-igb-agent", "1.0.0", plugin).dump());
+    auto call = vf_call(ws, conf, pod, container_id("sg"), SriovNode::kVfPci);
+    // The lab's pod-side name is net1; here one unique to this process, as the returned device
+    // appears in the host, where other tests run at the same time.
+    call.ifname = "sg" + std::to_string(::getpid() % 100000);
+    const std::string devinfo = ws.path("devinfo/" + call.container_id);
+    const auto add = drive(ws, node.env(), call);
+    INFO(add.describe());
+    REQUIRE(add.ok());
+    const json vf0_pod = node.vf(node.pf, 0);
+    CHECK(vf0_pod.value("mac", "") == "0a:58:0a:4e:00:09");
+    CHECK(vf0_pod.value("vlan", 0) == 140);
+    CHECK(vf0_pod.value("qos", 0) == 5);
+    CHECK(vf0_pod.value("spoofchk", true) == false);
+    CHECK(vf0_pod.value("trust", false) == true);
+
+    // The kernel's part of the netns dying: the VF netdev comes back under its pod-side name
+    // (and sysfs names it so), then the namespace is gone. Everything else stays stranded.
+    pod.ip({"link", "set", "dev", call.ifname, "netns", std::to_string(::getpid())});
+    run_command_checked({"ip", "netns", "del", pod.name()});
+    node.tree.rename_netdev(SriovNode::kVfPci, node.vf0.name_a(), call.ifname);
+    REQUIRE(find_link(nullptr, call.ifname));
+    REQUIRE(std::filesystem::exists(devinfo));
+    REQUIRE(vf_record_exists(ws, SriovNode::kVfPci));
+    REQUIRE(attachment_files(ws).size() == 2);   // the attachment state and the VF's in-use record
+    REQUIRE(node.vf(node.pf, 0) == vf0_pod);
+
+    // One pass of the agent's repair (rdmanetctl agent --passes 1 in the lab), over the fakes.
+    const auto pass = run_process({fakekernel_path(), "reconcile-local"}, node.env());
+    INFO("reconcile-local: exit " << pass.exit_code << "\n" << pass.out << pass.err);
+    CHECK(pass.exit_code == 0);
+    CHECK(pass.out.find("1 repaired, 0 failed") != std::string::npos);
+    CHECK(node.vf(node.pf, 0) == vf0_before);                      // the lab's vf0_agent_exact
+    CHECK(host_netdev(node.vf0.name_a()) == dev0_before);          // host_back_agent
+    CHECK_FALSE(find_link(nullptr, call.ifname));
+    CHECK_FALSE(std::filesystem::exists(devinfo));                 // same_as "$before_agent"
+    for (const auto& p : embedded_pools(ws)) CHECK(p.at("spec").value("allocations", json::object()).empty());
+    CHECK_FALSE(vf_record_exists(ws, SriovNode::kVfPci));          // states_gone
+    CHECK(attachment_files(ws).empty());
+
+    const auto again = run_process({fakekernel_path(), "reconcile-local"}, node.env());
+    INFO("second pass: " << again.out << again.err);
+    CHECK(again.exit_code == 0);
+    CHECK(again.out.find("0 repaired, 0 failed") != std::string::npos);
 }
 
 TEST_CASE("sriov on the igb model: rdmanetctl doctor reports the PF with 2 of 7 VFs and each VF with its settings",

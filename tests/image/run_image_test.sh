@@ -12,6 +12,8 @@
 #   - `rdmanetctl doctor --root /host` inside the installer sees the host's /sys;
 #   - the node agent lists its node's pods without error and its metrics endpoint answers
 #     GET /metrics with its pass counter, which a SIGHUP (one more pass) raises;
+#   - the agent sees the host's /sys/bus/pci/drivers as a writable sysfs mount (an InfiniBand VF
+#     GUID restore rebinds the VF's driver there) while the rest of its /sys stays read-only;
 #   - the CronJob's reconcile (user 65534) completes a round against the API server and exits 0;
 #   - the installer and the agent exit 0 within 2 s of SIGTERM.
 # Usage: run_image_test.sh BUILD_DIR    (root; podman; IMAGE_NAME overrides localhost/rdmanet:test;
@@ -207,7 +209,7 @@ printf '%s' "$token" >"$sa/token.new" && mv "$sa/token.new" "$sa/token"
 podman "${runtime[@]}" run -d --name "$tag-agent" "${kubelet[@]}" --cap-add NET_ADMIN,SYS_ADMIN \
   -v "$host/etc/cni/net.d:/etc/cni/net.d:ro" -v "$host/opt/cni/bin:/opt/cni/bin:ro" \
   -v "$host/var/lib/cni:/var/lib/cni" -v "$host/var/log/rdmanet:/var/log/rdmanet" \
-  -v "$host/run/netns:/run/netns:ro,rslave" \
+  -v "$host/run/netns:/run/netns:ro,rslave" -v /sys/bus/pci/drivers:/sys/bus/pci/drivers \
   --entrypoint rdmanetctl "$image" agent --interval=60 --in-cluster --namespace=kube-system \
   --metrics-address=127.0.0.1:0 >/dev/null
 eventually 10 sh -c "podman logs $tag-agent 2>&1 | grep -q '^metrics on 127.0.0.1:'" ||
@@ -237,6 +239,24 @@ agent_log=$(podman logs "$tag-agent" 2>&1)
 grep -q '^agent: node node-image-test, ' <<<"$agent_log" || fail "the agent did not start for NODE_NAME: $agent_log"
 if grep -q 'listing the pods\|pass failed' <<<"$agent_log"; then fail "the agent's passes failed: $agent_log"; fi
 echo "agent: metrics on 127.0.0.1:$metrics_port answer, $(agent_passes) passes (one by SIGHUP), the node's pods listed without error"
+
+# The agent's /sys: the PCI drivers directory is a writable sysfs mount (a driver's bind/unbind
+# files can be opened for writing: access(2) says EROFS on a read-only mount, even to root), the
+# rest read-only (the bus's rescan file, also root-writable on the host, is not writable there).
+# Only access checks: nothing is unbound or bound on this machine.
+[[ -d /sys/bus/pci/drivers ]] || fail "this host has no /sys/bus/pci/drivers to mount into the agent"
+driver=$(ls /sys/bus/pci/drivers | head -n 1)
+[[ -n $driver ]] || fail "this host has no PCI driver in /sys/bus/pci/drivers"
+sys_mounts=$(podman "${runtime[@]}" exec "$tag-agent" cat /proc/self/mountinfo | awk '$5 ~ "^/sys" {print $5, $6, $(NF-2)}')
+grep -qx '/sys/bus/pci/drivers rw[^ ]* sysfs' <<<"$sys_mounts" ||
+  fail "the agent's /sys/bus/pci/drivers is not a writable sysfs mount: $sys_mounts"
+grep -qx '/sys ro[^ ]* sysfs' <<<"$sys_mounts" || fail "the agent's /sys is not a read-only sysfs mount: $sys_mounts"
+podman "${runtime[@]}" exec "$tag-agent" test -w "/sys/bus/pci/drivers/$driver/unbind" ||
+  fail "the agent cannot write /sys/bus/pci/drivers/$driver/unbind"
+if podman "${runtime[@]}" exec "$tag-agent" test -w /sys/bus/pci/rescan; then
+  fail "the agent can write /sys/bus/pci/rescan: its /sys is writable beyond the PCI drivers"
+fi
+echo "agent: /sys/bus/pci/drivers is a writable sysfs mount (IB VF GUID rebind), the rest of /sys read-only"
 
 # --- CronJob "rdmanet-reconcile" -------------------------------------------------------------
 # One round against the API server. The CronJob's pod is not on the host network: here it is,

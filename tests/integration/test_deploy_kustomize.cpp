@@ -193,6 +193,7 @@ TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with 
                                                            {"modprobe-d", "/etc/modprobe.d"},
                                                            {"netns", "/run/netns"},
                                                            {"host-sys", "/sys"},
+                                                           {"pci-drivers", "/sys/bus/pci/drivers"},
                                                            {"host-proc-cmdline", "/proc/cmdline"}});
 
     REQUIRE(pod["initContainers"].size() == 1);
@@ -230,6 +231,14 @@ TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with 
     for (const auto& m : agent["volumeMounts"])
         if (m["name"] == "netns") CHECK(m["mountPropagation"] == "HostToContainer");
     CHECK(agent["securityContext"]["capabilities"]["add"] == json({"NET_ADMIN", "SYS_ADMIN"}));
+    // The agent's only writable piece of /sys: the PCI drivers directory an InfiniBand VF GUID
+    // restore rebinds the VF's driver through. Nothing else of the host's /sys is mounted there.
+    CHECK(am.at("/sys/bus/pci/drivers") == "pci-drivers");
+    for (const auto& m : agent["volumeMounts"]) {
+        const std::string path = m["mountPath"];
+        if (path == "/sys/bus/pci/drivers") CHECK_FALSE(m.value("readOnly", false));
+        else CHECK(path.rfind("/sys", 0) != 0);
+    }
     // `doctor --root /host` in the installer sees the node's sysfs, kernel command line and
     // modprobe.d, read-only.
     for (const auto& [path, volume] : std::map<std::string, std::string>{

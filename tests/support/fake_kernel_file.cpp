@@ -32,15 +32,37 @@ std::optional<ino_t> inode_of(const std::string& path) {
     return st.st_ino;
 }
 
+// The namespace an fd link names ("net:[4026532123]" -> 4026532123).
+std::optional<ino_t> netns_inode_of_fd_link(const std::string& fd_path) {
+    char target[64];
+    const ssize_t n = ::readlink(fd_path.c_str(), target, sizeof target - 1);
+    if (n <= 5) return std::nullopt;
+    const std::string link(target, static_cast<std::size_t>(n));
+    if (link.rfind("net:[", 0) != 0 || link.back() != ']') return std::nullopt;
+    try {
+        return static_cast<ino_t>(std::stoull(link.substr(5, link.size() - 6)));
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
 // nsfs inodes of every network namespace that exists as far as this process can tell: those of
-// processes (/proc/<pid>/ns/net) and those kept alive by a bind mount (`ip netns add`, CNI_NETNS
-// paths), found in mountinfo as nsfs mounts.
+// processes (/proc/<pid>/ns/net), those a process holds open (/proc/<pid>/fd/*) and those kept
+// alive by a bind mount (`ip netns add`, CNI_NETNS paths), found in mountinfo as nsfs mounts.
+// Any of these references keeps a namespace, and so the RDMA devices in it, from being freed.
 std::vector<ino_t> live_netns_ids() {
     std::vector<ino_t> ids;
     if (DIR* proc = ::opendir("/proc")) {
         while (const dirent* e = ::readdir(proc)) {
             if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-            if (auto id = inode_of(std::string("/proc/") + e->d_name + "/ns/net")) ids.push_back(*id);
+            const std::string pid_dir = std::string("/proc/") + e->d_name;
+            if (auto id = inode_of(pid_dir + "/ns/net")) ids.push_back(*id);
+            if (DIR* fds = ::opendir((pid_dir + "/fd").c_str())) {
+                while (const dirent* f = ::readdir(fds))
+                    if (f->d_name[0] != '.')
+                        if (auto id = netns_inode_of_fd_link(pid_dir + "/fd/" + f->d_name)) ids.push_back(*id);
+                ::closedir(fds);
+            }
         }
         ::closedir(proc);
     }

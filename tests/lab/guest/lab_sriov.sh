@@ -409,6 +409,60 @@ else
     "no failpoint build in the guest: run_lab.sh was given no LAB_FAILPOINT_BUILD"
 fi
 
+# ---- 5c. the node agent's repair: the pod's netns dies without a DEL ---------------------------
+
+# A force-deleted pod: its netns goes and no DEL ever comes. The kernel hands the VF netdev back to
+# the host under its pod-side name (net1), with the pod's MAC; the VF keeps the pod's PF-side
+# settings, and the device-info file, the IPAM allocation, the VF's in-use record and the
+# attachment state stay. One pass of the node agent (rdmanetctl agent --passes 1, local only)
+# must undo all of it from the attachment state. The fake pair: tests/e2e/test_e2e_sriov_igb_lab.cpp.
+ip netns add sriovpg
+sriov_conf /lab/conf/agent.conflist lab-sriov-agent 10.78.9.0/24 \
+  '"mac":"0a:58:0a:4e:00:09","vlan":140,"vlanQoS":5,"spoofchk":"off","trust":"on",'
+attachment_states() { find "$LAB_STATE" -type f ! -name '*.lock' | sort; }
+before_agent=$(sriov_snapshot 2>&1)
+states_before_agent=$(attachment_states)
+vf0_before_agent=$(vf_line 0)
+host0_before_agent=$(host_view "$VF0_DEV")
+echo "LAB-INFO: VF 0 before the agent scenario: $vf0_before_agent; $host0_before_agent"
+check "sriov agent: ADD on VF 0 (mac, vlan 140 qos 5, spoofchk off, trust on)" \
+  drive add /lab/conf/agent.conflist sriovpg c-ag "$VF0"
+check "sriov agent: the PF shows VF 0's admin MAC" vf_line_has 0 "link/ether 0a:58:0a:4e:00:09"
+check "sriov agent: the PF shows VF 0's vlan 140, qos 5" vf_line_has 0 "vlan 140, qos 5"
+check "sriov agent: the PF shows VF 0's spoof checking off" vf_line_has 0 "spoof checking off"
+check "sriov agent: the PF shows VF 0's trust on" vf_line_has 0 "trust on"
+ip netns del sriovpg
+returned_as_net1() { ip -o link show dev net1 2>&1; }
+check "sriov agent: the netns is gone, the kernel returns VF 0's netdev to the host as net1" retry 10 returned_as_net1
+stranded() {
+  [ -e "$DEVINFO_DIR/c-ag-net1" ] || { echo "(no device-info file)"; return 1; }
+  [ -e "$LAB_STATE/sriov/pci/$VF0" ] || { echo "(no in-use record of $VF0)"; return 1; }
+  [ "$(attachment_states)" != "$states_before_agent" ] || { echo "(no attachment state)"; return 1; }
+  vf_line_has 0 "vlan 140, qos 5"
+}
+check "sriov agent: stranded: VF 0 keeps the pod's settings, device-info, in-use record and state remain" stranded
+agent_pass() {
+  output_has "1 repaired, 0 failed" env RDMANET_POLICY_FILE="$LAB_POLICY" rdmanetctl agent --passes 1 || return 1
+}
+check "sriov agent: one pass of rdmanetctl agent repairs the attachment" agent_pass
+vf0_agent_exact() { _l=$(vf_line 0); echo "$_l"; [ "$_l" = "$vf0_before_agent" ]; }
+check "sriov agent: VF 0's PF line is identical to before the ADD" vf0_agent_exact
+host_back_agent() { _h=$(host_view "$VF0_DEV") && echo "$_h" && [ "$_h" = "$host0_before_agent" ]; }
+check "sriov agent: the netdev is back under its host name $VF0_DEV with its MAC, MTU, state" retry 5 host_back_agent
+check "sriov agent: no net1 left in the host" output_lacks " net1:" ip -o link show
+check "sriov agent: device-info file and IPAM allocation are gone, both VFs as before" retry 5 same_as "$before_agent"
+states_gone() {
+  _now=$(attachment_states)
+  [ ! -e "$LAB_STATE/sriov/pci/$VF0" ] || { echo "(the in-use record of $VF0 remains)"; return 1; }
+  [ "$_now" = "$states_before_agent" ] && return 0
+  echo "state files before:"; echo "$states_before_agent"; echo "after:"; echo "$_now"
+  return 1
+}
+check "sriov agent: the attachment state and the VF's in-use record are gone" states_gone
+# The agent prints a pass's report only when the pass repaired or failed something.
+check "sriov agent: a second pass finds nothing to do (exit 0, no repair reported)" \
+  output_lacks "repair" env RDMANET_POLICY_FILE="$LAB_POLICY" rdmanetctl agent --passes 1
+
 # ---- 6. rdmanetctl doctor --------------------------------------------------------------------
 
 ip link set dev "$PF" vf 1 vlan 42

@@ -7,9 +7,11 @@
 // or names another one than at ADD. A live attachment is never touched. The repair runs DEL with
 // no pod namespace at all, so it never acts inside a namespace the plugin did not create; it
 // releases the addresses, recovers a device the kernel returned to the host under its pod-side
-// name (by the identity recorded at ADD), restores VF settings and GUIDs, brings the RDMA device
-// home, removes a stale device-info file and finally the state. It touches no device it did not
-// record.
+// name (by the identity recorded at ADD), restores VF settings and GUIDs, removes a stale
+// device-info file and finally the state. An RDMA device moved into the pod (exclusive mode) is
+// returned by the kernel when the namespace is freed; until the host sees it again the repair
+// undoes nothing and reports the attachment as failed (repair_rdma_home.hpp). It touches no
+// device it did not record.
 #include <cstddef>
 #include <functional>
 #include <map>
