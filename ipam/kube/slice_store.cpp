@@ -17,6 +17,7 @@
 
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
+#include "rdmanet/ipam/kube/slice_held.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -25,59 +26,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// held/<NodeSlicePool>.json: {"range", "sliceSize", "slices": [..], "revoked": [..]}.
-struct HeldFile {
-    std::vector<base::IpNetwork> slices;
-    std::vector<base::IpNetwork> revoked;
-};
+using HeldFile = HeldSlices;
 
-// Per NodeSlicePool and node name (a host whose node name changes holds nothing under the new one).
-std::string held_path(const std::string& dir, const SliceSettings& s) {
-    return dir + "/held/" + s.pool_name + "@" + s.node + ".json";
-}
-
-std::vector<base::IpNetwork> networks(const json& list) {
-    std::vector<base::IpNetwork> out;
-    if (!list.is_array()) return out;
-    for (const auto& s : list) {
-        if (auto n = s.is_string() ? base::IpNetwork::parse(s.get<std::string>()) : std::nullopt) out.push_back(n->masked());
-    }
-    return out;
-}
+std::string held_path(const std::string& dir, const SliceSettings& s) { return held_file_path(dir, s.pool_name, s.node); }
 
 HeldFile read_held(const std::string& dir, const SliceSettings& s, const Range& parent) {
-    std::ifstream in(held_path(dir, s));
-    if (!in) return {};
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const json j = json::parse(ss.str(), nullptr, false);
-    if (!j.is_object()) throw IpamError(codes::io_failure, held_path(dir, s) + " is not a JSON object");
+    auto held = read_held_file(dir, s.pool_name, s.node);
+    if (!held) return HeldFile{s.pool_name, s.node, "", "", {}, {}};
     const std::string want_size = "/" + std::to_string(s.prefix);
-    if (j.value("range", "") != parent.cidr.str() || j.value("sliceSize", "") != want_size) {
-        config_error("this node holds slices of NodeSlicePool " + s.pool_name + " for range " + j.value("range", "") +
-                     " and node_slice_size \"" + j.value("sliceSize", "") + "\" (" + held_path(dir, s) +
+    if (held->range != parent.cidr.str() || held->slice_size != want_size) {
+        config_error("this node holds slices of NodeSlicePool " + s.pool_name + " for range " + held->range +
+                     " and node_slice_size \"" + held->slice_size + "\" (" + held_path(dir, s) +
                      "), but the configuration now has " + parent.cidr.str() + " and \"" + want_size +
                      "\": a network's range and slice size cannot change while nodes hold slices; use a new network_name");
     }
-    HeldFile h;
-    h.slices = networks(j.value("slices", json::array()));
-    h.revoked = networks(j.value("revoked", json::array()));
-    return h;
+    return std::move(*held);
 }
 
-void write_held(const std::string& dir, const SliceSettings& s, const Range& parent, const HeldFile& h) {
-    json slices = json::array(), revoked = json::array();
-    for (const auto& n : h.slices) slices.push_back(n.str());
-    for (const auto& n : h.revoked) revoked.push_back(n.str());
-    const std::string text =
-        json{{"range", parent.cidr.str()}, {"sliceSize", "/" + std::to_string(s.prefix)}, {"slices", slices}, {"revoked", revoked}}
-            .dump();
-    const std::string path = held_path(dir, s);
-    try {
-        base::write_file_atomically(path, text, 0600);
-    } catch (const std::system_error& e) {
-        throw IpamError(codes::io_failure, "cannot write " + path + ": " + e.what());
-    }
+void write_held(const std::string& dir, const SliceSettings& s, const Range& parent, HeldFile h) {
+    h.pool_name = s.pool_name;
+    h.node = s.node;
+    h.range = parent.cidr.str();
+    h.slice_size = "/" + std::to_string(s.prefix);
+    write_held_file(dir, h);
 }
 
 // An exclusive flock held for the object's lifetime.
