@@ -18,6 +18,7 @@
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
 #include "rdmanet/ipam/kube/slice_held.hpp"
+#include "rdmanet/ipam/kube/wire.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -139,7 +140,8 @@ AllocateRequest SliceStore::slice_request(const AllocateRequest& request, const 
     return r;
 }
 
-base::IpNetwork SliceStore::claim(const Range& parent, const std::vector<base::IpNetwork>& full) {
+base::IpNetwork SliceStore::claim(const AllocateRequest& request, const std::vector<base::IpNetwork>& full) {
+    const Range& parent = request.range;
     NodeLock lock(held_path(dir_, settings_) + ".lock");
     HeldFile h = read_held(dir_, settings_, parent);
     // Another process of this node may have claimed one while this one waited for the lock.
@@ -152,9 +154,43 @@ base::IpNetwork SliceStore::claim(const Range& parent, const std::vector<base::I
     unusable.insert(unusable.end(), h.revoked.begin(), h.revoked.end());
     Bounded bound(api_, kClaimBudget);
     const base::IpNetwork slice = claim_slice(api_, scope(), parent, unusable);
-    if (std::find(h.slices.begin(), h.slices.end(), slice) == h.slices.end()) h.slices.push_back(slice);
+    if (std::find(h.slices.begin(), h.slices.end(), slice) == h.slices.end()) {
+        adopt_published(request, slice);   // before the slice is recorded: a crash in between adopts again
+        h.slices.push_back(slice);
+    }
     write_held(dir_, settings_, parent, h);
     return slice;
+}
+
+void SliceStore::adopt_published(const AllocateRequest& request, const base::IpNetwork& slice) {
+    const PoolKey key = slice_pool_key(request.network_name, settings_.node, slice);
+    const std::string path = object_path(api_.config().namespace_, kPools, key.name());
+    const HttpResponse r = api_.call("GET", path);
+    if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return;
+    if (r.status != 200) api_.fail("GET " + path, r);
+    const PoolObject published = parse_pool_body(r.body, key.network_name);
+    const auto local = local_.dump(key).allocations;
+    // Any offset of the slice but its first and last: an entry is kept whatever the range's
+    // exclusions say (it is someone's address).
+    AllocateRequest adopt;
+    adopt.range.cidr = slice.masked();
+    adopt.range.field = "slice IPPool " + key.name();
+    const Interval usable = usable_offsets(adopt.range.cidr);
+    adopt.range.first = usable.lo;
+    adopt.range.last = usable.hi;
+    adopt.network_name = key.network_name;
+    adopt.overlapping_check = false;
+    adopt.network = request.network;
+    for (const auto& [offset, owner] : published.dump.allocations) {
+        if (local.count(offset) || offset < usable.lo || offset > usable.hi) continue;
+        adopt.owner = owner;
+        adopt.requested = offset;
+        try {
+            local_.allocate(adopt);
+        } catch (const IpamError& e) {
+            if (e.code != codes::address_in_use) throw;   // the same pod+ifname twice: the first one stays
+        }
+    }
 }
 
 void SliceStore::recheck(const Range& parent) {
@@ -250,7 +286,7 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
     for (;;) {
         base::IpNetwork slice;
         try {
-            slice = claim(parent, full);
+            slice = claim(request, full);
         } catch (const IpamError& e) {
             if (e.code != codes::try_again) throw;
             throw IpamError(codes::try_again, "node " + settings_.node + " has no slice of " + parent.cidr.str() +
