@@ -19,6 +19,7 @@
 #include "rdmanet/ipam/kube/node_slices.hpp"
 #include "rdmanet/ipam/kube/slice_held.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
+#include "rdmanet/base/failpoint.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -159,6 +160,7 @@ base::IpNetwork SliceStore::claim(const AllocateRequest& request, const std::vec
         h.slices.push_back(slice);
     }
     write_held(dir_, settings_, parent, h);
+    base::failpoint(base::Failpoint::add_after_slice_claim);
     return slice;
 }
 
@@ -270,7 +272,9 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
             if (e.code == codes::range_full) return std::nullopt;
             throw;
         }
+        base::failpoint(base::Failpoint::add_after_slice_commit);
         publish_after_commit(marker, change, others);
+        base::failpoint(base::Failpoint::add_after_slice_publish);
         return a;
     };
     for (const auto& slice : mine) {
