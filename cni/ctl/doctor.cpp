@@ -456,7 +456,10 @@ std::optional<ipam::kube::KubeConfig> check_kubeconfig(Doctor& d) {
 void check_slices(Doctor& d, const std::optional<ipam::kube::KubeConfig>& api) {
     const std::string data_dir = d.under(d.o.ipam_data_dir).string();
     const SlicesReport r = slices_report(ipam::kube::slices_dir(data_dir), api, d.o.api_timeout, std::chrono::system_clock::now());
-    if (r.pools.empty() && r.backlog.changes == 0 && r.backlog.error.empty()) return;   // not in node-slice mode
+    if (r.pools.empty() && r.backlog.changes == 0 && r.backlog.error.empty() && r.local_error.empty()) return;   // not in node-slice mode
+    if (!r.local_error.empty()) {
+        d.add("ipam.slices", Status::warn, r.slices_dir, "the node's local store could not be read: " + r.local_error);
+    }
     if (!r.api_error.empty()) {
         d.add("ipam.slices", Status::warn, r.slices_dir, "NodeSlicePools not read, this node's own record only: " + r.api_error);
     }

@@ -118,7 +118,12 @@ SlicesReport slices_report(const std::string& slices_dir, const std::optional<ip
                            std::chrono::milliseconds budget, std::chrono::system_clock::time_point now) {
     SlicesReport report;
     report.slices_dir = slices_dir;
-    const std::vector<HeldSlices> held = ipam::kube::list_held_files(slices_dir);
+    std::vector<HeldSlices> held;
+    try {
+        held = ipam::kube::list_held_files(slices_dir);
+    } catch (const ipam::IpamError& e) {
+        report.local_error = e.msg;   // a held file that is not JSON: the rest is still reported
+    }
 
     // The backlog: unpublished changes, oldest first.
     std::vector<std::pair<std::string, ipam::kube::SliceChange>> pending;
@@ -138,8 +143,16 @@ SlicesReport slices_report(const std::string& slices_dir, const std::optional<ip
     // The local store: opened only when it exists (inspecting must not create one).
     std::unique_ptr<ipam::SqliteStore> local;
     std::error_code ec;
-    if (fs::exists(fs::path(slices_dir) / ipam::SqliteStore::kFileName, ec)) local = std::make_unique<ipam::SqliteStore>(slices_dir);
-    const std::vector<ipam::PoolKey> local_keys = local ? local->pools() : std::vector<ipam::PoolKey>{};
+    std::vector<ipam::PoolKey> local_keys;
+    try {
+        if (fs::exists(fs::path(slices_dir) / ipam::SqliteStore::kFileName, ec)) {
+            local = std::make_unique<ipam::SqliteStore>(slices_dir);
+            local_keys = local->pools();
+        }
+    } catch (const ipam::IpamError& e) {
+        local.reset();
+        report.local_error = e.msg;
+    }
 
     std::optional<ApiView> view;
     if (api) {
@@ -279,13 +292,14 @@ json slices_report_json(const SlicesReport& r) {
     json backlog = {{"dir", r.backlog.dir}, {"changes", r.backlog.changes},
                     {"oldestAgeSeconds", r.backlog.oldest_age ? json(r.backlog.oldest_age->count()) : json(nullptr)},
                     {"error", r.backlog.error}};
-    return {{"slicesDir", r.slices_dir}, {"apiRead", r.api_read}, {"apiError", r.api_error},
+    return {{"slicesDir", r.slices_dir}, {"apiRead", r.api_read}, {"apiError", r.api_error}, {"localError", r.local_error},
             {"nodeSlicePools", pools}, {"backlog", backlog}};
 }
 
 void print_slices_report(const SlicesReport& r, std::ostream& out) {
     auto num = [](const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
     if (r.api_read && !r.api_error.empty()) out << "API: not read: " << r.api_error << '\n';
+    if (!r.local_error.empty()) out << "local store: not read: " << r.local_error << '\n';
     if (r.pools.empty()) out << "no node slices" << (r.api_read ? "" : " held by this node") << " (" << r.slices_dir << ")\n";
     for (const auto& p : r.pools) {
         out << "NodeSlicePool " << p.name << ": range " << p.range << ", slices " << p.slice_size << ", this node "

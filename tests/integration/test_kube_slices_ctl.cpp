@@ -229,4 +229,16 @@ TEST_CASE("rdmanetctl pool slices: a data dir without node slices reports none a
     CHECK_FALSE(std::filesystem::exists(dir));
     // Nor does doctor report slices for it.
     CHECK(doctor_findings(env, "empty-node-none", "ipam.slices.backlog", false).empty());
+
+    // A held file that is not JSON: a warning naming it, the backlog still judged, no crash.
+    const std::string held = env.data_dir + "/broken-node/kubernetes/slices/held";
+    std::filesystem::create_directories(held);
+    std::ofstream(held + "/navy@broken-node.json") << "{not json";
+    const auto warned = doctor_findings(env, "broken-node", "ipam.slices", false);
+    REQUIRE(warned.size() == 1);
+    CHECK(warned[0]["status"] == "warn");
+    CHECK_THAT(warned[0]["message"].get<std::string>(), Catch::Contains("navy@broken-node.json is not a JSON object"));
+    const auto listed = env.ctl({"pool", "slices", "--data-dir", env.data_dir + "/broken-node"});
+    CHECK(listed.exit_code == 0);
+    CHECK_THAT(listed.out, Catch::Contains("local store: not read"));
 }

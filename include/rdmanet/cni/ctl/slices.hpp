@@ -53,6 +53,7 @@ struct SlicesReport {
     std::string slices_dir;
     bool api_read = false;                 // the NodeSlicePools were asked for
     std::string api_error;                 // listing the NodeSlicePools failed
+    std::string local_error;               // the local store or a held file could not be read (e.g. a read-only mount)
     std::vector<SlicePoolReport> pools;    // sorted by name
     BacklogReport backlog;
 };
