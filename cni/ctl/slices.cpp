@@ -8,6 +8,7 @@
 #include <memory>
 #include <ostream>
 #include <set>
+#include <tuple>
 
 #include "kube.hpp"
 #include "rdmanet/ipam/core/error.hpp"

@@ -230,6 +230,18 @@ TEST_CASE("rdmanetctl pool slices: a data dir without node slices reports none a
     // Nor does doctor report slices for it.
     CHECK(doctor_findings(env, "empty-node-none", "ipam.slices.backlog", false).empty());
 
+    // IPv6: a /120 slice of a /64 (2^56 slices, only the held one listed).
+    const json v6 = env.conf("fd77::/64", {{"node_slice_size", "/120"}, {"network_name", "six"}});
+    add_ok(env, "node-six", v6, "s1");
+    const json r6 = slices_json(env, "node-six", true);
+    const json line6 = slice_line(r6, "six", "fd77::/120");
+    CHECK(line6["state"] == "held");
+    CHECK(line6["ipPool"] == "six-node-six-fd77---120");
+    CHECK(line6["used"] == 1);
+    CHECK(line6["usable"] == "254");
+    CHECK(line6["free"] == "253");
+    CHECK(line6["localUsed"] == 1);
+
     // A held file that is not JSON: a warning naming it, the backlog still judged, no crash.
     const std::string held = env.data_dir + "/broken-node/kubernetes/slices/held";
     std::filesystem::create_directories(held);
