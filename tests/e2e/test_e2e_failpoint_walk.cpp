@@ -411,6 +411,36 @@ TEST_CASE("failpoint walk: macvlan on the Kubernetes datastore with node slices 
             CHECK(backlog_empty(ws));
             CHECK(ws.state_files().empty());
         }
+        // The runtime may also retry the killed ADD itself (same container, same pod) before any
+        // DEL: the retry gets the address the killed call committed, if it did, and publishes it
+        // once. Only the steps inside the IPAM: later ones leave the interface half-made for DEL.
+        if (!slice_step(step) && step != "add_after_ipam") continue;
+        DYNAMIC_SECTION("kill at " << step << ", then the same ADD again") {
+            ScopedNetns pod("fs");
+            const std::string id = container_id("retry");
+            const auto killed = call(ws, "ADD", pod, id, conf, std::string(step), plugin);
+            INFO("armed ADD: " << killed.describe());
+            REQUIRE(killed.exit_code == kKilled);
+            const auto retry = call(ws, "ADD", pod, id, conf, "", plugin);
+            INFO("retried ADD: " << retry.describe());
+            REQUIRE(retry.ok());
+            CHECK(backlog_empty(ws));
+            const auto published = server_pools(server);
+            CHECK(published == local_slice_pools(ws));
+            REQUIRE(published.size() == 1);
+            const json& entries = published.begin()->second;
+            REQUIRE(entries.size() == 1);   // one address for the pod, not one per attempt
+            CHECK(entries.begin().value()["id"] == id);
+            CHECK(retry.json["ips"][0]["address"] == "10.251.10." + entries.begin().key() + "/24");
+            const auto del = call(ws, "DEL", pod, id, conf, "", plugin);
+            INFO("DEL: " << del.describe());
+            REQUIRE(del.ok());
+            CHECK(only_loopback(pod));
+            CHECK(server_pools(server).empty());
+            CHECK(local_slice_pools(ws).empty());
+            CHECK(backlog_empty(ws));
+            CHECK(ws.state_files().empty());
+        }
     }
 }
 
