@@ -83,7 +83,7 @@ private:
         auto* cmd = app.add_subcommand(
             "doctor",
             "check this node: RDMA ports, netns mode and its persistence, VFs, CNI binary and configs, IPAM "
-            "kubeconfig, container runtime memlock; exit 1 when something is wrong");
+            "kubeconfig, node slices and their publication backlog, container runtime memlock; exit 1 when something is wrong");
         cmd->add_flag("--json", o.json, "print a JSON report (with the effective node policy)");
         cmd->add_option("--root", o.root, "read the node's files under this directory (a mounted host root, tests)");
         cmd->add_option("--cni-bin-dir", o.cni_bin_dir, "CNI bin dir (under --root)");
@@ -93,7 +93,11 @@ private:
         cmd->add_option("--expect-vfs", expect_vfs, "PF=N: this PF should have N VFs (repeatable)");
         cmd->add_option("--expect-netns-mode", o.expect_netns_mode, "the RDMA netns mode this node should run")
             ->check(CLI::IsMember({"exclusive", "shared"}));
-        cmd->add_flag("--check-api", o.check_api, "also reach the API server with the IPAM kubeconfig");
+        cmd->add_option("--ipam-data-dir", o.ipam_data_dir,
+                        "IPAM data dir (under --root) whose node slices and unpublished changes are checked");
+        cmd->add_flag("--check-api", o.check_api,
+                      "also reach the API server with the IPAM kubeconfig (and compare this node's slices with the "
+                      "NodeSlicePools)");
         cmd->add_option("--api-timeout-ms", api_timeout_ms, "timeout of --check-api")->check(CLI::Range(100, 60000));
         cmd->callback([this, &status, cmd] {
             for (const auto& item : expect_vfs) {

@@ -20,10 +20,12 @@
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
 #include "rdmanet/cni/ctl/rdma.hpp"
+#include "rdmanet/cni/ctl/slices.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
+#include "rdmanet/ipam/kube/slice_store.hpp"
 #include "rdmanet/netns/vf.hpp"
 
 namespace rdmanet::cni::ctl {
@@ -403,7 +405,8 @@ std::vector<std::string> kubeconfig_warnings(const ipam::kube::KubeConfig& c) {
     return problems;
 }
 
-void check_kubeconfig(Doctor& d) {
+// Returns the kubeconfig when --check-api reached the API server with it (for the slice check).
+std::optional<ipam::kube::KubeConfig> check_kubeconfig(Doctor& d) {
     const std::string path = d.o.kubeconfig.empty()
                                  ? (fs::path(d.o.cni_conf_dir) / kKubeconfigRelPath).string()
                                  : d.o.kubeconfig;
@@ -412,7 +415,7 @@ void check_kubeconfig(Doctor& d) {
     if (!text) {
         d.add("ipam.kubeconfig", Status::warn, path,
               "missing: only the kubernetes datastore needs it; the DaemonSet's installer writes it");
-        return;
+        return std::nullopt;
     }
     struct stat st{};
     if (::stat(file.c_str(), &st) == 0 && (st.st_mode & 0077))
@@ -422,26 +425,86 @@ void check_kubeconfig(Doctor& d) {
         config = ipam::kube::parse_kubeconfig(*text, path, RootedFiles(d));
     } catch (const ipam::IpamError& e) {
         d.add("ipam.kubeconfig", Status::fail, path, e.msg);
-        return;
+        return std::nullopt;
     }
     const auto problems = kubeconfig_warnings(config);
     if (!problems.empty()) {
         std::string all;
         for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
         d.add("ipam.kubeconfig", Status::fail, path, all);
-        return;
+        return std::nullopt;
     }
     if (!d.o.check_api) {
         d.add("ipam.kubeconfig", Status::ok, path, "valid (API reachability not checked: --check-api)");
-        return;
+        return std::nullopt;
     }
     const auto problem =
         d.o.probe_api ? d.o.probe_api(config, d.o.api_timeout) : probe_api_server(config, d.o.api_timeout);
-    if (problem.empty())
+    if (problem.empty()) {
         d.add("ipam.kubeconfig", Status::ok, path, "valid; the API server answered");
-    else
-        d.add("ipam.kubeconfig", Status::fail, path, "valid, but the API server is not reachable: " + problem);
+        return config;
+    }
+    d.add("ipam.kubeconfig", Status::fail, path, "valid, but the API server is not reachable: " + problem);
+    return std::nullopt;
 }
+
+// ---- node slices (node_slice_size) ------------------------------------------------------------
+// A node that allocates from a slice the NodeSlicePool gives to another node hands out addresses
+// that node hands out too: FAIL. Changes the API server has not taken yet are expected during an
+// outage, but the slice IPPools are stale until they are published: WARN with their age.
+
+void check_slices(Doctor& d, const std::optional<ipam::kube::KubeConfig>& api) {
+    const std::string data_dir = d.under(d.o.ipam_data_dir).string();
+    const SlicesReport r = slices_report(ipam::kube::slices_dir(data_dir), api, d.o.api_timeout, std::chrono::system_clock::now());
+    if (r.pools.empty() && r.backlog.changes == 0 && r.backlog.error.empty() && r.local_error.empty()) return;   // not in node-slice mode
+    if (!r.local_error.empty()) {
+        d.add("ipam.slices", Status::warn, r.slices_dir, "the node's local store could not be read: " + r.local_error);
+    }
+    if (!r.api_error.empty()) {
+        d.add("ipam.slices", Status::warn, r.slices_dir, "NodeSlicePools not read, this node's own record only: " + r.api_error);
+    }
+    const std::string not_read = api ? ""
+                                 : d.o.check_api ? " (NodeSlicePool not read: the API server not reachable)"
+                                                 : " (NodeSlicePool not read: --check-api)";
+    for (const auto& p : r.pools) {
+        if (p.node.empty()) continue;   // another network's pool, this node holds nothing of it
+        const std::string subject = "NodeSlicePool " + p.name + " (node " + p.node + ")";
+        std::string held, revoked;
+        for (const auto& s : p.slices) {
+            const std::string used = s.local_used ? std::to_string(*s.local_used) + " used" : "no local store";
+            if (s.state == "held") {
+                held += (held.empty() ? "" : ", ") + s.slice + " (" + used + (s.free.empty() ? "" : ", " + s.free + " free") + ")";
+            } else if (s.state == "revoked" && (!s.revoked_locally || s.local_used.value_or(0) > 0)) {
+                revoked += (revoked.empty() ? "" : "; ") + s.slice + " is " +
+                           (s.node.empty() || s.node == p.node ? std::string("no longer this node's")
+                                                              : "now node " + s.node + "'s") +
+                           (s.revoked_locally ? " (this node stopped allocating from it, " + used + ")"
+                                              : " but this node still allocates from it (" + used + ")");
+            }
+        }
+        if (!revoked.empty()) {
+            d.add("ipam.slices", Status::fail, subject,
+                  "revoked: " + revoked + ": pods with addresses from it can collide with the new holder's; "
+                  "delete and re-create them (their DEL releases the addresses here) and check that the node name "
+                  "($NODENAME) did not change");
+        } else {
+            d.add("ipam.slices", Status::ok, subject,
+                  held.empty() ? std::string("holds no slice") : "holds " + held + not_read);
+        }
+    }
+    if (!r.backlog.error.empty()) {
+        d.add("ipam.slices.backlog", Status::fail, r.backlog.dir, r.backlog.error + ": remove the marker or fix it");
+    } else if (r.backlog.changes > 0) {
+        d.add("ipam.slices.backlog", Status::warn, r.backlog.dir,
+              std::to_string(r.backlog.changes) + " change(s) not published to the slice IPPools" +
+                  (r.backlog.oldest_age ? ", oldest " + std::to_string(r.backlog.oldest_age->count()) + " s ago" : "") +
+                  ": the API server did not take them yet; the next CNI call on this node or the node agent "
+                  "publishes them (check the API server's reachability: --check-api)");
+    } else {
+        d.add("ipam.slices.backlog", Status::ok, r.backlog.dir, "empty: every change is published");
+    }
+}
+
 
 // ---- container runtime memlock --------------------------------------------------------------
 
@@ -592,7 +655,8 @@ std::vector<Finding> doctor_checks(const DoctorOptions& options) {
     check_binaries(d);
     check_configs(d);
     check_policy(d);
-    check_kubeconfig(d);
+    const auto api = check_kubeconfig(d);
+    check_slices(d, api);
     check_memlock(d);
     return d.findings;
 }

@@ -3,6 +3,7 @@
 //   rdmanetctl pool list   [--data-dir DIR] [--json]   pools of the local IPAM store
 //   rdmanetctl pool show   NAME [--data-dir DIR]       one pool as a whereabouts IPPool object
 //   rdmanetctl pool verify [--data-dir DIR]            consistency check of the store
+//   rdmanetctl pool slices [--data-dir DIR] [--json] [--kubeconfig F]   node slices and unpublished changes
 //   rdmanetctl pool list|show ... --kubeconfig F | --in-cluster   the same from the Kubernetes datastore
 //   rdmanetctl reconcile (--kubeconfig F | --in-cluster) [--dry-run] [--interval S]  release allocations of gone pods
 //                                                        and the node slices of deleted nodes
@@ -23,6 +24,7 @@
 #include "../ctl/admin_cli.hpp"
 #include "../ctl/rdma_cli.hpp"
 #include "rdmanet/cni/ctl/pool.hpp"
+#include "rdmanet/cni/ctl/slices.hpp"
 #include "rdmanet/cni/ctl/stop_signal.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/cni/ctl/agent.hpp"
@@ -70,6 +72,15 @@ int main(int argc, char** argv) {
     add_data_dir(*show, options);
     add_kube(*show, options.kube);
     show->callback([&] { status = ctl::pool_show(options, pool_name, std::cout, std::cerr); });
+
+    CLI::App* slices = pool->add_subcommand(
+        "slices", "node-slice mode (node_slice_size): the slices this node holds (with --kubeconfig/--in-cluster: every "
+                  "node's, from the NodeSlicePools and slice IPPools), used and free addresses, and the changes this "
+                  "node has not published yet");
+    add_data_dir(*slices, options);
+    slices->add_flag("--json", options.json, "print the report as JSON");
+    add_kube(*slices, options.kube);
+    slices->callback([&] { status = ctl::pool_slices(options, std::cout, std::cerr); });
 
     bool dry_run = false;
     bool local = false;

@@ -19,6 +19,9 @@
 
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
+#include "rdmanet/ipam/kube/slice_held.hpp"
+#include "rdmanet/ipam/kube/wire.hpp"
+#include "rdmanet/base/failpoint.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -27,59 +30,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// held/<NodeSlicePool>.json: {"range", "sliceSize", "slices": [..], "revoked": [..]}.
-struct HeldFile {
-    std::vector<base::IpNetwork> slices;
-    std::vector<base::IpNetwork> revoked;
-};
+using HeldFile = HeldSlices;
 
-// Per NodeSlicePool and node name (a host whose node name changes holds nothing under the new one).
-std::string held_path(const std::string& dir, const SliceSettings& s) {
-    return dir + "/held/" + s.pool_name + "@" + s.node + ".json";
-}
-
-std::vector<base::IpNetwork> networks(const json& list) {
-    std::vector<base::IpNetwork> out;
-    if (!list.is_array()) return out;
-    for (const auto& s : list) {
-        if (auto n = s.is_string() ? base::IpNetwork::parse(s.get<std::string>()) : std::nullopt) out.push_back(n->masked());
-    }
-    return out;
-}
+std::string held_path(const std::string& dir, const SliceSettings& s) { return held_file_path(dir, s.pool_name, s.node); }
 
 HeldFile read_held(const std::string& dir, const SliceSettings& s, const Range& parent) {
-    std::ifstream in(held_path(dir, s));
-    if (!in) return {};
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const json j = json::parse(ss.str(), nullptr, false);
-    if (!j.is_object()) throw IpamError(codes::io_failure, held_path(dir, s) + " is not a JSON object");
+    auto held = read_held_file(dir, s.pool_name, s.node);
+    if (!held) return HeldFile{s.pool_name, s.node, "", "", {}, {}};
     const std::string want_size = "/" + std::to_string(s.prefix);
-    if (j.value("range", "") != parent.cidr.str() || j.value("sliceSize", "") != want_size) {
-        config_error("this node holds slices of NodeSlicePool " + s.pool_name + " for range " + j.value("range", "") +
-                     " and node_slice_size \"" + j.value("sliceSize", "") + "\" (" + held_path(dir, s) +
+    if (held->range != parent.cidr.str() || held->slice_size != want_size) {
+        config_error("this node holds slices of NodeSlicePool " + s.pool_name + " for range " + held->range +
+                     " and node_slice_size \"" + held->slice_size + "\" (" + held_path(dir, s) +
                      "), but the configuration now has " + parent.cidr.str() + " and \"" + want_size +
                      "\": a network's range and slice size cannot change while nodes hold slices; use a new network_name");
     }
-    HeldFile h;
-    h.slices = networks(j.value("slices", json::array()));
-    h.revoked = networks(j.value("revoked", json::array()));
-    return h;
+    return std::move(*held);
 }
 
-void write_held(const std::string& dir, const SliceSettings& s, const Range& parent, const HeldFile& h) {
-    json slices = json::array(), revoked = json::array();
-    for (const auto& n : h.slices) slices.push_back(n.str());
-    for (const auto& n : h.revoked) revoked.push_back(n.str());
-    const std::string text =
-        json{{"range", parent.cidr.str()}, {"sliceSize", "/" + std::to_string(s.prefix)}, {"slices", slices}, {"revoked", revoked}}
-            .dump();
-    const std::string path = held_path(dir, s);
-    try {
-        base::write_file_atomically(path, text, 0600);
-    } catch (const std::system_error& e) {
-        throw IpamError(codes::io_failure, "cannot write " + path + ": " + e.what());
-    }
+void write_held(const std::string& dir, const SliceSettings& s, const Range& parent, HeldFile h) {
+    h.pool_name = s.pool_name;
+    h.node = s.node;
+    h.range = parent.cidr.str();
+    h.slice_size = "/" + std::to_string(s.prefix);
+    write_held_file(dir, h);
 }
 
 // An exclusive flock held for the object's lifetime.
@@ -109,29 +82,22 @@ struct HeldFileRef {
 
 std::vector<HeldFileRef> held_files(const std::string& dir) {
     std::vector<HeldFileRef> out;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir + "/held", ec)) {
-        const std::string file = entry.path().filename().string();
-        if (file.size() <= 5 || file.compare(file.size() - 5, 5, ".json") != 0) continue;
-        const std::string stem = file.substr(0, file.size() - 5);
-        const auto at = stem.rfind('@');
-        if (at == std::string::npos || at == 0 || at + 1 == stem.size()) continue;
-        std::ifstream in(entry.path());
-        std::stringstream ss;
-        ss << in.rdbuf();
-        const json j = json::parse(ss.str(), nullptr, false);
-        if (!j.is_object()) continue;
-        const auto range = base::IpNetwork::parse(j.value("range", ""));
-        const std::string size = j.value("sliceSize", "");
+    for (const auto& [pool, node] : held_file_names(dir)) {
+        std::optional<HeldSlices> h;
+        try {
+            h = read_held_file(dir, pool, node);
+        } catch (const IpamError&) {
+            continue;   // rdmanetctl doctor reports an unreadable held file
+        }
+        if (!h) continue;
+        const auto range = base::IpNetwork::parse(h->range);
+        const std::string& size = h->slice_size;
         if (!range || size.size() < 2 || size[0] != '/') continue;
         HeldFileRef ref;
-        ref.settings = SliceSettings{stem.substr(0, at), stem.substr(at + 1), std::atoi(size.c_str() + 1)};
+        ref.settings = SliceSettings{pool, node, std::atoi(size.c_str() + 1)};
         ref.parent.cidr = range->masked();
         out.push_back(std::move(ref));
     }
-    std::sort(out.begin(), out.end(), [](const HeldFileRef& a, const HeldFileRef& b) {
-        return std::tie(a.settings.pool_name, a.settings.node) < std::tie(b.settings.pool_name, b.settings.node);
-    });
     return out;
 }
 
@@ -272,7 +238,8 @@ AllocateRequest SliceStore::slice_request(const AllocateRequest& request, const 
     return r;
 }
 
-base::IpNetwork SliceStore::claim(const Range& parent, const std::vector<base::IpNetwork>& full) {
+base::IpNetwork SliceStore::claim(const AllocateRequest& request, const std::vector<base::IpNetwork>& full) {
+    const Range& parent = request.range;
     NodeLock lock(held_path(dir_, settings_) + ".lock");
     HeldFile h = read_held(dir_, settings_, parent);
     // Another process of this node may have claimed one while this one waited for the lock.
@@ -285,9 +252,44 @@ base::IpNetwork SliceStore::claim(const Range& parent, const std::vector<base::I
     unusable.insert(unusable.end(), h.revoked.begin(), h.revoked.end());
     Bounded bound(api_, kClaimBudget);
     const base::IpNetwork slice = claim_slice(api_, scope(), parent, unusable);
-    if (std::find(h.slices.begin(), h.slices.end(), slice) == h.slices.end()) h.slices.push_back(slice);
+    if (std::find(h.slices.begin(), h.slices.end(), slice) == h.slices.end()) {
+        adopt_published(request, slice);   // before the slice is recorded: a crash in between adopts again
+        h.slices.push_back(slice);
+    }
     write_held(dir_, settings_, parent, h);
+    base::failpoint(base::Failpoint::add_after_slice_claim);
     return slice;
+}
+
+void SliceStore::adopt_published(const AllocateRequest& request, const base::IpNetwork& slice) {
+    const PoolKey key = slice_pool_key(request.network_name, settings_.node, slice);
+    const std::string path = object_path(api_.config().namespace_, kPools, key.name());
+    const HttpResponse r = api_.call("GET", path);
+    if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return;
+    if (r.status != 200) api_.fail("GET " + path, r);
+    const PoolObject published = parse_pool_body(r.body, key.network_name);
+    const auto local = local_.dump(key).allocations;
+    // Any offset of the slice but its first and last: an entry is kept whatever the range's
+    // exclusions say (it is someone's address).
+    AllocateRequest adopt;
+    adopt.range.cidr = slice.masked();
+    adopt.range.field = "slice IPPool " + key.name();
+    const Interval usable = usable_offsets(adopt.range.cidr);
+    adopt.range.first = usable.lo;
+    adopt.range.last = usable.hi;
+    adopt.network_name = key.network_name;
+    adopt.overlapping_check = false;
+    adopt.network = request.network;
+    for (const auto& [offset, owner] : published.dump.allocations) {
+        if (local.count(offset) || offset < usable.lo || offset > usable.hi) continue;
+        adopt.owner = owner;
+        adopt.requested = offset;
+        try {
+            local_.allocate(adopt);
+        } catch (const IpamError& e) {
+            if (e.code != codes::address_in_use) throw;   // the same pod+ifname twice: the first one stays
+        }
+    }
 }
 
 void SliceStore::recheck(const Range& parent) {
@@ -360,7 +362,9 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
             if (e.code == codes::range_full) return std::nullopt;
             throw;
         }
+        base::failpoint(base::Failpoint::add_after_slice_commit);
         publish_after_commit(marker, change, others);
+        base::failpoint(base::Failpoint::add_after_slice_publish);
         // Publication found the slice released (its IPPool deleted by the cluster's reconciler,
         // this node's Node object having been gone): the address may be another node's now.
         // Taken back locally, and the next slice is tried.
@@ -385,7 +389,7 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
     for (;;) {
         base::IpNetwork slice;
         try {
-            slice = claim(parent, full);
+            slice = claim(request, full);
         } catch (const IpamError& e) {
             if (e.code != codes::try_again) throw;
             throw IpamError(codes::try_again, "node " + settings_.node + " has no slice of " + parent.cidr.str() +

@@ -58,10 +58,20 @@ std::size_t allocations(const Workspace& ws) {
     return n;
 }
 
-// The Kubernetes store's own steps: a walk on the local store passes neither.
-bool kube_store_step(std::string_view step) {
+// The Kubernetes store's steps with one IPPool per range (pool entry and reservation written in
+// two requests): node-slice mode passes neither.
+bool single_object_step(std::string_view step) {
     return step == "add_after_pool_write" || step == "del_after_reservation_drop";
 }
+
+// The Kubernetes store's steps in node-slice mode (node_slice_size): slice claimed, allocation
+// committed locally, published.
+bool slice_step(std::string_view step) {
+    return step == "add_after_slice_claim" || step == "add_after_slice_commit" || step == "add_after_slice_publish";
+}
+
+// The Kubernetes store's own steps: a walk on the local store passes none of them.
+bool kube_store_step(std::string_view step) { return single_object_step(step) || slice_step(step); }
 
 // Runs ADD (and DEL when the step belongs to DEL) with `step` armed, then recovers as a runtime
 // would: DEL, then GC with no valid attachment. Both must succeed; the caller checks the rest.
@@ -292,12 +302,143 @@ TEST_CASE("failpoint walk: macvlan on the Kubernetes datastore leaves no pool en
     for (const auto step : rdmanet::base::kFailpoints) {
         DYNAMIC_SECTION("kill at " << step) {
             ScopedNetns pod("fk");
-            // macvlan saves no state before the kernel change; the store's steps are all reached.
-            kill_and_recover(ws, conf, std::string(step), pod, step != "add_after_state_saved");
+            // macvlan saves no state before the kernel change; the store's steps are all reached but
+            // those of node-slice mode.
+            kill_and_recover(ws, conf, std::string(step), pod, step != "add_after_state_saved" && !slice_step(step));
             CHECK(only_loopback(pod));
             CHECK(host_links_on(uplink.name_a()).size() == 1);   // the veth peer only
             CHECK(kube_allocations(server) == 0);
             CHECK(kube_reservations(server) == 0);
+            CHECK(ws.state_files().empty());
+        }
+    }
+}
+
+// ---- the Kubernetes datastore in node-slice mode: the claim (NodeSlicePool), the local commit
+// (backlog marker + SQLite) and the publication (slice IPPool) are separate steps. After a kill at
+// any of them and the recovery (DEL, GC, a new ADD, whose call publishes what the backlog holds):
+// no address twice, every slice IPPool equal to the node's local store, no reservation, no
+// backlog. --------------------------------------------------------------------------------------
+
+namespace {
+
+// name -> spec.allocations of every non-empty pool: the slice IPPools on the server, or the
+// node's local store (rdmanetctl pool list of <data_dir>/kubernetes/slices) in the same shape.
+std::map<std::string, json> server_pools(const apiserver_test::TestApiServer& server) {
+    std::map<std::string, json> out;
+    for (const auto& pool : server.list("kube-system", "ippools")) {
+        const json a = pool["spec"].value("allocations", json::object());
+        if (!a.empty()) out[pool["metadata"]["name"]] = a;
+    }
+    return out;
+}
+
+std::map<std::string, json> local_slice_pools(const Workspace& ws) {
+    const auto r = run_process({bin_dir() + "/rdmanetctl", "pool", "list", "--json", "--data-dir",
+                                ws.path("ipam-db") + "/kubernetes/slices"});
+    INFO("rdmanetctl: " << r.exit_code << " " << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    std::map<std::string, json> out;
+    for (const auto& pool : json::parse(r.out)) {
+        if (!pool["spec"]["allocations"].empty()) out[pool["metadata"]["name"]] = pool["spec"]["allocations"];
+    }
+    return out;
+}
+
+bool backlog_empty(const Workspace& ws) {
+    const std::string dir = ws.path("ipam-db") + "/kubernetes/slices/backlog";
+    return !std::filesystem::exists(dir) || std::filesystem::is_empty(dir);
+}
+
+}  // namespace
+
+TEST_CASE("failpoint walk: macvlan on the Kubernetes datastore with node slices leaves no duplicate and slice IPPools "
+          "equal to the local store", "[e2e][failpoints][kube][slices]") {
+    apiserver_test::TestApiServer server;
+    Workspace ws;
+    std::ifstream in(server.write_kubeconfig("kubeconfig"));
+    const std::string kubeconfig = ws.write("kubeconfig", std::string(std::istreambuf_iterator<char>(in), {}));
+    ScopedVeth uplink(nullptr, nullptr, "fs");
+    set_link_up(nullptr, uplink.name_a());
+    const json ipam = {{"type", "rdmanet-ipam"},
+                       {"range", "10.251.10.0/24"},
+                       {"datastore", "kubernetes"},
+                       {"kubernetes", {{"kubeconfig", kubeconfig}}},
+                       {"network_name", "fpslice"},
+                       {"node_slice_size", "/28"},
+                       {"data_dir", ws.path("ipam-db")}};
+    const auto conf = plugin_stdin("fp-slices", "1.1.0", macvlan_plugin(uplink.name_a(), ipam));
+    PluginUnderTest plugin;
+    plugin.env["NODENAME"] = "fp-node";
+    for (const auto step : rdmanet::base::kFailpoints) {
+        DYNAMIC_SECTION("kill at " << step) {
+            // Each section runs on a fresh API server and workspace: its first ADD claims a slice.
+            const bool reached = step != "add_after_state_saved" && !single_object_step(step);
+            {
+                ScopedNetns pod("fs");
+                kill_and_recover(ws, conf, std::string(step), pod, reached, plugin);
+                CHECK(only_loopback(pod));
+            }
+            // The node's next ADD publishes whatever the killed call left in the backlog first.
+            ScopedNetns pod("fs");
+            const std::string id = container_id("after");
+            const auto add = call(ws, "ADD", pod, id, conf, "", plugin);
+            INFO("ADD after the recovery: " << add.describe());
+            REQUIRE(add.ok());
+            CHECK(backlog_empty(ws));
+            const auto published = server_pools(server);
+            CHECK(published == local_slice_pools(ws));
+            // One pod alive, one entry: the killed attachment's address is not held twice or leaked.
+            REQUIRE(published.size() == 1);
+            const json& entries = published.begin()->second;
+            REQUIRE(entries.size() == 1);
+            CHECK(entries.begin().value()["id"] == id);
+            CHECK(kube_reservations(server) == 0);
+            // The NodeSlicePool lists the node's one slice.
+            const auto nsp = server.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/"
+                                                   "nodeslicepools/fpslice");
+            REQUIRE(nsp.status == 200);
+            CHECK(nsp.body["status"]["allocations"] ==
+                  json::parse(R"([{"nodeName":"fp-node","sliceRange":"10.251.10.0/28"}])"));
+
+            const auto del = call(ws, "DEL", pod, id, conf, "", plugin);
+            INFO("DEL: " << del.describe());
+            REQUIRE(del.ok());
+            CHECK(only_loopback(pod));
+            CHECK(host_links_on(uplink.name_a()).size() == 1);
+            CHECK(server_pools(server).empty());
+            CHECK(local_slice_pools(ws).empty());
+            CHECK(backlog_empty(ws));
+            CHECK(ws.state_files().empty());
+        }
+        // The runtime may also retry the killed ADD itself (same container, same pod) before any
+        // DEL: the retry gets the address the killed call committed, if it did, and publishes it
+        // once. Only the steps inside the IPAM: later ones leave the interface half-made for DEL.
+        if (!slice_step(step) && step != "add_after_ipam") continue;
+        DYNAMIC_SECTION("kill at " << step << ", then the same ADD again") {
+            ScopedNetns pod("fs");
+            const std::string id = container_id("retry");
+            const auto killed = call(ws, "ADD", pod, id, conf, std::string(step), plugin);
+            INFO("armed ADD: " << killed.describe());
+            REQUIRE(killed.exit_code == kKilled);
+            const auto retry = call(ws, "ADD", pod, id, conf, "", plugin);
+            INFO("retried ADD: " << retry.describe());
+            REQUIRE(retry.ok());
+            CHECK(backlog_empty(ws));
+            const auto published = server_pools(server);
+            CHECK(published == local_slice_pools(ws));
+            REQUIRE(published.size() == 1);
+            const json& entries = published.begin()->second;
+            REQUIRE(entries.size() == 1);   // one address for the pod, not one per attempt
+            CHECK(entries.begin().value()["id"] == id);
+            CHECK(retry.json["ips"][0]["address"] == "10.251.10." + entries.begin().key() + "/24");
+            const auto del = call(ws, "DEL", pod, id, conf, "", plugin);
+            INFO("DEL: " << del.describe());
+            REQUIRE(del.ok());
+            CHECK(only_loopback(pod));
+            CHECK(server_pools(server).empty());
+            CHECK(local_slice_pools(ws).empty());
+            CHECK(backlog_empty(ws));
             CHECK(ws.state_files().empty());
         }
     }

@@ -20,6 +20,9 @@ namespace rdmanet::base {
 enum class Failpoint {
     add_after_ipam,              // address allocated, nothing in the kernel yet
     add_after_pool_write,        // Kubernetes store: pool entry written, reservation not yet
+    add_after_slice_claim,       // node slices: slice claimed in the NodeSlicePool and recorded, nothing allocated
+    add_after_slice_commit,      // node slices: backlog marker written, allocation committed locally, not published
+    add_after_slice_publish,     // node slices: the slice IPPool has the entry, the ADD not finished
     add_after_state_saved,       // hostdev: identity recorded, device still in the host
     add_after_move,              // device/child in the pod under a temporary or final name
     add_after_configure,         // addresses and routes set in the pod, state not final
@@ -32,7 +35,8 @@ enum class Failpoint {
 
 // A step's name starts with the verb it belongs to ("add_", "del_"): the walk arms it there.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Failpoint::count_)> kFailpoints = {
-    "add_after_ipam",          "add_after_pool_write", "add_after_state_saved",
+    "add_after_ipam",          "add_after_pool_write", "add_after_slice_claim",
+    "add_after_slice_commit",  "add_after_slice_publish", "add_after_state_saved",
     "add_after_move",          "add_after_configure",  "add_before_commit",
     "del_after_reservation_drop", "del_after_ipam",    "del_after_teardown",
 };
@@ -41,6 +45,9 @@ constexpr std::string_view failpoint_name(Failpoint fp) { return kFailpoints[sta
 // The enum and the names are two lists: keep them in step.
 static_assert(failpoint_name(Failpoint::add_after_ipam) == "add_after_ipam" &&
               failpoint_name(Failpoint::add_after_pool_write) == "add_after_pool_write" &&
+              failpoint_name(Failpoint::add_after_slice_claim) == "add_after_slice_claim" &&
+              failpoint_name(Failpoint::add_after_slice_commit) == "add_after_slice_commit" &&
+              failpoint_name(Failpoint::add_after_slice_publish) == "add_after_slice_publish" &&
               failpoint_name(Failpoint::add_after_state_saved) == "add_after_state_saved" &&
               failpoint_name(Failpoint::add_after_move) == "add_after_move" &&
               failpoint_name(Failpoint::add_after_configure) == "add_after_configure" &&

@@ -393,8 +393,10 @@ if [ -x /lab/fp-bin/rdmanet ] && [ -s /lab/failpoints ]; then
   for step in $(cat /lab/failpoints); do
     _n=$((_n + 1))
     case $step in
-      # The Kubernetes datastore's steps (pool entry written / reservation dropped).
-      add_after_pool_write | del_after_reservation_drop)
+      # The Kubernetes datastore's steps (pool entry written / reservation dropped; node slices:
+      # slice claimed, allocation committed locally, published).
+      add_after_pool_write | del_after_reservation_drop | add_after_slice_claim | add_after_slice_commit | \
+      add_after_slice_publish)
         check "sriov failpoint $step: a Kubernetes-store step, not reached with the local store: the armed ${step%%_*} runs to the end, DEL restores VF 0, netdevs, device-info, pool, state" \
           failpoint_then_del "$step" "c-fp$_n" 0 ;;
       *)

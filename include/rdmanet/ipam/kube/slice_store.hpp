@@ -107,7 +107,12 @@ private:
     AllocateRequest slice_request(const AllocateRequest& request, const base::IpNetwork& slice) const;
     // Claims a slice (under a node-local lock, so one process per node claims at a time) and
     // records it; `full` are held slices that cannot serve the request.
-    base::IpNetwork claim(const Range& parent, const std::vector<base::IpNetwork>& full);
+    base::IpNetwork claim(const AllocateRequest& request, const std::vector<base::IpNetwork>& full);
+    // A slice new to this node may already have a slice IPPool with entries: whereabouts' own
+    // plugin allocated on this node before (whereabouts' controller assigns slices to nodes), or
+    // the node's store was lost. Those entries are recorded in the local store before the node
+    // allocates from the slice, so it never hands one of their addresses out again.
+    void adopt_published(const AllocateRequest& request, const base::IpNetwork& slice);
     // After a published backlog: the NodeSlicePool still lists these slices for this node?
     void recheck(const Range& parent);
     // Publication's guard (slice_publisher.hpp): before re-creating a missing slice IPPool.
