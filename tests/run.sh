@@ -82,6 +82,11 @@ case "${1:-}" in
     install_missing
     build
     status=0
+    # ctest splits a test name at ';' (one Catch2 test case would become two failing ctest entries).
+    if grep -rn --include='*.cpp' 'TEST_CASE("[^"]*;' "$root/tests"; then
+      echo "run.sh: a TEST_CASE name above contains ';': ctest would split it; use ',' instead" >&2
+      status=1
+    fi
     # The node image suite (ctest -L image, tests/image/run_image_test.sh) builds the image from
     # the binaries just built (no second compile: ~10 s, plus 1 to 3 min once for the Debian base on
     # a machine without one) and runs its containers. IMAGE=0 skips it.

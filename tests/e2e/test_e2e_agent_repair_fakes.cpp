@@ -181,7 +181,7 @@ private:
     bool mounted_ = false;
 };
 
-TEST_CASE("agent repair: an InfiniBand VF GUID needs a writable PCI drivers directory; the repair says so and retries",
+TEST_CASE("agent repair: an InfiniBand VF GUID needs a writable PCI drivers directory, the repair says so and retries",
           "[e2e][agent][sriov][ib]") {
     Workspace ws;
     SriovNode node(ws, "shared");

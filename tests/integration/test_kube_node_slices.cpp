@@ -296,7 +296,7 @@ rdmanet::test::ProcessResult reconcile_cluster(const Env& env, std::vector<std::
 
 }  // namespace
 
-TEST_CASE("Reclaim: a deleted Node's empty slice is released; a slice with a live pod is kept",
+TEST_CASE("Reclaim: a deleted Node's empty slice is released, a slice with a live pod is kept",
           "[kube][integration][slices][reclaim]") {
     TestApiServer server;
     Env env(server);
