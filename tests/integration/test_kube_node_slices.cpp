@@ -16,31 +16,6 @@ using ipam_plugin_test::first_ip;
 
 namespace {
 
-const std::string kApi = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + kNs;
-
-CniOutcome call_on(const Env& env, const std::string& node, const std::string& command, const json& conf,
-                   const std::string& id, std::chrono::milliseconds timeout = std::chrono::seconds(90)) {
-    rdmanet::test::PluginRequest req;
-    req.command = command;
-    req.container_id = id;
-    req.netns = "/var/run/netns/unused";
-    req.ifname = "net1";
-    req.args = ipam_plugin_test::pod_args("ns", "pod-" + id);
-    req.path = rdmanet::test::bin_dir();
-    json c = conf;
-    c["ipam"]["data_dir"] = env.data_dir + "/" + node;   // each node its own local store
-    req.stdin_data = c.dump();
-    auto e = env.env();
-    e["NODENAME"] = node;
-    return rdmanet::test::invoke_plugin(ipam_plugin_test::ipam_plugin_path(), req, e, timeout);
-}
-
-json get(const TestApiServer& s, const std::string& path) {
-    auto r = s.request("GET", kApi + path);
-    REQUIRE(r.status == 200);
-    return r.body;
-}
-
 // nodeName -> sliceRange of every listed entry with a node.
 std::multimap<std::string, std::string> holders(const TestApiServer& s, const std::string& pool) {
     std::multimap<std::string, std::string> out;

@@ -10,25 +10,6 @@ using namespace kube_test;
 
 namespace {
 
-const std::string kApi = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + kNs;
-
-CniOutcome call_on(const Env& env, const std::string& node, const std::string& command, const json& conf,
-                   const std::string& id) {
-    rdmanet::test::PluginRequest req;
-    req.command = command;
-    req.container_id = id;
-    req.netns = "/var/run/netns/unused";
-    req.ifname = "net1";
-    req.args = ipam_plugin_test::pod_args("ns", "pod-" + id);
-    req.path = rdmanet::test::bin_dir();
-    json c = conf;
-    c["ipam"]["data_dir"] = env.data_dir + "/" + node;
-    req.stdin_data = c.dump();
-    auto e = env.env();
-    e["NODENAME"] = node;
-    return rdmanet::test::invoke_plugin(ipam_plugin_test::ipam_plugin_path(), req, e, std::chrono::seconds(60));
-}
-
 void add_ok(const Env& env, const std::string& node, const json& conf, const std::string& id) {
     const auto r = call_on(env, node, "ADD", conf, id);
     INFO(r.describe());

@@ -15,37 +15,11 @@ using ipam_plugin_test::first_ip;
 
 namespace {
 
-const std::string kApi = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + kNs;
-
 json fixture(const std::string& name) {
     const std::string path = std::string(RDMANET_SOURCE_DIR) + "/tests/fixtures/whereabouts/" + name;
     std::ifstream in(path);
     REQUIRE(in);
     return json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
-}
-
-CniOutcome call_on(const Env& env, const std::string& node, const std::string& command, const json& conf,
-                   const std::string& id) {
-    rdmanet::test::PluginRequest req;
-    req.command = command;
-    req.container_id = id;
-    req.netns = "/var/run/netns/unused";
-    req.ifname = "net1";
-    req.args = ipam_plugin_test::pod_args("ns", "pod-" + id);
-    req.path = rdmanet::test::bin_dir();
-    json c = conf;
-    c["ipam"]["data_dir"] = env.data_dir + "/" + node;
-    req.stdin_data = c.dump();
-    auto e = env.env();
-    e["NODENAME"] = node;
-    return rdmanet::test::invoke_plugin(ipam_plugin_test::ipam_plugin_path(), req, e, std::chrono::seconds(60));
-}
-
-json get(const TestApiServer& s, const std::string& path) {
-    auto r = s.request("GET", kApi + path);
-    INFO("GET " << path << ": " << r.text);
-    REQUIRE(r.status == 200);
-    return r.body;
 }
 
 // The object as stored minus what the API server adds (resourceVersion, uid, ...).

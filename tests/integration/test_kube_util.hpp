@@ -5,6 +5,7 @@
 // handed over in RDMANET_POLICY_FILE as a runtime would.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
@@ -110,6 +111,35 @@ inline std::vector<std::string> consistency_problems(const TestApiServer& s, con
         if (!expected.count(name)) problems.push_back("reservation " + name + " has no allocation");
     }
     return problems;
+}
+
+// whereabouts' API group in the test namespace.
+inline const std::string kApi = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + kNs;
+
+// GET of kApi + path, which must answer 200.
+inline json get(const TestApiServer& s, const std::string& path) {
+    auto r = s.request("GET", kApi + path);
+    INFO("GET " << path << ": " << r.text);
+    REQUIRE(r.status == 200);
+    return r.body;
+}
+
+// One bin/rdmanet-ipam call as simulated node `node` (its own $NODENAME and local store).
+inline CniOutcome call_on(const Env& env, const std::string& node, const std::string& command, const json& conf,
+                          const std::string& id, std::chrono::milliseconds timeout = std::chrono::seconds(90)) {
+    rdmanet::test::PluginRequest req;
+    req.command = command;
+    req.container_id = id;
+    req.netns = "/var/run/netns/unused";
+    req.ifname = "net1";
+    req.args = ipam_plugin_test::pod_args("ns", "pod-" + id);
+    req.path = rdmanet::test::bin_dir();
+    json c = conf;
+    c["ipam"]["data_dir"] = env.data_dir + "/" + node;   // each node its own local store
+    req.stdin_data = c.dump();
+    auto e = env.env();
+    e["NODENAME"] = node;
+    return rdmanet::test::invoke_plugin(ipam_plugin_test::ipam_plugin_path(), req, e, timeout);
 }
 
 }  // namespace kube_test
