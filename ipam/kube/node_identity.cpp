@@ -21,13 +21,6 @@ std::string first_line_trimmed(std::string s) {
     return s.substr(start);
 }
 
-bool valid_node_name(std::string_view n) {
-    if (n.empty() || n.size() > 253) return false;
-    for (char c : n) {
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
-    }
-    return n.front() != '-' && n.front() != '.' && n.back() != '-' && n.back() != '.';
-}
 
 std::optional<std::string> read_small_file(const std::string& path) {
     std::ifstream in(path);
@@ -73,6 +66,14 @@ std::string resolve_node_name(const std::string& config_dir) {
         if (::gethostname(buf, sizeof buf - 1) == 0) host = std::string(buf);
     }
     return choose_node_name(env, env ? std::nullopt : read_small_file(config_dir + "/nodename"), host, config_dir);
+}
+
+bool valid_node_name(std::string_view n) {
+    if (n.empty() || n.size() > 253) return false;
+    for (char c : n) {
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+    }
+    return n.front() != '-' && n.front() != '.' && n.back() != '-' && n.back() != '.';
 }
 
 }  // namespace rdmanet::ipam::kube

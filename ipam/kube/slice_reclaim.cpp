@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/kube/node_identity.hpp"
 #include "rdmanet/ipam/kube/reconcile.hpp"
 #include "rdmanet/ipam/kube/slice_claim.hpp"
 #include "rdmanet/ipam/kube/status.hpp"
@@ -189,6 +190,13 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
         const PoolRef ref = ref_of(ns, nsp);
         for (const auto& e : nsp.entries) report.slices += e.node.empty() ? 0 : 1;
         for (const SliceEntry& gone : slices_of_missing_nodes(nsp, nodes)) {
+            // The name goes into GET/DELETE paths (the Node, the slice IPPool): a name no Node can
+            // have ("../..", "a/b") is left alone for a human, never used.
+            if (!valid_node_name(gone.node)) {
+                report.problems.push_back("NodeSlicePool " + nsp.name + " lists slice " + gone.slice.str() +
+                                          " for node \"" + gone.node + "\", which is not a valid node name: left alone");
+                continue;
+            }
             const std::string what = nsp.name + " " + gone.slice.str() + " " + gone.node;
             for (int attempt = 0;; ++attempt) {
                 const std::vector<ReadPool> slice_pools = read_slice_pools(api, ns, nsp, gone);   // step 1

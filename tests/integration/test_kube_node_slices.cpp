@@ -271,6 +271,31 @@ rdmanet::test::ProcessResult reconcile_cluster(const Env& env, std::vector<std::
 
 }  // namespace
 
+TEST_CASE("Reclaim: a NodeSlicePool entry whose node name no Node can have is left alone",
+          "[kube][integration][slices][reclaim]") {
+    TestApiServer server;
+    Env env(server);
+    // Written by hand or by a compromised node: the name would reach GET/DELETE paths.
+    const std::string bad = "../../namespaces/" + kNs + "/ippools/victim";
+    const json pool = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "NodeSlicePool"},
+                       {"metadata", {{"name", "gold"}}},
+                       {"spec", {{"range", "10.79.0.0/24"}, {"sliceSize", "/26"}}},
+                       {"status", {{"allocations", json::array({{{"nodeName", bad}, {"sliceRange", "10.79.0.0/26"}}})}}}};
+    REQUIRE(server.request("POST", kApi + "/nodeslicepools", pool.dump()).status == 201);
+    const auto gets_and_deletes = [&] {
+        const json m = server.stats()["by_method"];
+        return std::pair{m.value("GET", 0), m.value("DELETE", 0) + m.value("PATCH", 0)};
+    };
+    const auto before = gets_and_deletes();
+    auto r = reconcile_cluster(env);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);   // a problem for a human
+    CHECK_THAT(r.err, Catch::Contains("lists slice 10.79.0.0/26 for node \"" + bad + "\", which is not a valid node name: left alone"));
+    const auto after = gets_and_deletes();
+    CHECK(after.second == before.second);   // nothing patched or deleted
+    CHECK(holders(server, "gold") == std::multimap<std::string, std::string>{{bad, "10.79.0.0/26"}});
+}
+
 TEST_CASE("Reclaim: a deleted Node's empty slice is released, a slice with a live pod is kept",
           "[kube][integration][slices][reclaim]") {
     TestApiServer server;

@@ -10,6 +10,11 @@
 
 namespace rdmanet::ipam::kube {
 
+// Whether `name` can be a Node's name: lower-case letters, digits, '-' and '.', at most 253
+// characters, starting and ending with a letter or digit (a DNS subdomain). Node names read from
+// API objects go into request paths and object names, so they are checked with this first.
+bool valid_node_name(std::string_view name);
+
 // Pure: picks the first non-empty of the three sources (trimmed) and validates it. Throws
 // IpamError(7) saying where the name came from and how to set it when none is usable.
 std::string choose_node_name(std::optional<std::string> env_nodename, std::optional<std::string> nodename_file,
