@@ -23,36 +23,33 @@ std::optional<std::string> device_id(const JsonFields& f, std::string_view key,
 }  // namespace
 
 std::unique_ptr<ModeSettings> parse_hostdev_conf(const ModeKeys& keys) {
-    const JsonFields& top = keys.top;
-    const Attempt& attempt = keys.attempt;
-    const bool required = keys.required;
     auto settings = std::make_unique<HostdevConf>();
     auto& hostdev = *settings;
-    attempt([&] { hostdev.device = interface_name(top, "device").value_or(""); });
-    attempt([&] {
-        auto hwaddr = top.string("hwaddr");
+    keys.attempt([&] { hostdev.device = interface_name(keys.top, "device").value_or(""); });
+    keys.attempt([&] {
+        auto hwaddr = keys.top.string("hwaddr");
         if (hwaddr && !checks::is_mac(*hwaddr))
-            top.invalid("hwaddr", text::quote(*hwaddr) +
-                                      " is not a MAC address: write six hex octets such as "
-                                      "\"0a:58:0a:01:00:05\"");
+            keys.top.invalid("hwaddr", text::quote(*hwaddr) +
+                                           " is not a MAC address: write six hex octets such as "
+                                           "\"0a:58:0a:01:00:05\"");
         hostdev.hwaddr = checks::lowercase(hwaddr.value_or(""));
     });
-    attempt([&] {
-        auto path = top.string("kernelpath").value_or("");
+    keys.attempt([&] {
+        auto path = keys.top.string("kernelpath").value_or("");
         if (!path.empty() && !checks::is_sys_devices_path(path))
-            top.invalid("kernelpath", text::quote(path) +
-                                          " must be an absolute path under /sys/devices/ without \"..\"");
+            keys.top.invalid("kernelpath", text::quote(path) +
+                                               " must be an absolute path under /sys/devices/ without \"..\"");
         hostdev.kernelpath = path;
     });
-    attempt([&] {
+    keys.attempt([&] {
         // Precedence runtimeConfig.deviceID > deviceID > pciBusID (Multus writes all three).
         // Only for naming the key in errors: the value was read by parse_runtime_config.
         std::optional<std::string> id = device_id(runtime_config_names(), "deviceID", keys.conf.runtime.device_id);
-        if (!id) id = device_id(top, "deviceID", top.string("deviceID"));
-        if (!id) id = device_id(top, "pciBusID", top.string("pciBusID"));
+        if (!id) id = device_id(keys.top, "deviceID", keys.top.string("deviceID"));
+        if (!id) id = device_id(keys.top, "pciBusID", keys.top.string("pciBusID"));
         hostdev.pci_address = id.value_or("");
     });
-    if (required && hostdev.device.empty() && hostdev.hwaddr.empty() &&
+    if (keys.required && hostdev.device.empty() && hostdev.hwaddr.empty() &&
         hostdev.kernelpath.empty() && hostdev.pci_address.empty())
         throw Error(kInvalid,
                     "hostdev mode needs a device: set one of \"device\", \"hwaddr\", "

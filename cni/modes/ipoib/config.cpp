@@ -39,30 +39,27 @@ std::optional<unsigned> pkey(const JsonFields& f, std::string_view key) {
 }  // namespace
 
 std::unique_ptr<ModeSettings> parse_ipoib_conf(const ModeKeys& keys) {
-    const JsonFields& top = keys.top;
-    const Attempt& attempt = keys.attempt;
-    const bool required = keys.required;
     auto settings = std::make_unique<IpoibConf>();
     auto& ipoib = *settings;
-    attempt([&] {
-        auto master = top.string("master");
+    keys.attempt([&] {
+        auto master = keys.top.string("master");
         if (master && !is_valid_ifname(*master))
-            top.invalid("master", text::quote(*master) + " is not a valid interface name");
-        if (!master && required)
-            top.invalid("master", "is required in ipoib mode: set it to the IPoIB parent interface "
-                                  "(e.g. \"ib0\")");
+            keys.top.invalid("master", text::quote(*master) + " is not a valid interface name");
+        if (!master && keys.required)
+            keys.top.invalid("master", "is required in ipoib mode: set it to the IPoIB parent interface "
+                                       "(e.g. \"ib0\")");
         ipoib.master = master.value_or("");
     });
-    attempt([&] { ipoib.pkey = pkey(top, "pkey"); });
-    attempt([&] {
-        auto mode = top.string("ipoibMode");
+    keys.attempt([&] { ipoib.pkey = pkey(keys.top, "pkey"); });
+    keys.attempt([&] {
+        auto mode = keys.top.string("ipoibMode");
         if (mode && *mode != "datagram" && *mode != "connected")
-            top.invalid("ipoibMode", text::quote(*mode) +
-                                         " is not supported: use \"datagram\" or \"connected\" (or leave it "
-                                         "out to inherit the parent's mode)");
+            keys.top.invalid("ipoibMode", text::quote(*mode) +
+                                              " is not supported: use \"datagram\" or \"connected\" (or leave it "
+                                              "out to inherit the parent's mode)");
         ipoib.mode = mode;
     });
-    attempt([&] { ipoib.mtu = top.uint("mtu", 0x7fffffff).value_or(0); });
+    keys.attempt([&] { ipoib.mtu = keys.top.uint("mtu", 0x7fffffff).value_or(0); });
     return settings;
 }
 

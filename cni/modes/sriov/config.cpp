@@ -85,20 +85,16 @@ std::optional<std::string> SriovConf::requested_guid(const RuntimeConfig& runtim
 }
 
 std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
-    const JsonFields& top = keys.top;
-    const NetConf& conf = keys.conf;
-    const Attempt& attempt = keys.attempt;
-    const bool required = keys.required;
     auto settings = std::make_unique<SriovConf>();
     auto& sriov = *settings;
-    attempt([&] {
+    keys.attempt([&] {
         // Precedence runtimeConfig.deviceID > deviceID > pciBusID, as for hostdev; but a VF is
         // always a PCI function, so an auxiliary id (an SF) is refused here.
         const JsonFields& runtime_fields = runtime_config_names();
         struct Source { const JsonFields* fields; std::string_view key; std::optional<std::string> value; };
-        const std::array<Source, 3> sources = {{{&runtime_fields, "deviceID", conf.runtime.device_id},
-                                                {&top, "deviceID", top.string("deviceID")},
-                                                {&top, "pciBusID", top.string("pciBusID")}}};
+        const std::array<Source, 3> sources = {{{&runtime_fields, "deviceID", keys.conf.runtime.device_id},
+                                                {&keys.top, "deviceID", keys.top.string("deviceID")},
+                                                {&keys.top, "pciBusID", keys.top.string("pciBusID")}}};
         for (const auto& s : sources) {
             if (!s.value || s.value->empty() || checks::is_device_plugin_index(*s.value)) continue;
             if (!checks::is_pci_address(*s.value))
@@ -111,63 +107,63 @@ std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
             sriov.pci_address = checks::lowercase(*s.value);
             return;
         }
-        if (required)
-            top.invalid("deviceID", "is required in sriov mode: the VF's PCI address, normally passed "
-                                    "by Multus from the SR-IOV device plugin (or set \"pciBusID\")");
+        if (keys.required)
+            keys.top.invalid("deviceID", "is required in sriov mode: the VF's PCI address, normally passed "
+                                         "by Multus from the SR-IOV device plugin (or set \"pciBusID\")");
     });
-    attempt([&] {
-        auto mac = top.string("mac");
+    keys.attempt([&] {
+        auto mac = keys.top.string("mac");
         if (mac && !checks::is_assignable_mac(*mac))
-            top.invalid("mac", text::quote(*mac) + " is not a usable MAC address: write six hex octets "
-                                                   "such as \"0a:58:0a:01:00:05\", not multicast, not all zeros");
+            keys.top.invalid("mac", text::quote(*mac) + " is not a usable MAC address: write six hex octets "
+                                                        "such as \"0a:58:0a:01:00:05\", not multicast, not all zeros");
         if (mac) sriov.mac = checks::lowercase(*mac);
     });
-    attempt([&] {
-        sriov.vlan_set = top.has("vlan") || top.has("vlanQoS") || top.has("vlanProto");
-        sriov.vlan = bounded(top, "vlan", 4094, "a VLAN id must be 0-4094 (0 = untagged)").value_or(0);
-        sriov.vlan_qos = bounded(top, "vlanQoS", 7, "the VLAN QoS (802.1p priority) must be 0-7").value_or(0);
+    keys.attempt([&] {
+        sriov.vlan_set = keys.top.has("vlan") || keys.top.has("vlanQoS") || keys.top.has("vlanProto");
+        sriov.vlan = bounded(keys.top, "vlan", 4094, "a VLAN id must be 0-4094 (0 = untagged)").value_or(0);
+        sriov.vlan_qos = bounded(keys.top, "vlanQoS", 7, "the VLAN QoS (802.1p priority) must be 0-7").value_or(0);
         if (sriov.vlan == 0 && sriov.vlan_qos != 0)
-            top.invalid("vlanQoS", "needs a non-zero \"vlan\": QoS applies to tagged traffic only");
-        if (auto proto = top.string("vlanProto")) {
+            keys.top.invalid("vlanQoS", "needs a non-zero \"vlan\": QoS applies to tagged traffic only");
+        if (auto proto = keys.top.string("vlanProto")) {
             const std::string lower = checks::lowercase(*proto);
             if (lower != "802.1q" && lower != "802.1ad")
-                top.invalid("vlanProto", text::quote(*proto) + " is not supported: use \"802.1q\" or \"802.1ad\"");
+                keys.top.invalid("vlanProto", text::quote(*proto) + " is not supported: use \"802.1q\" or \"802.1ad\"");
             if (lower == "802.1ad" && sriov.vlan == 0)
-                top.invalid("vlanProto", "\"802.1ad\" needs a non-zero \"vlan\"");
+                keys.top.invalid("vlanProto", "\"802.1ad\" needs a non-zero \"vlan\"");
             sriov.vlan_proto = lower;
         }
     });
-    attempt([&] { sriov.spoofchk = on_off(top, "spoofchk"); });
-    attempt([&] { sriov.trust = on_off(top, "trust"); });
-    attempt([&] {
-        auto state = top.string("link_state");
+    keys.attempt([&] { sriov.spoofchk = on_off(keys.top, "spoofchk"); });
+    keys.attempt([&] { sriov.trust = on_off(keys.top, "trust"); });
+    keys.attempt([&] {
+        auto state = keys.top.string("link_state");
         if (state && *state != "auto" && *state != "enable" && *state != "disable")
-            top.invalid("link_state", text::quote(*state) +
-                                          " is not supported: use \"auto\", \"enable\" or \"disable\"");
+            keys.top.invalid("link_state", text::quote(*state) +
+                                               " is not supported: use \"auto\", \"enable\" or \"disable\"");
         sriov.link_state = state;
     });
-    attempt([&] {
-        sriov.min_tx_rate = top.uint("min_tx_rate");
-        sriov.max_tx_rate = top.uint("max_tx_rate");
+    keys.attempt([&] {
+        sriov.min_tx_rate = keys.top.uint("min_tx_rate");
+        sriov.max_tx_rate = keys.top.uint("max_tx_rate");
         if (sriov.min_tx_rate && sriov.max_tx_rate && *sriov.max_tx_rate != 0 &&
             *sriov.min_tx_rate > *sriov.max_tx_rate)
-            top.invalid("min_tx_rate", std::to_string(*sriov.min_tx_rate) + " is above max_tx_rate " +
-                                           std::to_string(*sriov.max_tx_rate) +
-                                           ": the guaranteed rate cannot exceed the limit (Mbps)");
+            keys.top.invalid("min_tx_rate", std::to_string(*sriov.min_tx_rate) + " is above max_tx_rate " +
+                                                std::to_string(*sriov.max_tx_rate) +
+                                                ": the guaranteed rate cannot exceed the limit (Mbps)");
     });
-    attempt([&] {
-        auto guid = top.string("guid");
+    keys.attempt([&] {
+        auto guid = keys.top.string("guid");
         if (guid) {
-            if (auto problem = usable_guid_problem(*guid)) top.invalid("guid", *problem);
+            if (auto problem = usable_guid_problem(*guid)) keys.top.invalid("guid", *problem);
             sriov.guid = checks::lowercase(*guid);
         }
     });
-    attempt([&] {
+    keys.attempt([&] {
         // args.cni.guid: what ib-sriov-cni reads after runtimeConfig.infinibandGUID (Multus puts a
         // pod's "cni-args" there).
-        const auto* args = top.object("args");
+        const auto* args = keys.top.object("args");
         if (!args) return;
-        const JsonFields args_fields(*args, top.name("args"), kInvalid);
+        const JsonFields args_fields(*args, keys.top.name("args"), kInvalid);
         const auto* cni = args_fields.object("cni");
         if (!cni) return;
         const JsonFields cni_fields(*cni, args_fields.name("cni"), kInvalid);
@@ -176,18 +172,18 @@ std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
         if (auto problem = usable_guid_problem(*guid)) cni_fields.invalid("guid", *problem);
         sriov.args_guid = checks::lowercase(*guid);
     });
-    attempt([&] {
+    keys.attempt([&] {
         // runtimeConfig.infinibandGUID passed the shape check in parse_runtime_config; a VF
         // also refuses the reserved values.
-        if (!conf.runtime.infiniband_guid) return;
-        if (auto problem = usable_guid_problem(*conf.runtime.infiniband_guid))
+        if (!keys.conf.runtime.infiniband_guid) return;
+        if (auto problem = usable_guid_problem(*keys.conf.runtime.infiniband_guid))
             runtime_config_names().invalid("infinibandGUID", *problem);
     });
-    attempt([&] { sriov.pkey = pkey(top); });
-    attempt([&] {
-        auto mtu = top.uint("mtu");
+    keys.attempt([&] { sriov.pkey = pkey(keys.top); });
+    keys.attempt([&] {
+        auto mtu = keys.top.uint("mtu");
         if (mtu && *mtu != 0 && (*mtu < 68 || *mtu > 65535))
-            top.invalid("mtu", std::to_string(*mtu) + " is out of range: use 68-65535, or 0 to keep the VF's MTU");
+            keys.top.invalid("mtu", std::to_string(*mtu) + " is out of range: use 68-65535, or 0 to keep the VF's MTU");
         sriov.mtu = mtu.value_or(0);
     });
     return settings;
