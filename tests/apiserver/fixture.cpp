@@ -72,10 +72,10 @@ void run(const std::vector<std::string>& argv, const std::string& log) {
 
 std::string test_apiserver_path() { return std::string(RDMANET_BIN_DIR) + "/test_apiserver"; }
 
-void make_test_pki(const std::string& dir, const std::string& prefix) {
+void make_test_pki(const std::string& dir, const std::string& prefix, const std::string& server_san) {
     const std::string log = dir + "/" + prefix + "openssl.log";
     const std::string ca = dir + "/" + prefix + "ca", srv = dir + "/" + prefix + "server";
-    std::ofstream(dir + "/" + prefix + "san.ext") << "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+    std::ofstream(dir + "/" + prefix + "san.ext") << "subjectAltName=" << server_san << "\nbasicConstraints=CA:FALSE\n"
                                                      "extendedKeyUsage=serverAuth\n";
     run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
          ca + ".key", "-out", ca + ".crt", "-days", "2", "-subj", "/CN=rdmanet-test-ca-" + prefix},

@@ -85,9 +85,11 @@ private:
     pid_t pid_ = -1;
 };
 
-// Generates ca.crt/ca.key and server.crt/server.key (SAN IP:127.0.0.1) in `dir` with the openssl
-// CLI. `prefix` names the files ("" -> ca.*, server.*; "other-" -> other-ca.* ...).
-void make_test_pki(const std::string& dir, const std::string& prefix = "");
+// Generates ca.crt/ca.key and server.crt/server.key (CN 127.0.0.1, subjectAltName `server_san`) in
+// `dir` with the openssl CLI. `prefix` names the files ("" -> ca.*, server.*; "other-" ->
+// other-ca.* ...).
+void make_test_pki(const std::string& dir, const std::string& prefix = "",
+                   const std::string& server_san = "IP:127.0.0.1");
 
 std::string test_apiserver_path();
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -39,6 +40,16 @@ KubeConfig config_for(const TestApiServer& server) {
     c.source = "test kubeconfig";
     return c;
 }
+
+// A directory removed with everything in it when the test ends, also on failure.
+struct TempDir {
+    std::string path = [] {
+        std::string t = (std::filesystem::temp_directory_path() / "rdmanet-pki-XXXXXX").string();
+        if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+        return t;
+    }();
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
 
 // A TCP listener on 127.0.0.1 that never accepts: connects succeed (kernel backlog), no byte answers.
 struct SilentListener {
@@ -117,6 +128,42 @@ TEST_CASE("kube http client: a certificate from another CA, or for another host,
     KubeConfig garbage = config_for(server);
     garbage.ca_pem = "not a certificate";
     CHECK_THROWS_WITH(HttpClient(garbage), Catch::Contains("test kubeconfig") && Catch::Contains("certificate authority"));
+}
+
+TEST_CASE("kube http client: a server reached by address needs that address in an iPAddress name", "[kube][http][integration]") {
+    // The host is 127.0.0.1 in every case; only the server certificate's subjectAltName differs.
+    // A dNSName spelled like the address does not count (as for OpenSSL's and Go's clients), nor
+    // does another address or the certificate's CN (127.0.0.1 in all three).
+    struct Case {
+        std::string san;
+        bool trusted;
+    };
+    const Case cases[] = {{"IP:127.0.0.1", true},
+                          {"DNS:127.0.0.1", false},
+                          {"IP:10.9.8.7", false},
+                          {"IP:10.9.8.7,IP:127.0.0.1,DNS:kubernetes", true},
+                          {"IP:::1", false}};
+    for (const Case& c : cases) {
+        INFO(c.san);
+        TempDir pki;
+        apiserver_test::make_test_pki(pki.path, "san-", c.san);
+        TestApiServer server(apiserver_test::ServerOptions{
+            .extra_args = {"--cert", pki.path + "/san-server.crt", "--key", pki.path + "/san-server.key"}});
+        KubeConfig kc = config_for(server);
+        kc.ca_pem = slurp(pki.path + "/san-ca.crt");
+        if (c.trusted) {
+            CHECK(HttpClient(kc).send("GET", "/api", "", "", 5s).status == 200);
+            continue;
+        }
+        try {
+            HttpClient(kc).send("GET", "/api", "", "", 5s);
+            FAIL("a certificate without iPAddress 127.0.0.1 was accepted for https://127.0.0.1");
+        } catch (const TransportError& e) {
+            CHECK(e.tls_verification);
+            CHECK_FALSE(e.retryable);
+            CHECK_THAT(e.what(), Catch::Contains("SSL certificate problem: IP address mismatch"));
+        }
+    }
 }
 
 TEST_CASE("kube http client: bounded waits, refused connections, no token over plain http", "[kube][http][integration]") {
