@@ -1,8 +1,9 @@
 #pragma once
 // What DEL needs to undo an attachment, one JSON file per (network, container id, ifname).
-// Written atomically (temp file + rename) so a crash leaves either the old or the new state.
-// Not fsync'd on purpose: it describes kernel objects (namespaces, moved links) that a power loss
-// destroys anyway, while IPAM allocations live in the IPAM's own durable store.
+// Written atomically and durably (base::write_file_atomically: temp file, fsync, rename, fsync of
+// the directory), so a crash or power loss leaves either the old or the new state. The kernel
+// objects it describes do not survive a power loss, but the IPAM allocations it names do: the
+// DEL a runtime sends for the dead sandbox after the reboot reads this file to release them.
 #include <cstdint>
 #include <optional>
 #include <string>
