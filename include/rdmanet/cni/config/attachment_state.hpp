@@ -2,8 +2,9 @@
 // What DEL needs to undo an attachment, one JSON file per (network, container id, ifname).
 // Written atomically and durably (base::write_file_atomically: temp file, fsync, rename, fsync of
 // the directory), so a crash or power loss leaves either the old or the new state. The kernel
-// objects it describes do not survive a power loss, but the IPAM allocations it names do: the
-// DEL a runtime sends for the dead sandbox after the reboot reads this file to release them.
+// objects it describes do not survive a power loss, but the IPAM allocations made for them do:
+// after the reboot, the node agent reads this file (the network configuration below) to release
+// the allocations of sandboxes whose DEL never comes.
 #include <cstdint>
 #include <optional>
 #include <string>
