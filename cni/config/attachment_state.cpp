@@ -79,6 +79,7 @@ nlohmann::json AttachmentState::to_json() const {
         {"cniPath", cni_path},
     };
     if (!netconf.is_null()) j["netconf"] = netconf;
+    if (nodename) j["nodename"] = *nodename;
     // A mode named like one of the keys above would lose its record rather than overwrite the
     // key; no mode is.
     if (!mode_record.is_null() && !mode.empty() && !j.contains(mode)) j[mode] = mode_record;
@@ -106,6 +107,7 @@ AttachmentState AttachmentState::from_json(const nlohmann::json& j) {
     s.netns_inode = j.value("netnsInode", std::uint64_t{0});
     if (j.contains("netconf") && j["netconf"].is_object()) s.netconf = j["netconf"];
     s.cni_args = j.value("cniArgs", "");
+    if (auto it = j.find("nodename"); it != j.end() && it->is_string()) s.nodename = it->get<std::string>();
     if (j.contains("cniPath") && j["cniPath"].is_array())
         for (const auto& entry : j["cniPath"])
             if (entry.is_string()) s.cni_path.push_back(entry.get<std::string>());

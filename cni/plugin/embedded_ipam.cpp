@@ -46,6 +46,7 @@ ipam::IpamRequest make_request(const NetConf& conf, const Environment& env, cons
                                ipam::Strictness strictness) {
     ipam::IpamRequest req;
     req.config = ipam::load_ipam_config(conf.ipam.raw, strictness, policed_limits(policy));
+    req.config.store.nodename = env.nodename;
     req.network = conf.name;
     req.container_id = env.container_id;
     req.ifname = env.ifname;
@@ -85,12 +86,13 @@ void embedded_ipam_check(const NetConf& conf, const Environment& env, const Node
     translating_errors([&] { ipam::check(make_request(conf, env, policy, ipam::Strictness::strict)); });
 }
 
-void embedded_ipam_gc(const NetConf& conf, const NodePolicy& policy) {
+void embedded_ipam_gc(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     if (!conf.valid_attachments) return;
     translating_errors([&] {
         std::vector<ipam::AttachmentId> valid;
         for (const auto& a : *conf.valid_attachments) valid.push_back({a.container_id, a.ifname});
-        const auto config = ipam::load_ipam_config(conf.ipam.raw, ipam::Strictness::lenient, policed_limits(policy));
+        auto config = ipam::load_ipam_config(conf.ipam.raw, ipam::Strictness::lenient, policed_limits(policy));
+        config.store.nodename = env.nodename;
         for (const auto& released : ipam::gc(config, conf.name, valid))
             spdlog::info("rdmanet-ipam GC: released {} of {} {}", released.ip.str(), released.owner.container_id,
                          released.owner.ifname);

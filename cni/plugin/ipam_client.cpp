@@ -77,7 +77,7 @@ bool ipam_speaks_1_1_0(const NetConf& conf, const Environment& env) {
 
 void ipam_gc(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     if (!has_ipam(conf)) return;
-    if (embedded(conf)) return embedded_ipam_gc(conf, policy);
+    if (embedded(conf)) return embedded_ipam_gc(conf, env, policy);
     if (!ipam_speaks_1_1_0(conf, env)) {
         spdlog::info("IPAM {} predates CNI 1.1.0: GC not forwarded", conf.ipam.type);
         return;

@@ -36,7 +36,7 @@ void handle(const EnvLookup& lookup, const Environment& env, const std::string& 
     case Command::add: out << result_to_json(embedded_ipam_add(conf, env, policy), conf.cni_version).dump() << '\n'; break;
     case Command::del: embedded_ipam_del(conf, env, policy); break;
     case Command::check: embedded_ipam_check(conf, env, policy); break;
-    case Command::gc: embedded_ipam_gc(conf, policy); break;
+    case Command::gc: embedded_ipam_gc(conf, env, policy); break;
     case Command::status:
     case Command::version:
     case Command::none: break;

@@ -147,6 +147,7 @@ void cmd_add(const Call& call, std::ostream& out) {
     state.netconf = conf.raw;
     state.cni_args = env.cni_args_raw;
     state.cni_path = env.path;
+    state.nodename = env.nodename;
 
     Rollback rollback;
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });

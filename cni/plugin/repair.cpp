@@ -35,6 +35,7 @@ void repair_attachment(const AttachmentState& state, const NodePolicy& policy, c
     env.cni_args_raw = state.cni_args;
     env.args = parse_cni_args(state.cni_args);
     env.path = state.cni_path;
+    env.nodename = state.nodename;
     del_attachment(conf, env, policy, services);
 }
 

@@ -118,6 +118,7 @@ Environment parse_environment(const EnvLookup& lookup) {
     env.cni_args_raw = get("CNI_ARGS");
     env.args = parse_cni_args(env.cni_args_raw);
     env.path = split_path(get("CNI_PATH"));
+    if (auto nodename = lookup("NODENAME"); nodename && !nodename->empty()) env.nodename = std::move(nodename);
 
     const Needs needs = needs_of(env.command);
     // An empty container id is "container unknown" (code 3), not a missing variable, so only

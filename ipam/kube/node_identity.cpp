@@ -57,9 +57,9 @@ std::string choose_node_name(std::optional<std::string> env_nodename, std::optio
                  " (rdmanetctl install does so from the pod's spec.nodeName)");
 }
 
-std::string resolve_node_name(const std::string& config_dir) {
+std::string resolve_node_name(const std::optional<std::string>& env_nodename, const std::string& config_dir) {
     std::optional<std::string> env;
-    if (const char* v = std::getenv("NODENAME"); v && *v) env = v;
+    if (env_nodename && !env_nodename->empty()) env = env_nodename;
     std::optional<std::string> host = read_small_file("/etc/hostname");
     if (!host || first_line_trimmed(*host).empty()) {
         char buf[HOST_NAME_MAX + 1] = {};

@@ -8,6 +8,7 @@
 #include "rdmanet/cni/plugin/call_metrics.hpp"
 #include "rdmanet/cni/ctl/pod_scope.hpp"
 #include "rdmanet/cni/ctl/prometheus_text.hpp"
+#include "rdmanet/cni/config/attachment_state.hpp"
 #include "rdmanet/cni/config/sandbox.hpp"
 #include "support/prometheus_parse.hpp"
 
@@ -92,4 +93,18 @@ TEST_CASE("agent: an attachment's pod is present, missing or replaced in the nod
     s.cni_args = "";
     CHECK(pod_presence(s, pods) == PodPresence::unknown);
     CHECK_THROWS(parse_pod_list(R"({"kind":"Status"})"));
+}
+
+TEST_CASE("agent: an attachment state keeps the ADD's $NODENAME for the DEL a repair runs", "[unit][agent]") {
+    // Node-slice IPAM releases in this node's slice: a repair long after the ADD, run by the agent
+    // (whose own environment may differ), must name the node the ADD named.
+    AttachmentState state;
+    state.nodename = "gpu-node-7";
+    const auto text = state.to_json().dump();
+    CHECK(nlohmann::json::parse(text).at("nodename") == "gpu-node-7");
+    CHECK(AttachmentState::from_json(nlohmann::json::parse(text)).nodename == "gpu-node-7");
+    // States written without it (unset at ADD, or by an older rdmanet) resolve the node as before.
+    AttachmentState unset;
+    CHECK_FALSE(unset.to_json().contains("nodename"));
+    CHECK_FALSE(AttachmentState::from_json(unset.to_json()).nodename.has_value());
 }

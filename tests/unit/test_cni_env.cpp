@@ -50,6 +50,12 @@ TEST_CASE("env: a full ADD environment is parsed", "[cni][env]") {
     CHECK(env.path == std::vector<std::string>{"/opt/cni/bin", "/usr/libexec/cni"});   // empties dropped
 }
 
+TEST_CASE("env: $NODENAME is read with the CNI variables (node-slice IPAM), unset or empty is none", "[cni][env]") {
+    CHECK_FALSE(parse_environment(lookup_in(full_add())).nodename.has_value());
+    CHECK_FALSE(parse_environment(lookup_in(with(full_add(), "NODENAME", ""))).nodename.has_value());
+    CHECK(parse_environment(lookup_in(with(full_add(), "NODENAME", "gpu-node-7"))).nodename == "gpu-node-7");
+}
+
 TEST_CASE("env: no CNI_COMMAND means command none, whatever else is missing", "[cni][env]") {
     CHECK(parse_environment(lookup_in({})).command == Command::none);
     CHECK(parse_environment(lookup_in({{"CNI_COMMAND", ""}})).command == Command::none);

@@ -36,6 +36,7 @@ struct AttachmentState {
     nlohmann::json netconf;
     std::string cni_args;
     std::vector<std::string> cni_path;
+    std::optional<std::string> nodename;   // $NODENAME at ADD: the node slice its IPAM used
     bool complete = false;            // false while ADD is still in progress (written before the move)
 
     // hostdev: the device's identity in the host, to return it or find it again.

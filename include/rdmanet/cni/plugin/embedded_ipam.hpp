@@ -17,6 +17,6 @@ void embedded_ipam_del(const NetConf& conf, const Environment& env, const NodePo
 void embedded_ipam_check(const NetConf& conf, const Environment& env, const NodePolicy& policy);
 // Releases this network's allocations whose attachment is not in conf.valid_attachments
 // (nothing when the key is absent).
-void embedded_ipam_gc(const NetConf& conf, const NodePolicy& policy);
+void embedded_ipam_gc(const NetConf& conf, const Environment& env, const NodePolicy& policy);
 
 }  // namespace rdmanet::cni

@@ -19,6 +19,9 @@ struct Environment {
     std::string cni_args_raw;
     CniArgs args;
     std::vector<std::string> path;   // CNI_PATH split on ':', empty entries dropped
+    // $NODENAME, which node this is (whereabouts' variable, for node-slice IPAM); not a CNI_*
+    // variable, but read here with them so that nothing else reads the environment.
+    std::optional<std::string> nodename;
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const char* name)>;

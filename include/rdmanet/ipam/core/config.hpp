@@ -75,6 +75,8 @@ struct StoreConfig {
     // Where a `nodename` file names this node when $NODENAME is unset: the directory of
     // configuration_path when set, else kDefaultNodeConfigDir (the installer writes it there).
     std::string node_config_dir = std::string(kDefaultNodeConfigDir);
+    // $NODENAME from the caller's environment (nullopt = unset); not read from the configuration.
+    std::optional<std::string> nodename;
     // The NodeSlicePool's name: network_name, else the CNI network's name (set by the caller
     // that knows the network, ipam.cpp).
     std::string slice_pool_name;

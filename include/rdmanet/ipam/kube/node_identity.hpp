@@ -20,7 +20,9 @@ bool valid_node_name(std::string_view name);
 std::string choose_node_name(std::optional<std::string> env_nodename, std::optional<std::string> nodename_file,
                              std::optional<std::string> hostname, std::string_view config_dir);
 
-// The effects: reads $NODENAME, <config_dir>/nodename, /etc/hostname and gethostname().
-std::string resolve_node_name(const std::string& config_dir);
+// The effects: reads <config_dir>/nodename (unless `env_nodename` is set), /etc/hostname and
+// gethostname(). `env_nodename` is $NODENAME as the caller read it with the rest of the CNI
+// environment: the IPAM library reads no environment variable itself.
+std::string resolve_node_name(const std::optional<std::string>& env_nodename, const std::string& config_dir);
 
 }  // namespace rdmanet::ipam::kube
