@@ -1,5 +1,7 @@
 #include "kube.hpp"
 
+#include <cstdlib>
+
 #include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::cni::ctl {
@@ -9,7 +11,11 @@ ipam::kube::KubeConfig kube_config(const KubeOptions& options) {
     if (!options.kubeconfig.empty()) {
         config = ipam::kube::load_kubeconfig(options.kubeconfig);
     } else {
-        auto in_cluster = ipam::kube::in_cluster_config();
+        auto env = [](const char* name) -> std::optional<std::string> {
+            const char* v = std::getenv(name);
+            return v ? std::optional<std::string>(v) : std::nullopt;
+        };
+        auto in_cluster = ipam::kube::in_cluster_config(env("KUBERNETES_SERVICE_HOST"), env("KUBERNETES_SERVICE_PORT"));
         if (!in_cluster) {
             throw ipam::IpamError(ipam::codes::invalid_config,
                                   "--in-cluster: not running in a pod (KUBERNETES_SERVICE_HOST unset or no token in " +

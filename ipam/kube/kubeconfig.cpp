@@ -208,16 +208,15 @@ KubeConfig load_kubeconfig(const std::string& path, const std::vector<std::strin
     return parse_kubeconfig(*text, path);
 }
 
-std::optional<KubeConfig> in_cluster_config(const std::string& dir) {
-    const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
-    const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
-    if (!host || !*host) return std::nullopt;
+std::optional<KubeConfig> in_cluster_config(const std::optional<std::string>& service_host,
+                                            const std::optional<std::string>& service_port, const std::string& dir) {
+    if (!service_host || service_host->empty()) return std::nullopt;
     auto token = read_optional(dir + "/token");
     if (!token) return std::nullopt;
     KubeConfig c;
-    std::string h = host;
+    std::string h = *service_host;
     if (h.find(':') != std::string::npos) h = "[" + h + "]";   // IPv6 service address
-    c.server = "https://" + h + ":" + (port && *port ? port : "443");
+    c.server = "https://" + h + ":" + (service_port && !service_port->empty() ? *service_port : "443");
     c.token = trim(*token);
     c.ca_pem = read_optional(dir + "/ca.crt").value_or("");
     if (auto ns = read_optional(dir + "/namespace"); ns && !trim(*ns).empty()) c.namespace_ = trim(*ns);

@@ -133,16 +133,9 @@ TEST_CASE("kubeconfig: in-cluster service account (rdmanetctl in a pod)", "[kube
     char tmpl[] = "/tmp/rdmanet-sa-XXXXXX";
     REQUIRE(::mkdtemp(tmpl));
     const std::string dir = tmpl;
-    const char* old_host = std::getenv("KUBERNETES_SERVICE_HOST");
-    const char* old_port = std::getenv("KUBERNETES_SERVICE_PORT");
-    const std::string saved_host = old_host ? old_host : "", saved_port = old_port ? old_port : "";
-
-    ::unsetenv("KUBERNETES_SERVICE_HOST");
-    CHECK_FALSE(in_cluster_config(dir).has_value());   // not in a pod
-
-    ::setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
-    ::setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
-    CHECK_FALSE(in_cluster_config(dir).has_value());   // no token file
+    CHECK_FALSE(in_cluster_config(std::nullopt, std::nullopt, dir).has_value());   // not in a pod
+    CHECK_FALSE(in_cluster_config(std::string(), "6443", dir).has_value());          // not in a pod
+    CHECK_FALSE(in_cluster_config("fd00::1", "6443", dir).has_value());              // no token file
     {
         FILE* f = std::fopen((dir + "/token").c_str(), "w");
         std::fputs("sa-token\n", f);
@@ -154,15 +147,13 @@ TEST_CASE("kubeconfig: in-cluster service account (rdmanetctl in a pod)", "[kube
         std::fputs("CA", f);
         std::fclose(f);
     }
-    auto c = in_cluster_config(dir);
+    auto c = in_cluster_config("fd00::1", "6443", dir);
     REQUIRE(c.has_value());
     CHECK(c->server == "https://[fd00::1]:6443");
     CHECK(c->token == "sa-token");
     CHECK(c->ca_pem == "CA");
     CHECK(c->namespace_ == "rdma-system");
-
-    if (old_host) ::setenv("KUBERNETES_SERVICE_HOST", saved_host.c_str(), 1); else ::unsetenv("KUBERNETES_SERVICE_HOST");
-    if (old_port) ::setenv("KUBERNETES_SERVICE_PORT", saved_port.c_str(), 1); else ::unsetenv("KUBERNETES_SERVICE_PORT");
+    CHECK(in_cluster_config("10.96.0.1", std::nullopt, dir)->server == "https://10.96.0.1:443");
     for (const char* f : {"/token", "/namespace", "/ca.crt"}) std::remove((dir + f).c_str());
     ::rmdir(dir.c_str());
 }

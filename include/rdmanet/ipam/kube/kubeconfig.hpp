@@ -49,8 +49,12 @@ KubeConfig parse_kubeconfig(std::string_view yaml_text, const std::string& sourc
 KubeConfig load_kubeconfig(const std::string& path, const std::vector<std::string>& allowed_dirs = {},
                            const std::function<void(const std::string& message)>& on_refusal = {});
 
-// The in-cluster service account: KUBERNETES_SERVICE_HOST/_PORT and the token, CA and namespace
-// files under `dir`. nullopt when not running in a pod (no host variable or no token file).
-std::optional<KubeConfig> in_cluster_config(const std::string& dir = std::string(kServiceAccountDir));
+// The in-cluster service account: the API server at `service_host`:`service_port` (the pod's
+// KUBERNETES_SERVICE_HOST/_PORT, which the caller reads: the library reads no environment) and
+// the token, CA and namespace files under `dir`. nullopt when not running in a pod (no host or
+// no token file).
+std::optional<KubeConfig> in_cluster_config(const std::optional<std::string>& service_host,
+                                            const std::optional<std::string>& service_port,
+                                            const std::string& dir = std::string(kServiceAccountDir));
 
 }  // namespace rdmanet::ipam::kube
