@@ -65,7 +65,7 @@ private:
     detail::RawNetlinkSocket sock_;
 };
 
-std::optional<std::string> read_line(const std::string& path) {
+std::optional<std::string> read_first_line(const std::string& path) {
     std::ifstream in(path);
     std::string line;
     if (!in || !std::getline(in, line)) return std::nullopt;
@@ -90,13 +90,13 @@ std::optional<IpoibParentInfo> read_ipoib_parent(const Sysfs& sysfs, const std::
     if (ifname.empty() || ifname == "." || ifname == ".." || ifname.find('/') != std::string::npos)
         return std::nullopt;
     const std::string dir = sysfs.root() + "/class/net/" + ifname;
-    auto type = read_line(dir + "/type");
+    auto type = read_first_line(dir + "/type");
     if (!type) return std::nullopt;
     IpoibParentInfo info;
     info.type = parse_number<unsigned>(*type, 10).value_or(0);
-    if (auto pkey = read_line(dir + "/pkey"))
+    if (auto pkey = read_first_line(dir + "/pkey"))
         if (auto v = parse_number<unsigned>(*pkey, 16); v && *v <= 0xffff) info.pkey = static_cast<std::uint16_t>(*v);
-    if (auto mode = read_line(dir + "/mode")) info.mode = parse_ipoib_mode(*mode);
+    if (auto mode = read_first_line(dir + "/mode")) info.mode = parse_ipoib_mode(*mode);
     return info;
 }
 

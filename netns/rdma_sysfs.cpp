@@ -18,21 +18,12 @@ bool safe(const std::string& name) {
 
 std::vector<std::string> entries(const fs::path& dir) { return sorted_entry_names(dir.string()); }
 
-std::string read_line(const fs::path& path) {
+std::string read_attribute(const fs::path& path) {
     std::ifstream in(path);
     std::string line;
     if (in) std::getline(in, line);
     while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
     return line;
-}
-
-std::optional<std::string> link_basename(const fs::path& link) {
-    std::error_code ec;
-    const fs::path target = fs::read_symlink(link, ec);
-    if (ec) return std::nullopt;
-    auto name = target.lexically_normal().filename().string();
-    if (name.empty()) return std::nullopt;
-    return name;
 }
 
 fs::path ib_class(const Sysfs& sysfs) { return fs::path(sysfs.root()) / "class/infiniband"; }
@@ -41,7 +32,7 @@ std::vector<std::string> port_netdevs(const fs::path& port_dir) {
     std::set<std::string> names;
     for (const auto& index : entries(port_dir / "gid_attrs/ndevs")) {
         // Unused GID slots read as EINVAL in real sysfs; an empty or failed read is skipped.
-        auto name = read_line(port_dir / "gid_attrs/ndevs" / index);
+        auto name = read_attribute(port_dir / "gid_attrs/ndevs" / index);
         if (!name.empty()) names.insert(name);
     }
     return {names.begin(), names.end()};
@@ -83,11 +74,11 @@ std::optional<RdmaDeviceSysfs> read_rdma_device(const Sysfs& sysfs, const std::s
     if (!fs::exists(dir, ec)) return std::nullopt;
     RdmaDeviceSysfs dev;
     dev.name = name;
-    dev.node_guid = read_line(dir / "node_guid");
-    if (auto parent = link_basename(dir / "device")) {
+    dev.node_guid = read_attribute(dir / "node_guid");
+    if (auto parent = symlink_target_name(dir / "device")) {
         dev.parent = *parent;
         const fs::path pci = fs::path(sysfs.root()) / "bus/pci/devices" / *parent;
-        if (auto pf = link_basename(pci / "physfn")) {
+        if (auto pf = symlink_target_name(pci / "physfn")) {
             dev.is_vf = true;
             dev.pf = *pf;
         }
@@ -100,10 +91,10 @@ std::optional<RdmaDeviceSysfs> read_rdma_device(const Sysfs& sysfs, const std::s
             continue;
         }
         // "4: ACTIVE" -> "ACTIVE"
-        auto state = read_line(dir / "ports" / port / "state");
+        auto state = read_attribute(dir / "ports" / port / "state");
         if (auto colon = state.find(": "); colon != std::string::npos) state = state.substr(colon + 2);
         p.state = state;
-        p.link_layer = read_line(dir / "ports" / port / "link_layer");
+        p.link_layer = read_attribute(dir / "ports" / port / "link_layer");
         p.netdevs = port_netdevs(dir / "ports" / port);
         dev.ports.push_back(std::move(p));
     }

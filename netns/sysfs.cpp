@@ -50,17 +50,6 @@ bool path_exists(const fs::path& p) {
     return fs::exists(p, ec);
 }
 
-// Basename of a symlink's target (sysfs links such as driver or device); nullopt if `link`
-// is not a symlink.
-std::optional<std::string> link_basename(const fs::path& link) {
-    std::error_code ec;
-    fs::path target = fs::read_symlink(link, ec);
-    if (ec) return std::nullopt;
-    std::string name = target.lexically_normal().filename().string();
-    if (name.empty()) return std::nullopt;
-    return name;
-}
-
 // "DDDD:BB:DD.F", lower-case hex as sysfs writes it.
 bool is_pci_address(std::string_view s) {
     static constexpr std::string_view shape = "hhhh:hh:hh.h";
@@ -115,13 +104,13 @@ std::vector<std::string> Sysfs::kernelpath_netdevs(const std::string& kernelpath
 
 std::optional<std::string> Sysfs::pci_driver(const std::string& pci) const {
     if (!safe_component(pci)) return std::nullopt;
-    return link_basename(fs::path(root_) / "bus/pci/devices" / pci / "driver");
+    return symlink_target_name(fs::path(root_) / "bus/pci/devices" / pci / "driver");
 }
 
 std::optional<std::string> Sysfs::netdev_pci_address(const std::string& ifname) const {
     if (!safe_component(ifname)) return std::nullopt;
     const fs::path device = fs::path(root_) / "class/net" / ifname / "device";
-    auto name = link_basename(device);
+    auto name = symlink_target_name(device);
     if (!name) return std::nullopt;   // virtual links have no device
     if (is_pci_address(*name)) return name;
     // virtio-net: device -> .../0000:00:03.0/virtio0; the PCI function is its parent. The
@@ -146,6 +135,15 @@ void write_sysctl(const std::string& key, const std::string& value) {
     if (n < 0) throw KernelError(errno, "write sysctl " + key + "=" + value);
     if (static_cast<std::size_t>(n) != value.size())
         throw KernelError(EIO, "write sysctl " + key + "=" + value + ": short write");
+}
+
+std::optional<std::string> symlink_target_name(const std::filesystem::path& link) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::read_symlink(link, ec);
+    if (ec) return std::nullopt;
+    std::string name = target.lexically_normal().filename().string();
+    if (name.empty()) return std::nullopt;
+    return name;
 }
 
 std::vector<std::string> sorted_entry_names(const std::string& dir) {

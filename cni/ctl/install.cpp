@@ -38,7 +38,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::string> read_file(const std::string& path) {
+std::optional<std::string> read_whole_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return std::nullopt;
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -79,7 +79,7 @@ std::string api_server(const InstallOptions& options) {
 
 // Writes `content` only when the file does not already hold it; true when written.
 bool write_if_changed(const std::string& path, const std::string& content, unsigned mode) {
-    if (auto current = read_file(path); current && *current == content) {
+    if (auto current = read_whole_file(path); current && *current == content) {
         // Same bytes; still tighten the mode if someone loosened it.
         ::chmod(path.c_str(), mode);
         return false;
@@ -90,12 +90,12 @@ bool write_if_changed(const std::string& path, const std::string& content, unsig
 
 bool install_kubeconfig(const InstallOptions& options) {
     const fs::path sa(options.service_account_dir);
-    auto token = read_file((sa / "token").string());
+    auto token = read_whole_file((sa / "token").string());
     if (!token)
         throw std::runtime_error("cannot read the service account token " + (sa / "token").string() +
                                  ": run in a pod with a service account, or pass --service-account-dir DIR "
                                  "(or --service-account-dir \"\" to skip the kubeconfig)");
-    auto ca = read_file((sa / "ca.crt").string());
+    auto ca = read_whole_file((sa / "ca.crt").string());
     if (!ca || ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos)
         throw std::runtime_error("no PEM CA certificate at " + (sa / "ca.crt").string());
     const auto content =
@@ -134,9 +134,9 @@ std::string install_policy_if_absent(const InstallOptions& options) {
 }  // namespace
 
 bool install_binary_atomic(const std::string& source, const std::string& target) {
-    auto bytes = read_file(source);
+    auto bytes = read_whole_file(source);
     if (!bytes) throw std::runtime_error("cannot read " + source);
-    if (auto current = read_file(target); current && *current == *bytes) return false;
+    if (auto current = read_whole_file(target); current && *current == *bytes) return false;
     base::write_file_atomically(target, *bytes, 0755);
     return true;
 }

@@ -41,7 +41,7 @@ bool is_ib_core_options(const std::vector<std::string>& words) {
     return words.size() >= 2 && words[0] == "options" && words[1] == "ib_core";
 }
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_text_file(const std::filesystem::path& path) {
     std::ifstream in(path);
     std::ostringstream ss;
     ss << in.rdbuf();
@@ -119,7 +119,7 @@ BootNetnsMode boot_netns_mode(const std::vector<std::string>& dirs, const std::s
         for (const auto& name : netns::sorted_entry_names(dir))
             if (std::filesystem::path(name).extension() == ".conf") files[name] = std::filesystem::path(dir) / name;
     for (const auto& [name, path] : files) {
-        std::istringstream in(read_file(path));
+        std::istringstream in(read_text_file(path));
         std::smatch m;
         for (std::string line; std::getline(in, line);)
             if (std::regex_search(line, m, kOption)) result = {m[1].str(), path.string()};
@@ -127,7 +127,7 @@ BootNetnsMode boot_netns_mode(const std::vector<std::string>& dirs, const std::s
     // ib_core.netns_mode= on the kernel command line applies when ib_core is built in or loaded.
     static const std::regex kCmdline(R"(\bib_core\.netns_mode=(\S+))");
     std::smatch m;
-    const std::string cmdline = read_file(cmdline_file);
+    const std::string cmdline = read_text_file(cmdline_file);
     if (std::regex_search(cmdline, m, kCmdline)) result = {m[1].str(), cmdline_file};
     return result;
 }
@@ -150,7 +150,7 @@ int rdma_mode(const RdmaModeOptions& options, const RdmaOpener& open, std::ostre
         try {
             // Atomic and durable: a half-written modprobe file could break the next boot's module load.
             std::filesystem::create_directories(conf.parent_path());
-            base::write_file_atomically(conf.string(), ib_core_conf_with_mode(read_file(conf), *wanted), 0644);
+            base::write_file_atomically(conf.string(), ib_core_conf_with_mode(read_text_file(conf), *wanted), 0644);
         } catch (const std::exception& e) {
             err << "could not persist the mode in " << conf.string() << ": " << e.what() << "\n";
             return 1;

@@ -19,7 +19,7 @@ std::string lower(std::string_view s) {
     return out;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_header_space(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
     return s;
@@ -170,7 +170,7 @@ void ResponseParser::line(std::string_view text) {
         }
         break;
     case State::chunk_size: {
-        std::string_view size = trim(text.substr(0, text.find(';')));
+        std::string_view size = trim_header_space(text.substr(0, text.find(';')));
         unsigned long long n = 0;
         auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), n, 16);
         if (size.empty() || ec != std::errc() || end != size.data() + size.size()) {
@@ -195,8 +195,8 @@ void ResponseParser::line(std::string_view text) {
 void ResponseParser::header_line(std::string_view text) {
     const auto colon = text.find(':');
     if (colon == std::string_view::npos) throw ProtocolError("a header line without ':'");
-    const std::string name = lower(trim(text.substr(0, colon)));
-    const std::string_view value = trim(text.substr(colon + 1));
+    const std::string name = lower(trim_header_space(text.substr(0, colon)));
+    const std::string_view value = trim_header_space(text.substr(colon + 1));
     if (name == "content-length") {
         unsigned long long n = 0;
         auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);

@@ -17,7 +17,7 @@ namespace rdmanet::ipam::kube {
 
 namespace {
 
-std::string trim(std::string s) {
+std::string trim_yaml_space(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
     std::size_t i = 0;
     while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
@@ -70,9 +70,9 @@ public:
                 if (user[unsupported]) fail(uw + " uses \"" + unsupported + "\", which rdmanet does not support: use a "
                                             "token, tokenFile or a client certificate");
             }
-            c.token = trim(scalar(user, "token", uw + " token"));
+            c.token = trim_yaml_space(scalar(user, "token", uw + " token"));
             const std::string token_file = scalar(user, "tokenFile", uw + " tokenFile");
-            if (c.token.empty() && !token_file.empty()) c.token = trim(files_.read(resolve(token_file), uw + " tokenFile"));
+            if (c.token.empty() && !token_file.empty()) c.token = trim_yaml_space(files_.read(resolve(token_file), uw + " tokenFile"));
             c.client_cert_pem = data_or_file(user, "client-certificate-data", "client-certificate", uw);
             c.client_key_pem = data_or_file(user, "client-key-data", "client-key", uw);
             if (c.client_cert_pem.empty() != c.client_key_pem.empty()) {
@@ -217,9 +217,9 @@ std::optional<KubeConfig> in_cluster_config(const std::optional<std::string>& se
     std::string h = *service_host;
     if (h.find(':') != std::string::npos) h = "[" + h + "]";   // IPv6 service address
     c.server = "https://" + h + ":" + (service_port && !service_port->empty() ? *service_port : "443");
-    c.token = trim(*token);
+    c.token = trim_yaml_space(*token);
     c.ca_pem = read_optional(dir + "/ca.crt").value_or("");
-    if (auto ns = read_optional(dir + "/namespace"); ns && !trim(*ns).empty()) c.namespace_ = trim(*ns);
+    if (auto ns = read_optional(dir + "/namespace"); ns && !trim_yaml_space(*ns).empty()) c.namespace_ = trim_yaml_space(*ns);
     c.source = "in-cluster service account " + dir;
     return c;
 }

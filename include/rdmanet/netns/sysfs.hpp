@@ -1,6 +1,7 @@
 #pragma once
 // sysfs reads through a configurable root, so tests can build a fake PCI/VF tree.
 // Identifiers come from configs: one that could leave its directory ("..", "/") finds nothing.
+#include <filesystem>
 #include <optional>
 #include <utility>
 #include <string>
@@ -39,5 +40,9 @@ void write_sysctl(const std::string& key, const std::string& value);
 // The entry names of directory `dir`, sorted (sysfs lists them in no fixed order); empty when it
 // does not exist or cannot be read.
 std::vector<std::string> sorted_entry_names(const std::string& dir);
+
+// Basename of a symlink's target (sysfs links such as driver or device); nullopt if `link` is
+// not a symlink.
+std::optional<std::string> symlink_target_name(const std::filesystem::path& link);
 
 }  // namespace rdmanet::netns
