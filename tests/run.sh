@@ -89,10 +89,11 @@ case "${1:-}" in
   demo)
     need_root
     install_missing "${demo_packages[@]}"
-    # Only what the demo runs: the plugins, rdmanetctl and the libcni driver (not the suites, so
-    # neither Catch2 nor cpp-httplib is needed).
+    # Only what the demo runs: without the suites (so neither Catch2 nor cpp-httplib is needed),
+    # `all` is the plugins, rdmanetctl and the libcni driver. One target, not four: CMake's
+    # Makefiles build named targets one after the other, which left one core idle for a minute.
     configure -DRDMANET_BUILD_TESTS=OFF
-    build rdmanet rdmanet-ipam rdmanetctl cni-driver
+    build
     exec "$root/tests/demo/run_demo.sh" "$build"
     ;;
   test)
