@@ -29,6 +29,7 @@
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/cni/ctl/stop_signal.hpp"
+#include "rdmanet/cni/protocol/env.hpp"
 #include "rdmanet/base/fd.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 
@@ -60,9 +61,7 @@ std::string yaml_safe(const std::string& value, const std::string& what) {
 }
 
 std::string env_or_empty(const InstallOptions& options, const char* name) {
-    if (options.getenv) return options.getenv(name).value_or("");
-    const char* v = std::getenv(name);
-    return v ? v : "";
+    return (options.getenv ? options.getenv : process_env_lookup())(name).value_or("");
 }
 
 std::string api_server(const InstallOptions& options) {

@@ -1,7 +1,6 @@
 #include "kube.hpp"
 
-#include <cstdlib>
-
+#include "rdmanet/cni/protocol/env.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::cni::ctl {
@@ -11,10 +10,7 @@ ipam::kube::KubeConfig kube_config(const KubeOptions& options) {
     if (!options.kubeconfig.empty()) {
         config = ipam::kube::load_kubeconfig(options.kubeconfig);
     } else {
-        auto env = [](const char* name) -> std::optional<std::string> {
-            const char* v = std::getenv(name);
-            return v ? std::optional<std::string>(v) : std::nullopt;
-        };
+        const EnvLookup env = process_env_lookup();
         auto in_cluster = ipam::kube::in_cluster_config(env("KUBERNETES_SERVICE_HOST"), env("KUBERNETES_SERVICE_PORT"));
         if (!in_cluster) {
             throw ipam::IpamError(ipam::codes::invalid_config,

@@ -95,7 +95,7 @@ struct InstallOptions {
     // (true = stop now). Default: until SIGTERM/SIGINT (stop_signal.hpp), which ends the loop with 0.
     unsigned max_rounds = 0;
     std::function<bool(std::chrono::seconds)> wait;
-    std::function<std::optional<std::string>(const char*)> getenv;   // default ::getenv
+    std::function<std::optional<std::string>(const char*)> getenv;   // default: the process environment
 };
 
 // What one install pass changed (for the log line and tests).
