@@ -8,12 +8,12 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "../unit/ipam_test_util.hpp"
 #include "fixture.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/http.hpp"
@@ -40,16 +40,6 @@ KubeConfig config_for(const TestApiServer& server) {
     c.source = "test kubeconfig";
     return c;
 }
-
-// A directory removed with everything in it when the test ends, also on failure.
-struct TempDir {
-    std::string path = [] {
-        std::string t = (std::filesystem::temp_directory_path() / "rdmanet-pki-XXXXXX").string();
-        if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-        return t;
-    }();
-    ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 // A TCP listener on 127.0.0.1 that never accepts: connects succeed (kernel backlog), no byte answers.
 struct SilentListener {
@@ -145,12 +135,12 @@ TEST_CASE("kube http client: a server reached by address needs that address in a
                           {"IP:::1", false}};
     for (const Case& c : cases) {
         INFO(c.san);
-        TempDir pki;
-        apiserver_test::make_test_pki(pki.path, "san-", c.san);
+        ipam_test::TempDir pki;   // removed with the PKI when the case ends, also on failure
+        apiserver_test::make_test_pki(pki.path(), "san-", c.san);
         TestApiServer server(apiserver_test::ServerOptions{
-            .extra_args = {"--cert", pki.path + "/san-server.crt", "--key", pki.path + "/san-server.key"}});
+            .extra_args = {"--cert", pki.path() + "/san-server.crt", "--key", pki.path() + "/san-server.key"}});
         KubeConfig kc = config_for(server);
-        kc.ca_pem = slurp(pki.path + "/san-ca.crt");
+        kc.ca_pem = slurp(pki.path() + "/san-ca.crt");
         if (c.trusted) {
             CHECK(HttpClient(kc).send("GET", "/api", "", "", 5s).status == 200);
             continue;
