@@ -42,11 +42,19 @@ ipam::PathLimits policed_limits(const NodePolicy& policy) {
     return limits;
 }
 
+// The network's IPAM configuration as this call sees it: within the policy's limits, and with the
+// caller's $NODENAME (the IPAM library reads no environment).
+ipam::IpamConfig ipam_config(const NetConf& conf, const Environment& env, const NodePolicy& policy,
+                             ipam::Strictness strictness) {
+    ipam::IpamConfig config = ipam::load_ipam_config(conf.ipam.raw, strictness, policed_limits(policy));
+    config.store.nodename = env.nodename;
+    return config;
+}
+
 ipam::IpamRequest make_request(const NetConf& conf, const Environment& env, const NodePolicy& policy,
                                ipam::Strictness strictness) {
     ipam::IpamRequest req;
-    req.config = ipam::load_ipam_config(conf.ipam.raw, strictness, policed_limits(policy));
-    req.config.store.nodename = env.nodename;
+    req.config = ipam_config(conf, env, policy, strictness);
     req.network = conf.name;
     req.container_id = env.container_id;
     req.ifname = env.ifname;
@@ -91,9 +99,7 @@ void embedded_ipam_gc(const NetConf& conf, const Environment& env, const NodePol
     translating_errors([&] {
         std::vector<ipam::AttachmentId> valid;
         for (const auto& a : *conf.valid_attachments) valid.push_back({a.container_id, a.ifname});
-        auto config = ipam::load_ipam_config(conf.ipam.raw, ipam::Strictness::lenient, policed_limits(policy));
-        config.store.nodename = env.nodename;
-        for (const auto& released : ipam::gc(config, conf.name, valid))
+        for (const auto& released : ipam::gc(ipam_config(conf, env, policy, ipam::Strictness::lenient), conf.name, valid))
             spdlog::info("rdmanet-ipam GC: released {} of {} {}", released.ip.str(), released.owner.container_id,
                          released.owner.ifname);
     });
