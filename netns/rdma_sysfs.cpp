@@ -102,4 +102,12 @@ std::optional<RdmaDeviceSysfs> read_rdma_device(const Sysfs& sysfs, const std::s
     return dev;
 }
 
+bool rdma_device_bound_to_netdev(const Sysfs& sysfs, const std::string& name) {
+    if (!safe(name)) return false;
+    const fs::path dir = ib_class(sysfs) / name;
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return false;
+    return !fs::exists(fs::symlink_status(dir / "device", ec));
+}
+
 }  // namespace rdmanet::netns

@@ -12,6 +12,7 @@
 #include "rdmanet/cni/config/attachment_state.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/modes/net_conf.hpp"
+#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/base/failpoint.hpp"
@@ -155,15 +156,18 @@ void cmd_add(const Call& call, std::ostream& out) {
     rollback.push("release IPAM", [&] { ipam_del(conf, env, call.policy); });
     base::failpoint(base::Failpoint::add_after_ipam);
 
-    const PodLink link = mode_entry(conf.mode).add(AddRequest{conf, env, call.policy, store, kernel, rollback, state,
-                                                           [&] {
-                                                               store.save(state);
-                                                               base::failpoint(base::Failpoint::add_after_state_saved);
-                                                           }});
+    const AddRequest req{conf, env, call.policy, store, kernel, rollback, state, [&] {
+                             store.save(state);
+                             base::failpoint(base::Failpoint::add_after_state_saved);
+                         }};
+    const PodLink link = mode_entry(conf.mode).add(req);
     base::failpoint(base::Failpoint::add_after_move);
     // A DPDK VF has no netdev in the pod: its addresses are reported, not applied.
     if (!link.userspace) configure_pod_interface(pod_ns, *pod, link.index, env.ifname, ipam, 0);
     base::failpoint(base::Failpoint::add_after_configure);
+    // Last: the netdev move and its configuration can make a driver delete or re-create the RDMA
+    // device moved earlier, so ownership is only known now.
+    rdma_isolation_verify_owned(req);
 
     const Result own = own_result(conf, env, link, ipam);
     state.result = result_to_json(own, kLatestVersion);

@@ -145,9 +145,11 @@ TEST_CASE("sriov on the igb model: rxe on VF 1, rdmanetctl devices, shared ADD, 
         CHECK(info.dump().find("rdma-device") == std::string::npos);
         CHECK(node.rdma_owner("rxevf") == 0);
     } else {
-        // rxe cannot change namespace: the ADD fails before anything changes.
-        CHECK(add.code() == 100);
-        CHECK(add.msg().find("rxevf") != std::string::npos);
+        // rxevf is a software device bound to VF 1's netdev (no parent device): its driver would
+        // delete it when the netdev moves, so `required` is refused before anything changes.
+        CHECK(add.code() == 7);
+        CHECK(add.msg().find("RDMA device rxevf") != std::string::npos);
+        CHECK(add.msg().find("software device bound to") != std::string::npos);
         CHECK(node.vf(node.pf, 1) == vf1_before);
         CHECK(host_netdev(vf1) == dev1_before);
         CHECK(ws.ipam_reservations("e2e-igb-rdma").empty());

@@ -41,8 +41,11 @@ struct Rig : HostAndPod {
     rdmanet::test::ModeContext ctx;
     int saves = 0;
 
-    // The veth plays a RoCE function whose RDMA device `rdma_name` names it in its GID table.
-    explicit Rig(const std::string& rdma_name = "mlx5_7", bool movable = true) : HostAndPod("rih", "rip") {
+    // The veth plays a RoCE function whose RDMA device `rdma_name` names it in its GID table;
+    // `parent` is the RDMA device's PCI function (hardware), "" for a software device (rxe).
+    explicit Rig(const std::string& rdma_name = "mlx5_7", bool movable = true,
+                 const std::string& parent = "0000:af:00.2")
+        : HostAndPod("rih", "rip") {
         kernel.rdma = &access;
         conf.mode = "hostdev";
         conf.settings.edit<HostdevConf>().device = veth.name_a();
@@ -50,7 +53,8 @@ struct Rig : HostAndPod {
         env.container_id = "c1";
         env.ifname = "net1";
         env.netns = pod.path();
-        sys.add_rdma_device(rdma_name, "", {{1, "4: ACTIVE", "Ethernet", {veth.name_a()}}});
+        if (!parent.empty()) sys.add_pci_function(parent);
+        sys.add_rdma_device(rdma_name, parent, {{1, "4: ACTIVE", "Ethernet", {veth.name_a()}}});
         rdma.add_device("other0", true);
         rdma.add_device(rdma_name, movable);
         // The kernel's host sysfs view loses a device that moves into a pod, and the move
@@ -63,6 +67,25 @@ struct Rig : HostAndPod {
     }
     PodLink add(Rollback& rollback) {
         return hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [this] { ++saves; }});
+    }
+    // ADD as the plugin runs it: the backend, then (after the pod interface is configured) the
+    // ownership check at the end.
+    PodLink add_and_verify(Rollback& rollback) {
+        const AddRequest req{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [this] { ++saves; }};
+        const PodLink link = hostdev_add(req);
+        rdma_isolation_verify_owned(req);
+        return link;
+    }
+    // The device's driver deletes it when the veth leaves the host namespace (soft-RoCE).
+    void bind_device_to_veth(const std::string& rdma_name) {
+        rdma.bind_to_netdev(rdma_name, veth.name_a());
+        rdma.netdev_in_init = [this](const std::string& netdev) { return host_rtnl->link_by_name(netdev).has_value(); };
+        rdma.on_deleted = [this](const std::string& dev) { sys.delete_rdma_device(dev); };
+    }
+    // Asks the fake kernel (its driver notifier runs on each request) whether the device exists.
+    bool rdma_device_exists(const std::string& name) {
+        rdma.open_view(rdma.init_id())->netns_mode();
+        return rdma.exists(name);
     }
     void del() {
         const std::optional<AttachmentState> saved = state;
@@ -167,7 +190,7 @@ TEST_CASE("hostdev, exclusive mode: a failed ADD returns netdev and RDMA device"
     CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
 }
 
-TEST_CASE("hostdev, exclusive mode, rxe-like device that cannot move", "[rdma][hostdev][integration]") {
+TEST_CASE("hostdev, exclusive mode, a hardware device that cannot disassociate", "[rdma][hostdev][integration]") {
     Rig rig("rxe0", /*movable=*/false);
     rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
 
@@ -192,6 +215,100 @@ TEST_CASE("hostdev, exclusive mode, rxe-like device that cannot move", "[rdma][h
         CHECK(rig.state.rdma_device.empty());
         CHECK(rig.rdma.owner_of("rxe0") == rig.rdma.init_id());
     }
+}
+
+// Soft-RoCE (rxe) registers without a parent device and is deleted by its driver when its netdev
+// leaves the namespace; Linux 7.x lets the RDMA device itself move (6.1: EOPNOTSUPP). Moving the
+// RDMA device and then the netdev used to report success for `required` with the device gone.
+TEST_CASE("hostdev, rxe bound to the netdev: required refuses before anything changes", "[rdma][hostdev][integration][rxe]") {
+    Rig rig("rxe0", /*movable=*/true, /*parent=*/"");
+    rig.bind_device_to_veth("rxe0");
+    rig.conf.rdma.isolation = RdmaIsolation::required;
+    const bool exclusive = GENERATE(true, false);
+    if (exclusive) rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+    CAPTURE(exclusive);
+    const auto before = rig.host_rtnl->link_by_name(rig.veth.name_a());
+    REQUIRE(before);
+    {
+        Rollback rollback;
+        const auto e = cni::testing::expect_cni_error([&] { rig.add_and_verify(rollback); });
+        CHECK(e.code() == static_cast<int>(ErrorCode::invalid_config));
+        CHECK_THAT(e.msg(), Catch::Contains("rxe0"));
+        if (exclusive) {
+            CHECK_THAT(e.msg(), Catch::Contains("software device bound to " + rig.veth.name_a()));
+            CHECK_THAT(e.msg(), Catch::Contains("the host would lose it"));
+            CHECK_THAT(e.details(), Catch::Contains("rdma link add"));
+        } else {
+            CHECK_THAT(e.msg(), Catch::Contains("shared"));
+        }
+    }
+    // Nothing the host had is lost: the netdev as it was, the RDMA device in the host.
+    const auto after = rig.host_rtnl->link_by_name(rig.veth.name_a());
+    REQUIRE(after);
+    CHECK(after->index == before->index);
+    CHECK(after->alias == before->alias);
+    CHECK_FALSE(rig.netdev_in_pod());
+    CHECK(rig.moves() == 0);
+    CHECK(rig.rdma_device_exists("rxe0"));
+    CHECK(rig.rdma.owner_of("rxe0") == rig.rdma.init_id());
+    CHECK(netns::rdma_devices(rig.sysfs) == std::vector<std::string>{"rxe0"});
+}
+
+TEST_CASE("hostdev, rxe bound to the netdev: auto warns, moves only the netdev", "[rdma][hostdev][integration][rxe]") {
+    Rig rig("rxe0", /*movable=*/true, /*parent=*/"");
+    rig.bind_device_to_veth("rxe0");
+    rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+    Rollback rollback;
+    rig.add_and_verify(rollback);
+    rollback.commit();
+    CHECK(rig.netdev_in_pod());
+    CHECK(rig.moves() == 0);
+    CHECK(rig.state.rdma_device.empty());
+    // The kernel's rxe driver deletes it with the netdev's move (what auto warned about).
+    CHECK_FALSE(rig.rdma_device_exists("rxe0"));
+    rig.del();
+    CHECK(rig.netdev_in_host());
+}
+
+TEST_CASE("end of ADD: required fails when the driver deleted the moved device", "[rdma][hostdev][integration][rxe]") {
+    // A device with a parent of its own passes the up-front check, yet its driver deletes it when
+    // the netdev moves: only the check at the end of ADD can see that.
+    Rig rig;
+    rig.bind_device_to_veth("mlx5_7");
+    rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+    SECTION("required: error 100 naming the device, everything rolled back") {
+        rig.conf.rdma.isolation = RdmaIsolation::required;
+        {
+            Rollback rollback;
+            const auto e = cni::testing::expect_cni_error([&] { rig.add_and_verify(rollback); });
+            CHECK(e.code() == static_cast<int>(ErrorCode::kernel_failure));
+            CHECK_THAT(e.msg(), Catch::Contains("RDMA device mlx5_7 no longer exists"));
+            CHECK_THAT(e.msg(), Catch::Contains(rig.veth.name_a()));
+        }
+        CHECK(rig.moves() == 1);
+        CHECK(rig.netdev_in_host());
+        CHECK_FALSE(rig.netdev_in_pod());
+    }
+    SECTION("auto: a warning, the attachment forgets the device") {
+        Rollback rollback;
+        rig.add_and_verify(rollback);
+        rollback.commit();
+        CHECK(rig.netdev_in_pod());
+        CHECK(rig.state.rdma_device.empty());
+    }
+}
+
+TEST_CASE("end of ADD: a device the pod owns passes the check", "[rdma][hostdev][integration]") {
+    Rig rig;
+    rig.rdma.boot_mode(RdmaNetnsMode::exclusive);
+    rig.conf.rdma.isolation = RdmaIsolation::required;
+    Rollback rollback;
+    rig.add_and_verify(rollback);
+    rollback.commit();
+    CHECK(rig.state.rdma_device == "mlx5_7");
+    CHECK(rig.rdma.owner_of("mlx5_7") == netns_id_of_fd(rig.pod_ns.fd()));
+    rig.del();
+    CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
 }
 
 TEST_CASE("rdma.tos: set on the moved device after the move reset it", "[rdma][hostdev][integration][tos]") {

@@ -75,6 +75,9 @@ TEST_CASE("real kernel: netdev -> RDMA device through sysfs", "[.][rdma-real]") 
     REQUIRE_FALSE(info->ports.empty());
     CHECK(info->ports.front().link_layer == "Ethernet");
     CHECK(info->ports.front().netdevs == std::vector<std::string>{netdev});
+    // rxe registers without a parent device: what marks it as bound to its netdev.
+    CHECK(info->parent.empty());
+    CHECK(netns::rdma_device_bound_to_netdev(sysfs, device));
 }
 
 TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdma-real]") {
@@ -97,7 +100,7 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
     const auto before = host.link_by_name(netdev);
     REQUIRE(before);
 
-    SECTION("required in exclusive mode: EOPNOTSUPP, ADD fails, netdev and RDMA device untouched") {
+    SECTION("required in exclusive mode: refused up front (rxe is bound to the netdev), everything untouched") {
         sc::set_mode_when_idle(*host_nl, netns::RdmaNetnsMode::exclusive);
         {
             ScopedNetns pod("rdmapod");
@@ -110,8 +113,9 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
                 Rollback rollback;
                 const auto e = cni::testing::expect_cni_error(
                     [&] { hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}}); });
-                CHECK(e.code() == static_cast<int>(ErrorCode::kernel_failure));
-                CHECK_THAT(e.msg(), Catch::Contains(device));
+                CHECK(e.code() == static_cast<int>(ErrorCode::invalid_config));
+                CHECK_THAT(e.msg(), Catch::Contains("RDMA device " + device));
+                CHECK_THAT(e.msg(), Catch::Contains("software device bound to " + netdev));
             }
             auto after = host.link_by_name(netdev);
             REQUIRE(after);

@@ -22,8 +22,30 @@ FakeRdmaKernel::FakeRdmaKernel() : init_(netns_id_of_fd(netns::NetNamespace::cur
 
 std::uint32_t FakeRdmaKernel::add_device(const std::string& name, bool can_disassociate) {
     const auto index = static_cast<std::uint32_t>(devices_.size() + 1);
-    devices_.push_back({index, name, can_disassociate, init_});
+    devices_.push_back({index, name, can_disassociate, init_, ""});
     return index;
+}
+
+void FakeRdmaKernel::bind_to_netdev(const std::string& device, const std::string& netdev) {
+    for (auto& d : devices_)
+        if (d.name == device) d.bound_netdev = netdev;
+}
+
+bool FakeRdmaKernel::exists(const std::string& name) const {
+    return std::any_of(devices_.begin(), devices_.end(), [&](const Device& d) { return d.name == name; });
+}
+
+void FakeRdmaKernel::run_netdev_notifier() {
+    if (!netdev_in_init) return;
+    for (auto it = devices_.begin(); it != devices_.end();) {
+        if (it->bound_netdev.empty() || netdev_in_init(it->bound_netdev)) {
+            ++it;
+            continue;
+        }
+        const std::string name = it->name;
+        it = devices_.erase(it);
+        if (on_deleted) on_deleted(name);
+    }
 }
 
 void FakeRdmaKernel::netns_destroyed(ino_t id) {
@@ -52,7 +74,7 @@ void FakeRdmaKernel::load_json(const nlohmann::json& j) {
     for (const auto& d : j.value("devices", nlohmann::json::array())) {
         const auto owner = d.value("owner", static_cast<ino_t>(0));
         devices_.push_back({d.value("index", static_cast<std::uint32_t>(devices_.size() + 1)), d.value("name", ""),
-                            d.value("canDisassociate", true), owner == 0 ? init_ : owner});
+                            d.value("canDisassociate", true), owner == 0 ? init_ : owner, ""});
     }
 }
 
@@ -74,6 +96,7 @@ public:
     FakeRdmaView(FakeRdmaKernel& k, ino_t ns) : k_(k), ns_(ns) {}
 
     RdmaNetnsMode netns_mode() override {
+        k_.run_netdev_notifier();
         k_.calls_.push_back("sys_get");
         return k_.mode_;
     }
@@ -86,6 +109,7 @@ public:
     }
 
     std::vector<netns::RdmaDeviceInfo> devices() override {
+        k_.run_netdev_notifier();
         k_.calls_.push_back("get");
         std::vector<netns::RdmaDeviceInfo> out;
         for (const auto& d : k_.devices_)
@@ -94,6 +118,7 @@ public:
     }
 
     void move_device(std::uint32_t index, int netns_fd) override {
+        k_.run_netdev_notifier();
         auto it = std::find_if(k_.devices_.begin(), k_.devices_.end(),
                                [&](const auto& d) { return d.index == index && visible(d); });
         k_.calls_.push_back("move " + (it == k_.devices_.end() ? "#" + std::to_string(index) : it->name));

@@ -9,7 +9,11 @@
 //   - GET lists every device in shared mode, only the namespace's own in exclusive mode;
 //   - SET+NET_NS_FD: EINVAL for an index the caller's namespace does not see, EOPNOTSUPP in
 //     shared mode or for a device that cannot disassociate (rxe); else the device changes owner
-//     and disappears from the old namespace's view (and, with a sysfs hook, from its sysfs).
+//     and disappears from the old namespace's view (and, with a sysfs hook, from its sysfs);
+//   - a software device bound to a netdev (rxe; bind_to_netdev) is deleted by its driver when that
+//     netdev leaves the initial namespace (NETDEV_UNREGISTER), wherever the RDMA device is: it
+//     vanishes from every view, and on_deleted lets a fake sysfs tree drop it too. The fake checks
+//     the netdev (a real one, through netdev_in_init) before answering each request.
 // The same scenarios (rdma_scenarios.hpp) run against this fake and the real kernel in the lab.
 //
 // StandInIpoibLinks: IPoIB child creation on a kernel without IPoIB: validates like the kernel
@@ -47,6 +51,14 @@ public:
     void boot_mode(netns::RdmaNetnsMode mode) { mode_ = mode; }
     netns::RdmaNetnsMode mode() const { return mode_; }
 
+    // The device is soft-RoCE over `netdev` (a name in the initial namespace): it is deleted once
+    // netdev_in_init(netdev) answers false. Linux 7.x lets rxe move (can_disassociate); 6.1 not.
+    void bind_to_netdev(const std::string& device, const std::string& netdev);
+    std::function<bool(const std::string& netdev)> netdev_in_init;
+    std::function<void(const std::string& device)> on_deleted;
+    // Whether the device still exists (in any namespace).
+    bool exists(const std::string& name) const;
+
     // Namespaces other than the initial one that exist (SYS_SET's EBUSY condition).
     void netns_created(ino_t id) { others_.push_back(id); }
     void netns_destroyed(ino_t id);   // also returns its devices to the initial namespace
@@ -81,7 +93,10 @@ private:
         std::string name;
         bool can_disassociate;
         ino_t owner;
+        std::string bound_netdev;   // "" = a hardware device
     };
+    // The driver's NETDEV_UNREGISTER: deletes bound devices whose netdev has left.
+    void run_netdev_notifier();
     ino_t init_;
     netns::RdmaNetnsMode mode_ = netns::RdmaNetnsMode::shared;
     std::vector<ino_t> others_;

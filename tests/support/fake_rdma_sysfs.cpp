@@ -84,6 +84,17 @@ void FakeRdmaSysfs::show_rdma_device(const std::string& name) {
     }
 }
 
+void FakeRdmaSysfs::delete_rdma_device(const std::string& name) {
+    std::error_code ec;
+    fs::remove_all(fs::path(root_) / "class/infiniband" / name, ec);
+    fs::remove_all(hidden(root_, name), ec);
+    for (const char* bus : {"bus/pci/devices", "bus/auxiliary/devices"})
+        for (fs::directory_iterator it(fs::path(root_) / bus, ec), end; !ec && it != end; it.increment(ec))
+            fs::remove_all(it->path() / "infiniband" / name, ec);
+    for (fs::directory_iterator it(fs::path(root_) / ".hidden", ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().filename().string().rfind(name + ".parent-", 0) == 0) fs::remove_all(it->path(), ec);
+}
+
 void FakeRdmaSysfs::add_netdev(const std::string& ifname, unsigned type, const std::string& pkey,
                                const std::string& mode) {
     const fs::path dir = fs::path(root_) / "class/net" / ifname;

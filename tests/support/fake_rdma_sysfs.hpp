@@ -35,6 +35,9 @@ public:
     // into / out of a pod in exclusive mode.
     void hide_rdma_device(const std::string& name);
     void show_rdma_device(const std::string& name);
+    // Removes an RDMA device for good, as its driver deleting it does (from the host view or
+    // the hidden one).
+    void delete_rdma_device(const std::string& name);
     // class/net/<ifname>/{type,pkey,mode}; type 32 = InfiniBand.
     void add_netdev(const std::string& ifname, unsigned type, const std::string& pkey = "",
                     const std::string& mode = "");

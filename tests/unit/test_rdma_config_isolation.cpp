@@ -147,6 +147,25 @@ TEST_CASE("isolation decision for whole functions", "[rdma][isolation][unit]") {
         CHECK(d.step == RdmaStep::fail);
         CHECK_THAT(d.message, Catch::Contains("0000:af:00.2 has no RDMA device"));
     }
+    SECTION("a software device bound to the netdev (rxe): required refuses, auto warns, nothing moves") {
+        f.devices = {"rxe0"};
+        f.bound_to_netdev = true;
+        f.netdev = "veth7";
+        for (auto mode : {RdmaNetnsMode::exclusive, RdmaNetnsMode::shared}) {
+            f.mode = mode;
+            f.policy = RdmaIsolation::auto_;
+            CHECK(decide_rdma_isolation(f).step == RdmaStep::nothing);
+            CHECK(decide_rdma_isolation(f).warn);
+            CHECK_THAT(decide_rdma_isolation(f).message, Catch::Contains("deletes it when veth7"));
+        }
+        // Shared mode refuses `required` for the mode already (the first thing to fix).
+        f.mode = RdmaNetnsMode::exclusive;
+        f.policy = RdmaIsolation::required;
+        const auto d = decide_rdma_isolation(f);
+        CHECK(d.step == RdmaStep::fail);
+        CHECK_THAT(d.message, Catch::Contains("rxe0"));
+        CHECK_THAT(d.message, Catch::Contains("the host would lose it"));
+    }
     SECTION("several RDMA devices: never guessed") {
         f.devices = {"mlx5_3", "mlx5_4"};
         f.mode = RdmaNetnsMode::exclusive;

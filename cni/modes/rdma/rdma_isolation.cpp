@@ -50,6 +50,21 @@ RdmaDecision decide_child(const RdmaFacts& f) {
     return nothing("child interface: RDMA devices stay where they are");
 }
 
+// A software device (rxe) bound to the netdev the pod gets: its driver deletes it when that
+// netdev leaves the host namespace, so the pod can never own it and the host loses it.
+RdmaDecision decide_bound_to_netdev(const RdmaFacts& f) {
+    const std::string why = "RDMA device " + f.devices.front() + " of " + f.subject +
+                            " is a software device bound to " + f.netdev +
+                            " (soft-RoCE/rxe): its driver deletes it when " + f.netdev +
+                            " leaves the host namespace, so the pod cannot own it and the host would lose it";
+    if (f.policy == RdmaIsolation::required)
+        return fail("rdma.isolation is \"required\" but " + why,
+                    "give the pod a hardware function (VF/SF) for RDMA isolation, or set rdma.isolation to "
+                    "\"auto\" or \"off\" and create the soft-RoCE device inside the pod (rdma link add "
+                    "<name> type rxe netdev <pod interface>)");
+    return nothing(why + "; moving " + f.netdev + " anyway, the pod gets no RDMA device", true);
+}
+
 }  // namespace
 
 RdmaDecision decide_rdma_isolation(const RdmaFacts& f) {
@@ -75,12 +90,14 @@ RdmaDecision decide_rdma_isolation(const RdmaFacts& f) {
                         : nothing("the kernel reports no RDMA netns mode: " + f.devices.front() +
                                       " stays in the host",
                                   true);
+    if (*f.mode == RdmaNetnsMode::shared && !required && f.bound_to_netdev) return decide_bound_to_netdev(f);
     if (*f.mode == RdmaNetnsMode::shared)
         return required ? fail("rdma.isolation is \"required\" but the node's RDMA netns mode is shared: " +
                                    f.devices.front() + " cannot be moved into the pod",
                                kExclusiveHint)
                         : nothing("RDMA netns mode is shared: " + f.devices.front() +
                                   " stays in the host (visible to every namespace)");
+    if (f.bound_to_netdev) return decide_bound_to_netdev(f);
     return RdmaDecision{RdmaStep::move, f.devices.front(), "", "", false};
 }
 
@@ -185,6 +202,13 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         return;   // nothing to isolate: do not even open RDMA netlink
     }
 
+    // Before anything changes: a software device the netdev move would delete (the host loses it).
+    if (facts.devices.size() == 1 && !function.netdev.empty() &&
+        netns::rdma_device_bound_to_netdev(sysfs, facts.devices.front())) {
+        facts.bound_to_netdev = true;
+        facts.netdev = function.netdev;
+    }
+
     const auto& access = access_of(req.kernel.rdma);
     auto host_nl = open_or_null(access, req.kernel.host_ns);
     facts.mode = read_mode(host_nl.get());
@@ -245,6 +269,33 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
     }
     spdlog::info("rdma isolation: moved RDMA device {} into {}", name, req.env.netns);
     if (req.conf.rdma.tos) apply_roce_tos(req, name, *req.conf.rdma.tos);
+}
+
+void rdma_isolation_verify_owned(const AddRequest& req) {
+    const std::string name = req.state.rdma_device;
+    if (name.empty()) return;   // nothing was moved: nothing promised
+    const auto& access = access_of(req.kernel.rdma);
+    auto pod_nl = access.open_in(req.kernel.pod_ns);
+    auto host_nl = access.open_in(req.kernel.host_ns);
+    const bool in_pod = pod_nl->device_by_name(name).has_value();
+    const bool in_host = host_nl->device_by_name(name).has_value();
+    if (in_pod && !in_host) {
+        spdlog::debug("rdma isolation: the pod owns RDMA device {} at the end of ADD", name);
+        return;
+    }
+    const std::string what =
+        !in_pod && !in_host
+            ? "RDMA device " + name + " no longer exists: its driver deleted it after it moved into the pod "
+                  "(a software device such as rxe is deleted when its netdev " + req.state.host_ifname + " moves)"
+            : "RDMA device " + name + " is " + (in_pod ? "visible in the host as well as in the pod" : "back in the host, not in the pod") +
+                  " at the end of ADD (its driver re-created it when " + req.state.host_ifname + " moved)";
+    if (req.conf.rdma.isolation == RdmaIsolation::required)
+        throw Error(ErrorCode::kernel_failure, "rdma.isolation is \"required\" but the pod does not own its RDMA device: " + what,
+                    "give the pod a hardware function (VF/SF) whose RDMA device survives the netdev move, or set "
+                    "rdma.isolation to \"auto\"");
+    spdlog::warn("rdma isolation: {}; the pod gets the netdev without its RDMA device", what);
+    req.state.rdma_device.clear();
+    req.save_state();
 }
 
 void rdma_isolation_check_child(const AddRequest& req, const std::string& parent_netdev) {

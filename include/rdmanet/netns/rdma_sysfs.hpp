@@ -44,4 +44,14 @@ struct RdmaDeviceSysfs {
 // nullopt when class/infiniband/<name> does not exist.
 std::optional<RdmaDeviceSysfs> read_rdma_device(const Sysfs& sysfs, const std::string& name);
 
+// A software RDMA device bound to a netdev rather than to a device of its own: soft-RoCE (rxe,
+// `rdma link add ... type rxe netdev X`) registers with no parent device, so its
+// class/infiniband/<name> has no `device` link (hardware RDMA devices always have one: the PCI
+// function or auxiliary SF). Its driver deletes it when the netdev leaves its network namespace
+// (NETDEV_UNREGISTER), so moving that netdev into a pod destroys the device, wherever the RDMA
+// device itself is. siw over a netdev that has a parent device links to that parent and is not
+// recognised here; the end-of-ADD ownership check still catches it. False when the device does
+// not exist in this sysfs view.
+bool rdma_device_bound_to_netdev(const Sysfs& sysfs, const std::string& name);
+
 }  // namespace rdmanet::netns

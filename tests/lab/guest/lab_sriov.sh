@@ -272,15 +272,16 @@ check "sriov RDMA shared mode: DEL" drive del /lab/conf/rdma.conflist sriovpr c-
 ip netns del sriovpr
 retry 10 sh -c '[ -z "$(ls /run/netns 2>/dev/null)" ]'
 
-# Exclusive mode: rxe cannot change namespace, so isolation "required" must fail and leave VF 1
-# and its settings as they were.
+# Exclusive mode: rxevf is a software device bound to VF 1's netdev (rxe deletes it when the
+# netdev leaves the namespace; 6.1 cannot move it at all), so isolation "required" is refused up
+# front (code 7, naming it) and leaves VF 1 and its settings as they were.
 [ -d /sys/class/infiniband/rxevf ] || { ip link set "$VF1_DEV" up; rdma link add rxevf type rxe netdev "$VF1_DEV"; }
 check "sriov RDMA: switch to exclusive mode" retry 10 rdma system set netns exclusive
 ip netns add sriovpx
 before_x=$(sriov_snapshot 2>&1)
 sriov_conf /lab/conf/req.conflist lab-sriov-req 10.78.6.0/24 '"vlan":300,"trust":"on","rdma":{"isolation":"required"},'
-check "sriov RDMA exclusive + isolation required: ADD fails (code 100) naming rxevf" \
-  add_fails 100 rxevf "" /lab/conf/req.conflist sriovpx c-x "$VF1"
+check "sriov RDMA exclusive + isolation required: ADD refused (code 7) naming rxevf as a software device" \
+  add_fails 7 "RDMA device rxevf" "software device bound to" /lab/conf/req.conflist sriovpx c-x "$VF1"
 check "sriov RDMA exclusive: after the failed ADD, VF 1's settings, netdevs and pool are as before" same_as "$before_x"
 check "sriov RDMA exclusive: rxevf is still the host's" output_has rxevf rdma dev show
 check "sriov RDMA exclusive: DEL after the failed ADD" drive del /lab/conf/req.conflist sriovpx c-x "$VF1"

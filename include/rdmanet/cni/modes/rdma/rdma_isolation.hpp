@@ -43,6 +43,10 @@ struct RdmaFacts {
     std::vector<std::string> devices;           // RDMA devices of the function / the parent
     std::optional<netns::RdmaNetnsMode> mode;   // nullopt: no RDMA netlink / netns support
     std::string subject;                        // "PCI device 0000:af:00.2", "master ib0"
+    // The single device is a software one bound to the netdev the pod gets (rxe): its driver
+    // deletes it when that netdev moves, so the pod cannot own it and the host loses it.
+    bool bound_to_netdev = false;
+    std::string netdev;                         // that netdev's host name (for the messages)
 };
 
 struct RdmaDecision {
@@ -72,6 +76,13 @@ struct RdmaFunction {
 // move is logged as a warning and ADD goes on. Touches nothing when the function has no RDMA
 // device and the policy is not `required`.
 void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function);
+
+// The end of ADD, after the netdev moved and the pod interface was configured (everything that
+// can make a driver delete or re-create the device): when ADD moved an RDMA device
+// (req.state.rdma_device), checks that the pod owns it (visible in the pod's RDMA netlink view,
+// not in the host's). When it does not, `required` throws Error 100 naming the device and what
+// happened (ADD's rollback then undoes the rest); `auto` logs a warning and forgets the device.
+void rdma_isolation_verify_owned(const AddRequest& req);
 
 // ADD of a child backend (macvlan, ipoib) on `parent_netdev`: never moves anything. Throws Error
 // when the policy is `required` (a child cannot own its parent's RDMA device); in exclusive mode
