@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the kernel lab's initramfs (a gzip'd newc cpio) from what is installed on this machine:
 #   build_initramfs.sh <build-dir> <kernel-version> <staging-dir> <output.cpio.gz> [suite]
-# suite: "rxe" (default: soft-RoCE, rdmanet's RDMA paths) or "sriov" (adds the igb/igbvf drivers
-# and the libcni driver bin/cni-driver, a static Go program); /init runs that suite's scripts.
+# suite: "rxe" (default: soft-RoCE, rdmanet's RDMA paths), "sriov" (adds the igb/igbvf drivers
+# and the libcni driver bin/cni-driver, a static Go program) or "rdma73" (Linux 7.x modules from
+# LAB_MODULE_ROOT, perftest/rdmacm-utils, bin/cni-driver); /init runs that suite's scripts.
 # Contents: busybox (every applet the real tools below do not replace), iproute2's `ip` and `rdma`,
 # ibverbs-utils, libibverbs with all its providers and /etc/libibverbs.d, the kernel modules the
 # lab needs (dependency order from `modprobe -S <ver> --show-depends`, loaded by /init with insmod),
@@ -29,16 +30,30 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 modules=(crc32_generic ib_core ib_uverbs rdma_rxe rdma_cm configfs veth macvlan dummy 8021q bridge)
 # sriov: Intel 82576 PF (igb) and VF (igbvf) drivers, for QEMU's emulated igb.
 [[ $suite == sriov ]] && modules+=(igb igbvf)
+# rdma73: Linux 7.x from LAB_MODULE_ROOT (an unpacked Debian kernel, tests/lab/fetch_kernel73.sh).
+# Its rxe computes CRC32 through the kernel's crc32 library (no crypto module to load first);
+# rdma_ucm is the /dev/infiniband/rdma_cm that rping and perftest's -R use.
+if [[ $suite == rdma73 ]]; then
+  modules=(ib_core ib_uverbs rdma_rxe rdma_cm rdma_ucm configfs veth macvlan)
+fi
+module_root=${LAB_MODULE_ROOT:-}
 
 # Host tools the guest runs (copied with their libraries). busybox provides the rest. The scripts
 # run in bash: Debian's busybox-static is built to prefer its own applets in its shell, so `ip`
 # in a busybox script would be busybox's cut-down ip, not iproute2's.
 tools=(/usr/bin/bash /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devinfo /usr/bin/ibv_devices
        /usr/bin/timeout)
+# rdma73: the traffic tools (perftest, rdmacm-utils, ibverbs-utils) and util-linux's taskset
+# (server and client on different CPUs) and setpriv (the memlock checks as uid 1000).
+[[ $suite == rdma73 ]] && tools+=(/usr/bin/ib_write_bw /usr/bin/ib_send_bw /usr/bin/rping /usr/bin/ucmatose
+                                  /usr/bin/ibv_rc_pingpong /usr/bin/taskset /usr/bin/setpriv)
 
 # The project's programs (must exist: the lab exercises them).
 project=("$build/bin/rdmanet" "$build/bin/rdmanetctl" "$build/bin/rdmanet-ipam")
-if [[ $suite == sriov ]]; then project+=("$build/bin/cni-driver"); else project+=("$build/bin/integration_tests"); fi
+case $suite in
+  sriov | rdma73) project+=("$build/bin/cni-driver") ;;
+  *) project+=("$build/bin/integration_tests") ;;
+esac
 
 rm -rf "$root"
 mkdir -p "$root"/usr/{bin,sbin,lib,lib64} "$root"/{etc,proc,sys,dev,run,tmp,var,root,lab}
@@ -85,6 +100,9 @@ copy_program() {
 }
 
 for tool in "${tools[@]}"; do copy_program "$tool"; done
+# glibc loads libgcc_s at run time (dlopen) for pthread_exit/cancellation, which rping's threads
+# use; ldd does not list it.
+[[ $suite == rdma73 ]] && copy_file /usr/lib/x86_64-linux-gnu/libgcc_s.so.1
 
 # busybox: every other applet as a symlink in /usr/bin (mount, insmod, sed, ...).
 cp /usr/bin/busybox "$root/usr/bin/busybox"
@@ -138,9 +156,17 @@ for module in "${modules[@]}"; do
     [[ $verb == insmod ]] || continue
     [[ -n ${seen[$path]:-} ]] && continue
     seen[$path]=1
+    if [[ -n $module_root ]]; then
+      # Debian 13 kernels ship xz-compressed modules; busybox insmod loads plain ones.
+      mkdir -p "$root/lab/mod"
+      plain=/lab/mod/$(basename "${path%.xz}")
+      if [[ $path == *.xz ]]; then xz -dc "$path" >"$root$plain"; else cp "$path" "$root$plain"; fi
+      printf '%s %s\n' "$plain" "$params" >>"$root/lab/modules"
+      continue
+    fi
     copy_file "$path"
     printf '%s %s\n' "$path" "$params" >>"$root/lab/modules"
-  done < <(modprobe -S "$kver" --show-depends "$module")
+  done < <(modprobe ${module_root:+-d "$module_root"} -S "$kver" --show-depends "$module")
 done
 
 # Dynamic linker configuration and cache for the copied libraries.

@@ -3,6 +3,9 @@
 # machine offers it, else TCG), as root on a Debian 12 machine:
 #   tests/lab/run_lab.sh <build-dir> [rxe|sriov]
 # rxe (default): the RDMA paths on Debian 12's 6.1 kernel with soft-RoCE, on the system's QEMU.
+# rdma73: RDMA traffic between pods (rping, perftest, ibv_rc_pingpong) on Linux 7.x soft-RoCE: the
+#   kernel from Debian trixie-backports, unpacked into LAB_KERNEL73_CACHE (default
+#   /var/cache/rdmanet-lab/kernel73) by tests/lab/fetch_kernel73.sh, never installed.
 # sriov: the sriov mode on the same kernel with QEMU's emulated Intel 82576 (igb PF, igbvf VFs),
 #   which needs QEMU >= 8: QEMU 10 from bookworm-backports, unpacked into LAB_QEMU_CACHE (default
 #   /var/cache/rdmanet-lab/qemu) by tests/lab/fetch_qemu.sh, never installed over the system's.
@@ -16,7 +19,8 @@
 # LAB_ACCEL=kvm|tcg overrides the accelerator probe. LAB_FAILPOINT_BUILD (sriov): a build dir
 # configured with -DRDMANET_FAILPOINTS=ON with rdmanet built; the sriov suite then kills the plugin
 # at each of its named steps (the failpoint walk), and skips that section without it. The serial console is also saved as
-# <build-dir>/lab-console.log (rxe) or <build-dir>/lab-sriov-console.log (sriov).
+# <build-dir>/lab-console.log (rxe), <build-dir>/lab-sriov-console.log (sriov) or
+# <build-dir>/lab-rdma73-console.log (rdma73).
 #
 # The kernel package goes to /boot like any Debian kernel. On a machine that boots from /boot this
 # adds a boot entry (the host's bootloader would offer 6.1 too); containers and VMs that are
@@ -24,9 +28,9 @@
 set -euo pipefail
 
 suite=${2:-rxe}
-if [[ $# -lt 1 || $# -gt 2 || ! -d $1 || ( $suite != rxe && $suite != sriov ) ]]; then
-  echo "usage: $0 <build-dir> [rxe|sriov]   (built: rdmanet rdmanetctl rdmanet-ipam, and for rxe" >&2
-  echo "       integration_tests, for sriov cni-driver)" >&2
+if [[ $# -lt 1 || $# -gt 2 || ! -d $1 || ( $suite != rxe && $suite != sriov && $suite != rdma73 ) ]]; then
+  echo "usage: $0 <build-dir> [rxe|sriov|rdma73]   (built: rdmanet rdmanetctl rdmanet-ipam, and for rxe" >&2
+  echo "       integration_tests, for sriov and rdma73 cni-driver)" >&2
   exit 2
 fi
 if [[ $(id -u) -ne 0 ]]; then
@@ -40,6 +44,8 @@ timeout_s=${LAB_TIMEOUT:-1800}
 
 packages=(qemu-system-x86 linux-image-amd64 busybox-static iproute2 rdma-core ibverbs-providers
           ibverbs-utils cpio kmod binutils)
+# rdma73: the traffic tools the guest runs, and xz for the 7.x kernel's compressed modules.
+[[ $suite == rdma73 ]] && packages+=(perftest rdmacm-utils util-linux xz-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -53,7 +59,14 @@ fi
 # The kernel version linux-image-amd64 points at (e.g. 6.1.0-56-amd64), not whatever runs here.
 kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 | sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
 kernel=/boot/vmlinuz-$kver
-if [[ -z $kver || ! -r $kernel || ! -d /lib/modules/$kver ]]; then
+module_root=
+if [[ $suite == rdma73 ]]; then
+  # Linux 7.x from trixie-backports, unpacked into a cache (never installed): its soft-RoCE
+  # carries RoCE between network namespaces.
+  read -r kernel module_root kver < <("$here/fetch_kernel73.sh" "${LAB_KERNEL73_CACHE:-/var/cache/rdmanet-lab/kernel73}")
+  module_root=${module_root%/usr/lib/modules/*}
+  [[ -r $kernel && -d $module_root/lib/modules/$kver ]] || { echo "lab: no 7.x kernel in the cache" >&2; exit 1; }
+elif [[ -z $kver || ! -r $kernel || ! -d /lib/modules/$kver ]]; then
   echo "lab: no kernel for linux-image-amd64 ($kver): $kernel or /lib/modules/$kver missing" >&2
   exit 1
 fi
@@ -81,6 +94,7 @@ if [[ $suite == sriov ]]; then
            -netdev user,id=n0,restrict=on -device igb,netdev=n0,bus=rp1)
   console=$build/lab-sriov-console.log
 fi
+[[ $suite == rdma73 ]] && console=$build/lab-rdma73-console.log
 
 # KVM when it works here, else TCG. /dev/kvm existing is not enough: on some hosts (nested or
 # sandboxed KVM) QEMU aborts on an MSR that "-cpu host" passes through, or the guest kernel hangs
@@ -109,7 +123,7 @@ if [[ -z $accel || $accel == kvm ]]; then
 fi
 
 t0=$SECONDS
-"$here/build_initramfs.sh" "$build" "$kver" "$work/root" "$work/initrd.cpio.gz" "$suite"
+LAB_MODULE_ROOT=$module_root "$here/build_initramfs.sh" "$build" "$kver" "$work/root" "$work/initrd.cpio.gz" "$suite"
 rm -rf "$work/root"
 echo "== lab: initramfs ($suite) $(du -h "$work/initrd.cpio.gz" | cut -f1) built in $((SECONDS - t0))s; booting $kver under QEMU (${accel^^} ${cpu[1]}), limit ${timeout_s}s"
 

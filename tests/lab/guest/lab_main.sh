@@ -18,9 +18,11 @@ mount_configfs() { mount -t configfs configfs /sys/kernel/config && [ -d /sys/ke
 check "configfs mounted at /sys/kernel/config, rdma_cm's group there" mount_configfs
 
 # The suite the initramfs was built for (build_initramfs.sh): rxe = soft-RoCE and rdmanet's RDMA
-# paths; sriov = rdmanet's sriov mode on QEMU's igb PF and its igbvf VFs.
+# paths; sriov = rdmanet's sriov mode on QEMU's igb PF and its igbvf VFs; rdma73 = RDMA traffic
+# between pods on Linux 7.x soft-RoCE.
 case $(cat /lab/suite 2>/dev/null) in
   sriov) sections="lab_sriov" ;;
+  rdma73) sections="lab_rdma73" ;;
   *) sections="lab_rxe lab_rdma_tool lab_rdmanet lab_compat" ;;
 esac
 for section in $sections; do
