@@ -143,6 +143,13 @@ case "${1:-}" in
         env "${fp_env[@]}" "$root/tests/lab/run_lab.sh" "$build" sriov || status=1
       fi
     fi
+    # Kernel lab, rdma73 suite: RDMA traffic between pods (rping, perftest, ibv_rc_pingpong) on
+    # Linux 7.3 soft-RoCE, the kernel from trixie-backports unpacked into a cache (never
+    # installed); installs perftest and rdmacm-utils. LAB=0 or LAB_RDMA73=0 skips it.
+    if [[ ${LAB:-1} != 0 && ${LAB_RDMA73:-1} != 0 ]]; then
+      echo "== kernel lab: Linux 7.3 soft-RoCE, RDMA traffic between pods under QEMU"
+      "$root/tests/lab/run_lab.sh" "$build" rdma73 || status=1
+    fi
     exit $status
     ;;
   *)
