@@ -65,6 +65,36 @@ TEST_CASE("real kernel: RDMA netlink scenarios", "[.][rdma-real]") {
     SECTION("exclusive isolation") { sc::exclusive_isolation(env); }
 }
 
+TEST_CASE("real kernel: moving the netdev deletes its rxe device", "[.][rdma-real]") {
+    const std::string device = lab_env("RDMANET_LAB_RDMA_DEVICE");
+    const std::string netdev = lab_env("RDMANET_LAB_RDMA_NETDEV");
+    auto host = netns::open_rdma_netlink();
+    const auto host_ns = netns::NetNamespace::current();
+    netns::Rtnl host_rtnl;
+    sc::Env env{*host, host_ns.fd(), device, /*device_can_move=*/false,
+                [] { return std::make_unique<RealNetns>(); },
+                [](const sc::ScenarioNetns& ns) {
+                    return netns::in_netns(static_cast<const RealNetns&>(ns).handle(),
+                                           [] { return netns::open_rdma_netlink(); });
+                }};
+    RealNetns away;
+    auto away_rtnl = netns::in_netns(away.handle(), [] { return std::make_unique<netns::Rtnl>(); });
+    sc::bound_device_deleted_with_netdev(
+        env,
+        [&] {
+            auto link = host_rtnl.link_by_name(netdev);
+            REQUIRE(link);
+            host_rtnl.move_link(link->index, away.fd(), netdev);
+        },
+        [&] {
+            // Back before `away` goes: a veth end dies with its namespace (and its peer with it).
+            auto link = away_rtnl->link_by_name(netdev);
+            REQUIRE(link);
+            away_rtnl->move_link(link->index, host_ns.fd(), netdev);
+            if (auto back = host_rtnl.link_by_name(netdev)) host_rtnl.set_up(back->index, true);
+        });
+}
+
 TEST_CASE("real kernel: netdev -> RDMA device through sysfs", "[.][rdma-real]") {
     const std::string device = lab_env("RDMANET_LAB_RDMA_DEVICE");
     const std::string netdev = lab_env("RDMANET_LAB_RDMA_NETDEV");

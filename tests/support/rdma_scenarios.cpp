@@ -138,6 +138,20 @@ void exclusive_isolation(Env& env) {
     CHECK(env.host.netns_mode() == RdmaNetnsMode::shared);
 }
 
+void bound_device_deleted_with_netdev(Env& env, const std::function<void()>& netdev_leaves,
+                                      const std::function<void()>& netdev_returns) {
+    REQUIRE(sees(env.host, env.device));
+    netdev_leaves();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (sees(env.host, env.device) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK_FALSE(sees(env.host, env.device));
+    auto ns = env.make_netns();
+    CHECK_FALSE(sees(*env.open_in(*ns), env.device));   // gone from every view, not just moved
+    netdev_returns();
+    CHECK_FALSE(sees(env.host, env.device));
+}
+
 void run_all(Env& env) {
     mode_read(env);
     mode_set_roundtrip(env);

@@ -50,6 +50,13 @@ void exclusive_isolation(Env& env);
 // All of the above in order.
 void run_all(Env& env);
 
+// A software device bound to a netdev (rxe over env.device's netdev): when that netdev leaves the
+// initial namespace (`netdev_leaves`), its driver deletes the device (NETDEV_UNREGISTER; queued,
+// so retried for a few seconds), and it stays gone when the netdev returns (`netdev_returns`).
+// Not in run_all: it destroys the device, which the caller re-creates.
+void bound_device_deleted_with_netdev(Env& env, const std::function<void()>& netdev_leaves,
+                                      const std::function<void()>& netdev_returns);
+
 // SYS_SET retried on EBUSY for up to `seconds` (namespace teardown is asynchronous in the kernel).
 void set_mode_when_idle(netns::RdmaNetlink& nl, netns::RdmaNetnsMode mode, int seconds = 10);
 

@@ -101,3 +101,17 @@ TEST_CASE("fake RDMA kernel: an index the caller does not see is EINVAL", "[rdma
     }
     CHECK(f.kernel.owner_of("mlx5_2") == f.kernel.init_id());
 }
+
+TEST_CASE("RDMA scenarios: the fake's rxe driver deletes the device when its netdev leaves", "[rdma][unit]") {
+    FakeEnv f;
+    f.kernel.add_device("rxe0", /*can_disassociate=*/false);
+    f.kernel.bind_to_netdev("rxe0", "va");
+    bool netdev_home = true;
+    std::vector<std::string> deleted;
+    f.kernel.netdev_in_init = [&](const std::string& netdev) { return netdev != "va" || netdev_home; };
+    f.kernel.on_deleted = [&](const std::string& device) { deleted.push_back(device); };
+    auto env = f.env("rxe0", false);
+    sc::bound_device_deleted_with_netdev(env, [&] { netdev_home = false; }, [&] { netdev_home = true; });
+    CHECK(deleted == std::vector<std::string>{"rxe0"});
+    CHECK_FALSE(f.kernel.exists("rxe0"));
+}
