@@ -236,3 +236,48 @@ TEST_CASE("sriov: a CNIDeviceInfoFile outside deviceInfoDirs or through a symlin
     CHECK(del.ok());
     untouched();
 }
+
+// `required` is checked at the end of ADD, after the netdev moved: here the VF's RDMA device
+// passes the up-front check (it has a PCI function), moves into the pod, and then its driver
+// deletes it when the VF netdev moves (as rxe's does). The ADD used to report success.
+TEST_CASE("sriov: required fails at the end of ADD when the driver deleted the moved RDMA device",
+          "[e2e][sriov][rdma]") {
+    Workspace ws;
+    SriovNode node(ws);
+    {
+        json state = node.kernel.read();
+        for (auto& d : state["rdma"]["devices"])
+            if (d.value("name", "") == "mlx5_7") d["boundNetdev"] = node.vf0.name_a();
+        node.kernel.write(state);
+    }
+    ScopedNetns pod("sr");
+    const json vf_before = node.vf(node.pf, 0);
+    const auto dev_before = host_netdev(node.vf0.name_a());
+    REQUIRE(dev_before);
+    auto plugin = fakekernel_plugin("sriov", host_local(ws, "10.250.41.0/24"),
+                                    {{"vlan", 100}, {"rdma", {{"isolation", "required"}}},
+                                     {"capabilities", {{"deviceID", true}}}});
+    const std::string conf = ws.write("sriov-req.conflist", conflist("e2e-sriov-req", "1.0.0", plugin).dump());
+    FakeKernelCall call{"add", conf, pod.path(), container_id("sr")};
+    call.cap_args = json{{"deviceID", SriovNode::kVfPci}}.dump();
+
+    const auto add = drive(ws, node.env(), call);
+    INFO(add.describe());
+    REQUIRE_FALSE(add.ok());
+    CHECK(add.code() == 100);
+    CHECK_THAT(add.msg(), Catch::Contains("RDMA device mlx5_7 no longer exists"));
+    // Rolled back: the VF netdev and settings as before, no address, no state.
+    CHECK(host_netdev(node.vf0.name_a()) == dev_before);
+    CHECK(node.vf(node.pf, 0) == vf_before);
+    CHECK(only_loopback(pod));
+    CHECK(attachment_files(ws).empty());
+    CHECK(ws.ipam_reservations("e2e-sriov-req").empty());
+    // The driver's deletion stays (nothing can undo it); the other devices are untouched.
+    CHECK(node.rdma_owner("mlx5_0") == 0);
+    CHECK(node.rdma_owner("mlx5_9") == 0);
+    CHECK_THROWS(node.rdma_owner("mlx5_7"));
+    CHECK_FALSE(std::filesystem::exists(node.tree.root() + "/class/infiniband/mlx5_7"));
+
+    call.verb = "del";
+    CHECK(drive(ws, node.env(), call).ok());
+}

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -161,6 +162,10 @@ void FakeKernelFile::update(const std::function<void(Model&)>& fn) const {
     model.rdma.on_host_visibility = [&](const std::string& device, bool home) {
         set_rdma_visible(device, pci_of[device], home);
     };
+    // A device bound to a netdev (soft-RoCE) is deleted by its driver once that netdev has left
+    // the caller's namespace (the plugin's and the test's: the initial one of this fake).
+    model.rdma.netdev_in_init = [](const std::string& netdev) { return ::if_nametoindex(netdev.c_str()) != 0; };
+    model.rdma.on_deleted = [&](const std::string& device) { set_rdma_visible(device, pci_of[device], false); };
     model.rdma.reap_dead_namespaces(live_netns_ids());
 
     fn(model);

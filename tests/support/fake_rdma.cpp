@@ -59,11 +59,14 @@ void FakeRdmaKernel::netns_destroyed(ino_t id) {
 
 nlohmann::json FakeRdmaKernel::to_json() const {
     nlohmann::json devices = nlohmann::json::array();
-    for (const auto& d : devices_)
-        devices.push_back({{"index", d.index},
-                           {"name", d.name},
-                           {"canDisassociate", d.can_disassociate},
-                           {"owner", d.owner == init_ ? 0 : d.owner}});
+    for (const auto& d : devices_) {
+        nlohmann::json device = {{"index", d.index},
+                                 {"name", d.name},
+                                 {"canDisassociate", d.can_disassociate},
+                                 {"owner", d.owner == init_ ? 0 : d.owner}};
+        if (!d.bound_netdev.empty()) device["boundNetdev"] = d.bound_netdev;
+        devices.push_back(device);
+    }
     return {{"mode", std::string(netns::rdma_netns_mode_name(mode_))}, {"devices", devices}};
 }
 
@@ -74,7 +77,7 @@ void FakeRdmaKernel::load_json(const nlohmann::json& j) {
     for (const auto& d : j.value("devices", nlohmann::json::array())) {
         const auto owner = d.value("owner", static_cast<ino_t>(0));
         devices_.push_back({d.value("index", static_cast<std::uint32_t>(devices_.size() + 1)), d.value("name", ""),
-                            d.value("canDisassociate", true), owner == 0 ? init_ : owner, ""});
+                            d.value("canDisassociate", true), owner == 0 ? init_ : owner, d.value("boundNetdev", "")});
     }
 }
 

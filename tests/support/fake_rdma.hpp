@@ -78,7 +78,8 @@ public:
 
     // The mode and the devices as JSON, and back (the file-backed fake of the test-only plugin
     // binary, support/fake_kernel_file.hpp): {"mode": "shared"|"exclusive", "devices": [{"index",
-    // "name", "canDisassociate", "owner"}]}, owner 0 = the initial namespace, else the nsfs inode.
+    // "name", "canDisassociate", "owner", "boundNetdev"}]}, owner 0 = the initial namespace, else
+    // the nsfs inode; boundNetdev only for a device bound to a netdev (bind_to_netdev).
     // The calls log and the registered namespaces are not part of it.
     nlohmann::json to_json() const;
     void load_json(const nlohmann::json& j);
