@@ -2,6 +2,8 @@
 # The two commands of README.md, for a fresh Debian 12 machine, as root:
 #   tests/run.sh demo   install what is missing, build, run the two-pod demo
 #   tests/run.sh test   install what is missing, build, run every test suite (one ctest summary)
+#   tests/run.sh build [--arch arm64]   install what is missing, build the product only
+#                       (--arch arm64: cross-built for aarch64 into build-arm64/bin)
 # BUILD_DIR (default ./build) and JOBS (default nproc) can be set in the environment.
 set -euo pipefail
 
@@ -86,6 +88,19 @@ need_root() {
 }
 
 case "${1:-}" in
+  build)
+    # build [--arch arm64]: install what is missing and build the product (rdmanet, rdmanet-ipam,
+    # rdmanetctl) into $build/bin; --arch arm64 cross-builds it for aarch64 into build-arm64/bin
+    # (tests/arch/build_arm64.sh, BUILD_ARM64_DIR to change it).
+    need_root
+    case "${2:-}/${3:-}" in
+      /) install_missing "${demo_packages[@]}"
+         configure -DRDMANET_BUILD_TESTS=OFF
+         build rdmanet rdmanet-ipam rdmanetctl ;;
+      --arch/arm64) exec "$here/arch/build_arm64.sh" "${BUILD_ARM64_DIR:-$root/build-arm64}" ;;
+      *) echo "usage: $0 build [--arch arm64]" >&2; exit 2 ;;
+    esac
+    ;;
   demo)
     need_root
     install_missing "${demo_packages[@]}"
@@ -146,7 +161,7 @@ case "${1:-}" in
     exit $status
     ;;
   *)
-    echo "usage: $0 demo|test" >&2
+    echo "usage: $0 demo|test|build [--arch arm64]" >&2
     exit 2
     ;;
 esac
