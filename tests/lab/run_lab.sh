@@ -6,6 +6,13 @@
 # sriov: the sriov mode on the same kernel with QEMU's emulated Intel 82576 (igb PF, igbvf VFs),
 #   which needs QEMU >= 8: QEMU 10 from bookworm-backports, unpacked into LAB_QEMU_CACHE (default
 #   /var/cache/rdmanet-lab/qemu) by tests/lab/fetch_qemu.sh, never installed over the system's.
+# arm64, arm64-16k: <build-dir> is the arm64 cross build (tests/run.sh build --arch arm64); boots
+#   Debian 12's arm64 kernel (6.1, 4K pages) or Debian 13's linux-image-arm64-16k (16K pages) under
+#   qemu-system-aarch64 (TCG, -M virt -cpu max), both unpacked with an arm64 userland into
+#   LAB_ARM64_CACHE (default /var/cache/rdmanet-lab/arm64) by tests/lab/fetch_arm64.sh; the
+#   initramfs comes from tests/lab/build_initramfs_arm64.sh. Runs lab_arm64.sh (page size, the
+#   static plugin starting, macvlan ADD/CHECK/DEL with the embedded IPAM) and the rxe suite's
+#   sections without its integration_tests scenarios.
 # Installs what is missing, builds an initramfs (tests/lab/build_initramfs.sh), boots it, lets the
 # guest's /init run that suite's tests/lab/guest/*.sh and prints their results. Exit 0 only when
 # the guest printed its summary line with no failure; non-zero on a failure, a crash or the time
@@ -24,8 +31,8 @@
 set -euo pipefail
 
 suite=${2:-rxe}
-if [[ $# -lt 1 || $# -gt 2 || ! -d $1 || ( $suite != rxe && $suite != sriov ) ]]; then
-  echo "usage: $0 <build-dir> [rxe|sriov]   (built: rdmanet rdmanetctl rdmanet-ipam, and for rxe" >&2
+if [[ $# -lt 1 || $# -gt 2 || ! -d $1 || ! $suite =~ ^(rxe|sriov|arm64|arm64-16k)$ ]]; then
+  echo "usage: $0 <build-dir> [rxe|sriov|arm64|arm64-16k]   (built: rdmanet rdmanetctl rdmanet-ipam, and for rxe" >&2
   echo "       integration_tests, for sriov cni-driver)" >&2
   exit 2
 fi
@@ -40,6 +47,9 @@ timeout_s=${LAB_TIMEOUT:-1800}
 
 packages=(qemu-system-x86 linux-image-amd64 busybox-static iproute2 rdma-core ibverbs-providers
           ibverbs-utils cpio kmod binutils)
+# arm64: the aarch64 system emulator, xz for trixie's modules, the cross binutils (readelf,
+# objcopy), qemu-user to list the arm64 busybox's applets.
+[[ $suite == arm64* ]] && packages+=(qemu-system-arm xz-utils binutils-aarch64-linux-gnu qemu-user-static)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -56,6 +66,13 @@ kernel=/boot/vmlinuz-$kver
 if [[ -z $kver || ! -r $kernel || ! -d /lib/modules/$kver ]]; then
   echo "lab: no kernel for linux-image-amd64 ($kver): $kernel or /lib/modules/$kver missing" >&2
   exit 1
+fi
+
+# arm64: the kernel (and its modules) is the arm64 package, unpacked, not the installed one.
+if [[ $suite == arm64* ]]; then
+  arm64_cache=${LAB_ARM64_CACHE:-/var/cache/rdmanet-lab/arm64}
+  read -r kver kernel arm64_kroot < <("$here/fetch_arm64.sh" "$arm64_cache" "$([[ $suite == arm64-16k ]] && echo 16k || echo 4k)")
+  [[ -n $kver && -r $kernel ]] || { echo "lab: fetch_arm64.sh found no arm64 kernel" >&2; exit 1; }
 fi
 
 work=$(mktemp -d /tmp/rdmanet-lab.XXXXXX)
@@ -80,6 +97,16 @@ if [[ $suite == sriov ]]; then
   machine=(-M q35 -nic none -device pcie-root-port,id=rp1,slot=1
            -netdev user,id=n0,restrict=on -device igb,netdev=n0,bus=rp1)
   console=$build/lab-sriov-console.log
+fi
+# arm64: QEMU's generic arm64 board, its PL011 UART as the console, TCG (no KVM across
+# architectures); "-cpu max" has every feature the arm64 kernels may use (LSE, PAC, 16K granule).
+kernel_args_arch=
+if [[ $suite == arm64* ]]; then
+  qemu=(qemu-system-aarch64)
+  machine=(-M virt -nic none)
+  console=$build/lab-$suite-console.log
+  LAB_ACCEL=tcg
+  kernel_args_arch=" console=ttyAMA0"
 fi
 
 # KVM when it works here, else TCG. /dev/kvm existing is not enough: on some hosts (nested or
@@ -109,14 +136,19 @@ if [[ -z $accel || $accel == kvm ]]; then
 fi
 
 t0=$SECONDS
-"$here/build_initramfs.sh" "$build" "$kver" "$work/root" "$work/initrd.cpio.gz" "$suite"
+if [[ $suite == arm64* ]]; then
+  "$here/build_initramfs_arm64.sh" "$build" "$arm64_kroot" "$kver" "$arm64_cache/userland" "$work/root" \
+    "$work/initrd.cpio.gz" "$suite"
+else
+  "$here/build_initramfs.sh" "$build" "$kver" "$work/root" "$work/initrd.cpio.gz" "$suite"
+fi
 rm -rf "$work/root"
 echo "== lab: initramfs ($suite) $(du -h "$work/initrd.cpio.gz" | cut -f1) built in $((SECONDS - t0))s; booting $kver under QEMU (${accel^^} ${cpu[1]}), limit ${timeout_s}s"
 
 # no_timer_check: on a loaded host, TCG is too slow for the kernel's IO-APIC timer check, which
 # then panics ("IO-APIC + timer doesn't work!"). mitigations=off: a throwaway test guest, and
 # page-table isolation costs TCG a TLB flush per system call.
-kernel_args="no_timer_check mitigations=off"
+kernel_args="no_timer_check mitigations=off$kernel_args_arch"
 t1=$SECONDS
 set +e
 # -no-reboot: a guest reboot or panic ends QEMU; /init powers off when it is done. stdin is
