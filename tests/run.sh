@@ -158,6 +158,30 @@ case "${1:-}" in
         env "${fp_env[@]}" "$root/tests/lab/run_lab.sh" "$build" sriov || status=1
       fi
     fi
+    # arm64 (aarch64, e.g. Grace nodes): cross-build the product and unit_tests (unity) into
+    # build-arm64 (BUILD_ARM64_DIR), check the binaries and run them and the unit tests under
+    # qemu-user (tests/arch/run_arm64.sh), build the multi-arch image (IMAGE=0 skips it) and boot
+    # the arm64 kernel lab on Debian's 4K and 16K-page kernels (LAB=0 skips it). Installs its own
+    # packages. On by default (CI runs it); ARM64=0 skips all of it.
+    if [[ ${ARM64:-1} != 0 ]]; then
+      echo "== arm64: cross build, checks under qemu-user"
+      arm64_build=${BUILD_ARM64_DIR:-$root/build-arm64}
+      if ARM64_TESTS=1 "$here/arch/build_arm64.sh" "$arm64_build" rdmanet rdmanet-ipam rdmanetctl unit_tests; then
+        "$here/arch/run_arm64.sh" "$arm64_build" || status=1
+        if [[ ${IMAGE:-1} != 0 ]]; then
+          echo "== arm64: multi-arch image"
+          "$here/image/run_multiarch_test.sh" "$build" "$arm64_build" || status=1
+        fi
+        if [[ ${LAB:-1} != 0 ]]; then
+          echo "== kernel lab: Debian 12 arm64 (4K pages) under qemu-system-aarch64"
+          "$here/lab/run_lab.sh" "$arm64_build" arm64 || status=1
+          echo "== kernel lab: Debian 13 arm64-16k (16K pages) under qemu-system-aarch64"
+          "$here/lab/run_lab.sh" "$arm64_build" arm64-16k || status=1
+        fi
+      else
+        status=1
+      fi
+    fi
     exit $status
     ;;
   *)

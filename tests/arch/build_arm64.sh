@@ -30,7 +30,7 @@ arm64_dev=(libnl-3-dev libnl-route-3-dev libibverbs-dev libsqlite3-dev libssl-de
 # Build-machine packages: the cross compiler, the arch-independent headers, CMake, the emulator.
 host_packages=(crossbuild-essential-arm64 cmake make pkg-config nlohmann-json3-dev libcli11-dev
                libyaml-cpp-dev qemu-user-static)
-[[ ${ARM64_TESTS:-0} == 1 ]] && host_packages+=(catch2)
+[[ ${ARM64_TESTS:-0} == 1 ]] && host_packages+=(catch2 file jq)   # file, jq: the multi-arch image test
 
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   echo "== arm64: dpkg --add-architecture arm64"
