@@ -34,8 +34,10 @@ cleanup() {
 }
 trap cleanup EXIT
 root=$work/root
-mkdir -p "$root" "$work/debs" "$work/x"
-chown _apt "$work/debs" 2>/dev/null || true   # apt downloads as _apt
+# The arm64 .debs are kept between runs (same versions, same files).
+debs=${ARM64_CACHE:-/var/cache/rdmanet-arm64}/image-debs
+mkdir -p "$root" "$debs" "$work/x"
+chown _apt "$debs" 2>/dev/null || true   # apt downloads as _apt
 
 ctr=$(podman create "$src")
 podman export "$ctr" | tar -x -C "$root" --numeric-owner -p
@@ -50,7 +52,11 @@ mapfile -t pkgs < <(awk -F': ' '
   END {if (a == "amd64") print p "=" v}' "$status")
 ((${#pkgs[@]})) || { echo "image_arm64: no amd64 package in $src's dpkg database" >&2; exit 1; }
 echo "== image_arm64: replacing ${#pkgs[@]} amd64 packages with their arm64 builds"
-if ! (cd "$work/debs" && apt-get download -qq "${pkgs[@]/=/:arm64=}"); then
+# apt-get download's file names: <name>_<version, ':' as %3a>_arm64.deb.
+deb_of() { local p=${1%%=*} v=${1#*=}; echo "$debs/${p}_${v//:/%3a}_arm64.deb"; }
+fetch=()
+for spec in "${pkgs[@]}"; do [[ -f $(deb_of "$spec") ]] || fetch+=("${spec/=/:arm64=}"); done
+if ((${#fetch[@]})) && ! (cd "$debs" && apt-get download -qq "${fetch[@]}"); then
   echo "image_arm64: apt cannot download every arm64 package at the image's versions (a base made" >&2
   echo "before a Debian point release: podman rmi localhost/rdmanet-base:bookworm and rebuild)" >&2
   exit 1
@@ -59,25 +65,20 @@ fi
 info=$root/var/lib/dpkg/info
 for spec in "${pkgs[@]}"; do
   p=${spec%%=*}
-  deb=$(ls "$work"/debs/"${p}"_*_arm64.deb)
+  deb=$(deb_of "$spec")
   # Multi-Arch: same packages keep their database files under <name>:<arch>.
   if [[ -f $info/$p:amd64.list ]]; then old=$p:amd64 new=$p:arm64; else old=$p new=$p; fi
-  # The amd64 files (not the directories, which other packages may share).
+  # The amd64 files, not the directories (which other packages may share) nor what resolves to
+  # one: the list names /lib, which is the merged /usr's symlink to usr/lib here.
   while IFS= read -r path; do
+    [[ -d $root$path ]] && continue
     if [[ -L $root$path || -f $root$path ]]; then rm -f "$root$path"; fi
   done <"$info/$old.list"
-  # Unpack aside, fold /bin, /sbin, /lib* into usr/ (the image's merged /usr: unpacking over
-  # it would replace the /lib symlink by a directory), then copy over the root.
-  rm -rf "$work/x" && mkdir -p "$work/x/tree" "$work/x/control"
-  dpkg-deb -x "$deb" "$work/x/tree"
-  for d in bin sbin lib lib64; do
-    if [[ -d $work/x/tree/$d && ! -L $work/x/tree/$d ]]; then
-      mkdir -p "$work/x/tree/usr/$d"
-      cp -a "$work/x/tree/$d/." "$work/x/tree/usr/$d/"
-      rm -rf "${work:?}/x/tree/$d"
-    fi
-  done
-  cp -a "$work/x/tree/." "$root/"
+  # Unpacked over the root with the image's symlinks to directories kept (merged /usr: /lib ->
+  # usr/lib; /var/run -> /run), which dpkg-deb -x or cp would replace by directories, and the
+  # existing directories' owners and modes kept (apt's partial/ belongs to _apt), as dpkg does.
+  rm -rf "$work/x" && mkdir -p "$work/x/control"
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$root" -p --same-owner --numeric-owner --keep-directory-symlink --no-overwrite-dir
   # The database: the arm64 package's file list and control files, its stanza marked arm64.
   dpkg-deb -e "$deb" "$work/x/control"
   rm -f "$info/$old".*
@@ -93,7 +94,8 @@ for spec in "${pkgs[@]}"; do
 done
 # dpkg's native architecture is the first line of its arch file when present.
 [[ -f $root/var/lib/dpkg/arch ]] && sed -i 's/^amd64$/arm64/' "$root/var/lib/dpkg/arch"
-# What the amd64 build left of its own architecture: its loader links and library directory.
+# The amd64 library directories are empty now (the files were the amd64 packages'): removed.
+find "$root/usr/lib/x86_64-linux-gnu" -depth -type d -empty -delete 2>/dev/null || true
 if [[ -n $(find "$root/usr/lib/x86_64-linux-gnu" -type f 2>/dev/null | head -n 1) ]]; then
   echo "image_arm64: amd64 files remain in /usr/lib/x86_64-linux-gnu:" >&2
   find "$root/usr/lib/x86_64-linux-gnu" -type f | sed "s|^$root||" | head >&2

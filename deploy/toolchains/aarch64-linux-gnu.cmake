@@ -33,5 +33,15 @@ set(ENV{PKG_CONFIG_PATH} "")
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-z,max-page-size=0x10000")
 set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-z,max-page-size=0x10000")
 
+# Test programs built here run under Debian's qemu-user-static (catch_discover_tests lists their
+# cases at build time, ctest runs them): the arm64 loader and libraries from this root's multiarch
+# directories, yaml-cpp's shared library from the extra prefix. Called directly, not through
+# binfmt_misc, which the build machine need not have.
+set(_rdmanet_emulator qemu-aarch64-static -L /)
+if(RDMANET_ARM64_EXTRA_PREFIX)
+  list(APPEND _rdmanet_emulator -E LD_LIBRARY_PATH=${RDMANET_ARM64_EXTRA_PREFIX}/lib/aarch64-linux-gnu)
+endif()
+set(CMAKE_CROSSCOMPILING_EMULATOR ${_rdmanet_emulator})
+
 # Programs found are the build machine's (cmake, pkg-config, go), libraries and headers the target's.
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)

@@ -6,8 +6,8 @@
 #     working directory) equals the amd64 one's;
 #   - its file list with modes and owners equals the amd64 one's, once the architecture's own names
 #     are made the same (x86_64-linux-gnu / aarch64-linux-gnu, the dynamic loader's name, amd64 /
-#     arm64 in dpkg's file names); the few files only one architecture's packages ship are listed
-#     and must be exactly those below;
+#     arm64 in dpkg's file names), except files that one architecture's Debian packages ship and
+#     the other's do not (each must be owned by a package of its image);
 #   - every ELF program and library in it is aarch64 (none is x86-64);
 #   - its rdmanet and rdmanet-ipam answer VERSION and its rdmanetctl runs --help under
 #     qemu-aarch64-static, rdmanetctl on the image's own arm64 glibc and libraries.
@@ -74,29 +74,43 @@ unpack() {
 }
 unpack "$amd64" "$work/amd64"
 unpack "$arm64" "$work/arm64"
-# path, type, mode, owner; the architecture's names made the same. The dynamic linker's cache
-# differs in content, not in name, so it is listed like any file.
-listing() {
-  (cd "$1" && find . -printf '%p %y %m %U:%G\n') | sed -E \
-    -e 's/x86_64-linux-gnu|aarch64-linux-gnu/TRIPLET/g' \
+# path, type, mode, owner; the architecture's names made the same (triplet, dynamic loader,
+# dpkg's <name>:<arch> files, the per-architecture changelogs of /usr/share/doc).
+normalize() {
+  sed -E -e 's/x86_64-linux-gnu|aarch64-linux-gnu/TRIPLET/g' \
     -e 's/ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1/LDSO/g' \
-    -e 's/:(amd64|arm64)\./:ARCH./g' | sort
+    -e 's/:(amd64|arm64)\./:ARCH./g' -e 's/\.Debian\.(amd64|arm64)\.gz/.Debian.ARCH.gz/' \
+    -e 's/build_signature_(amd64|arm64)/build_signature_ARCH/'
+}
+listing() { (cd "$1" && find . -printf '%p %y %m %U:%G\n') | normalize | sort; }
+# The paths dpkg's database says the image's packages ship, in the merged /usr's spelling.
+owned() {
+  cat "$1"/var/lib/dpkg/info/*.list | sed -E 's#^/(bin|sbin|lib|lib64)(/|$)#/usr/\1\2#; s#^#.#' |
+    normalize | sort -u
 }
 listing "$work/amd64" >"$work/amd64.list"
 listing "$work/arm64" >"$work/arm64.list"
-# Files only one architecture's Debian packages ship (their .list entries in dpkg's database
-# name them too): x86-64's /lib64 loader link and its directory; nothing arm64-only.
-expected_only_amd64='./lib64 l 777 0:0
-./usr/lib64 d 755 0:0
-./usr/lib64/LDSO l 777 0:0'
-only_amd64=$(comm -23 "$work/amd64.list" "$work/arm64.list")
-only_arm64=$(comm -13 "$work/amd64.list" "$work/arm64.list")
-if [[ -n $only_arm64 || $only_amd64 != "$expected_only_amd64" ]]; then
-  echo "only in amd64:"; printf '%s\n' "$only_amd64"
-  echo "only in arm64:"; printf '%s\n' "$only_arm64"
-  fail "the file lists differ beyond the architectures' own names"
+owned "$work/amd64" >"$work/amd64.owned"
+owned "$work/arm64" >"$work/arm64.owned"
+# What differs must be files one architecture's Debian packages ship and the other's do not
+# (x86-64's /lib64 loader and libmvec, perl's per-architecture headers, ...), each owned by a
+# package of the image it is in. Everything else (the product's files, users, CA bundle, the
+# package database's layout, directories) must be the same.
+only_amd64=$(comm -23 "$work/amd64.list" "$work/arm64.list" | cut -d' ' -f1)
+only_arm64=$(comm -13 "$work/amd64.list" "$work/arm64.list" | cut -d' ' -f1)
+unowned_amd64=$(comm -23 <(printf '%s\n' "$only_amd64" | sed '/^$/d' | sort -u) "$work/amd64.owned")
+unowned_arm64=$(comm -23 <(printf '%s\n' "$only_arm64" | sed '/^$/d' | sort -u) "$work/arm64.owned")
+if [[ -n $unowned_amd64 || -n $unowned_arm64 ]]; then
+  echo "differing entries no package of their image ships:"
+  printf 'amd64 only: %s\n' $unowned_amd64
+  printf 'arm64 only: %s\n' $unowned_arm64
+  diff "$work/amd64.list" "$work/arm64.list" | grep -F -e "$(printf '%s\n' $unowned_amd64 $unowned_arm64)" | head -n 40
+  fail "the file lists, modes or owners differ beyond the packages' per-architecture files"
 fi
-pass "file list, modes and owners equal ($(wc -l <"$work/arm64.list") entries; amd64 alone has its /lib64 loader link)"
+for f in /opt/rdmanet/bin/rdmanet /opt/rdmanet/bin/rdmanet-ipam /usr/local/bin/rdmanetctl; do
+  grep -q "^\.$f f " "$work/arm64.list" || fail "no $f in the arm64 image"
+done
+pass "file list, modes and owners equal ($(wc -l <"$work/arm64.list") entries) but for $(printf '%s\n' "$only_amd64" | sed '/^$/d' | wc -l) amd64-only and $(printf '%s\n' "$only_arm64" | sed '/^$/d' | wc -l) arm64-only files of Debian's per-architecture packages"
 
 x86=$(find "$work/arm64" -type f -exec file {} + 2>/dev/null | grep 'ELF.*x86-64' | sed "s|$work/arm64||" || true)
 [[ -z $x86 ]] || fail "x86-64 ELF files in the arm64 image: $x86"
