@@ -111,19 +111,22 @@ for pair in rdmanet:/opt/rdmanet/bin/rdmanet rdmanet-ipam:/opt/rdmanet/bin/rdman
   install -m "$mode" -o 0 -g 0 "$bins/$b" "$root$path"
 done
 
-# The amd64 image's configuration, applied to the import.
-changes=()
+# The amd64 image's configuration, set by the same Containerfile instructions as the Dockerfile's
+# (podman import --change would store the stop signal as a number): a build with no RUN step,
+# which needs no arm64 execution.
 cfg() { podman image inspect --format "$1" "$src"; }
-while IFS= read -r e; do [[ -n $e ]] && changes+=(--change "ENV $e"); done < <(cfg '{{range .Config.Env}}{{println .}}{{end}}')
-entrypoint=$(cfg '{{json .Config.Entrypoint}}')
-cmd=$(cfg '{{json .Config.Cmd}}')
-[[ $entrypoint != null ]] && changes+=(--change "ENTRYPOINT $entrypoint")
-[[ $cmd != null ]] && changes+=(--change "CMD $cmd")
-user=$(cfg '{{.Config.User}}')
-[[ -n $user ]] && changes+=(--change "USER $user")
-stop=$(cfg '{{.Config.StopSignal}}')
-[[ -n $stop ]] && changes+=(--change "STOPSIGNAL $stop")
-workdir=$(cfg '{{.Config.WorkingDir}}')
-[[ -n $workdir ]] && changes+=(--change "WORKDIR $workdir")
-tar -C "$root" --numeric-owner -c . | podman import --arch arm64 --os linux "${changes[@]}" - "$dst" >/dev/null
+{
+  echo "FROM $dst-rootfs"
+  while IFS= read -r e; do
+    [[ -n $e ]] && printf 'ENV %s="%s"\n' "${e%%=*}" "$(sed 's/[\"]/\\&/g' <<<"${e#*=}")"
+  done < <(cfg '{{range .Config.Env}}{{println .}}{{end}}')
+  workdir=$(cfg '{{.Config.WorkingDir}}'); [[ -z $workdir ]] || echo "WORKDIR $workdir"
+  user=$(cfg '{{.Config.User}}'); [[ -z $user ]] || echo "USER $user"
+  stop=$(cfg '{{.Config.StopSignal}}'); [[ -z $stop ]] || echo "STOPSIGNAL $stop"
+  entrypoint=$(cfg '{{json .Config.Entrypoint}}'); [[ $entrypoint == null ]] || echo "ENTRYPOINT $entrypoint"
+  cmd=$(cfg '{{json .Config.Cmd}}'); [[ $cmd == null ]] || echo "CMD $cmd"
+} >"$work/Containerfile"
+tar -C "$root" --numeric-owner -c . | podman import --arch arm64 --os linux - "$dst-rootfs" >/dev/null
+podman build -q --platform linux/arm64 -f "$work/Containerfile" -t "$dst" "$work" >/dev/null
+podman rmi "$dst-rootfs" >/dev/null
 echo "== image_arm64: $dst (linux/arm64) from $src"

@@ -47,9 +47,10 @@ timeout_s=${LAB_TIMEOUT:-1800}
 
 packages=(qemu-system-x86 linux-image-amd64 busybox-static iproute2 rdma-core ibverbs-providers
           ibverbs-utils cpio kmod binutils)
-# arm64: the aarch64 system emulator, xz for trixie's modules, the cross binutils (readelf,
-# objcopy), qemu-user to list the arm64 busybox's applets.
-[[ $suite == arm64* ]] && packages+=(qemu-system-arm xz-utils binutils-aarch64-linux-gnu qemu-user-static)
+# arm64: instead, the aarch64 system emulator, xz for trixie's modules, the cross binutils
+# (readelf, objcopy), qemu-user to list the arm64 busybox's applets; kernel and guest userland
+# are unpacked by fetch_arm64.sh, not installed.
+[[ $suite == arm64* ]] && packages=(qemu-system-arm cpio kmod xz-utils binutils-aarch64-linux-gnu qemu-user-static)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -60,19 +61,19 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The kernel version linux-image-amd64 points at (e.g. 6.1.0-56-amd64), not whatever runs here.
-kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 | sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
-kernel=/boot/vmlinuz-$kver
-if [[ -z $kver || ! -r $kernel || ! -d /lib/modules/$kver ]]; then
-  echo "lab: no kernel for linux-image-amd64 ($kver): $kernel or /lib/modules/$kver missing" >&2
-  exit 1
-fi
-
-# arm64: the kernel (and its modules) is the arm64 package, unpacked, not the installed one.
+# arm64: the kernel (and its modules) is the arm64 package, unpacked, not an installed one.
 if [[ $suite == arm64* ]]; then
   arm64_cache=${LAB_ARM64_CACHE:-/var/cache/rdmanet-lab/arm64}
   read -r kver kernel arm64_kroot < <("$here/fetch_arm64.sh" "$arm64_cache" "$([[ $suite == arm64-16k ]] && echo 16k || echo 4k)")
   [[ -n $kver && -r $kernel ]] || { echo "lab: fetch_arm64.sh found no arm64 kernel" >&2; exit 1; }
+else
+  # The kernel version linux-image-amd64 points at (e.g. 6.1.0-56-amd64), not whatever runs here.
+  kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 | sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
+  kernel=/boot/vmlinuz-$kver
+  if [[ -z $kver || ! -r $kernel || ! -d /lib/modules/$kver ]]; then
+    echo "lab: no kernel for linux-image-amd64 ($kver): $kernel or /lib/modules/$kver missing" >&2
+    exit 1
+  fi
 fi
 
 work=$(mktemp -d /tmp/rdmanet-lab.XXXXXX)
