@@ -79,19 +79,16 @@ for spec in "${pkgs[@]}"; do
   # existing directories' owners and modes kept (apt's partial/ belongs to _apt), as dpkg does.
   rm -rf "$work/x" && mkdir -p "$work/x/control"
   dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$root" -p --same-owner --numeric-owner --keep-directory-symlink --no-overwrite-dir
-  # The database: the arm64 package's file list and control files, its stanza marked arm64.
+  # The database: the arm64 package's file list and control files.
   dpkg-deb -e "$deb" "$work/x/control"
   rm -f "$info/$old".*
   dpkg-deb --fsys-tarfile "$deb" | tar -t | sed 's|^\./$|/.|; s|^\.||; s|/$||' >"$info/$new.list"
   for f in "$work"/x/control/*; do
     [[ $(basename "$f") == control ]] || cp -p "$f" "$info/$new.$(basename "$f")"
   done
-  awk -v p="$p" '
-    /^Package: / {inpkg = ($2 == p)}
-    inpkg && /^Architecture: amd64$/ {$0 = "Architecture: arm64"}
-    {print}' "$status" >"$status.new"
-  cat "$status.new" >"$status" && rm -f "$status.new"
 done
+# Every amd64 stanza of the status file is now an arm64 package's.
+sed -i 's/^Architecture: amd64$/Architecture: arm64/' "$status"
 # dpkg's native architecture is the first line of its arch file when present.
 [[ -f $root/var/lib/dpkg/arch ]] && sed -i 's/^amd64$/arm64/' "$root/var/lib/dpkg/arch"
 # The amd64 library directories are empty now (the files were the amd64 packages'): removed.

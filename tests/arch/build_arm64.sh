@@ -47,22 +47,26 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# libyaml-cpp-dev:arm64, the same version as the installed amd64 one, unpacked privately.
+# libyaml-cpp-dev:arm64 and its shared library package (yaml-cpp's CMake file checks the .so
+# exists; the product links the .a), the same version as the installed amd64 ones, unpacked
+# privately.
 yaml_version=$(dpkg-query -W -f='${Version}' libyaml-cpp-dev)
+yaml_lib=$(dpkg-query -W -f='${Depends}' libyaml-cpp-dev | grep -o 'libyaml-cpp[0-9][0-9.]*' | head -n 1)
 yaml_root=$cache/yaml-cpp-$yaml_version
 if [[ ! -f $yaml_root/.complete ]]; then
   rm -rf "$yaml_root" "$cache/debs"
   mkdir -p "$cache/debs"
   chown _apt "$cache/debs" 2>/dev/null || true   # apt downloads as _apt
-  (cd "$cache/debs" && apt-get download -qq "libyaml-cpp-dev:arm64=$yaml_version")
-  dpkg -x "$cache"/debs/libyaml-cpp-dev_*_arm64.deb "$yaml_root"
+  (cd "$cache/debs" && apt-get download -qq "libyaml-cpp-dev:arm64=$yaml_version" "$yaml_lib:arm64=$yaml_version")
+  for deb in "$cache"/debs/*.deb; do dpkg -x "$deb" "$yaml_root"; done
   rm -rf "$cache/debs"
   [[ -f $yaml_root/usr/lib/aarch64-linux-gnu/libyaml-cpp.a ]] ||
     { echo "arm64: libyaml-cpp.a missing from libyaml-cpp-dev:arm64" >&2; exit 1; }
   touch "$yaml_root/.complete"
 fi
 
-cmake -S "$root" -B "$build" -DCMAKE_TOOLCHAIN_FILE="$root/deploy/toolchains/aarch64-linux-gnu.cmake" \
+# -U: the yaml-cpp paths found are searched again (the private tree's name has the version).
+cmake -S "$root" -B "$build" -UYAML_CPP_STATIC -Uyaml-cpp_DIR -DCMAKE_TOOLCHAIN_FILE="$root/deploy/toolchains/aarch64-linux-gnu.cmake" \
   -DRDMANET_ARM64_EXTRA_PREFIX="$yaml_root/usr" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DRDMANET_UNITY_BUILD=ON -DRDMANET_BUILD_TESTS="$([[ ${ARM64_TESTS:-0} == 1 ]] && echo ON || echo OFF)" >/dev/null
 # One cmake --build per target list: Makefiles build named targets one after the other.
