@@ -12,8 +12,8 @@
 # version, from apt (its files removed, the arm64 .deb's unpacked, the database entry switched
 # to arm64); the architecture-independent packages stay. The dynamic linker's cache is rebuilt by
 # the arm64 ldconfig (a static program) under qemu-aarch64-static, and the three binaries are
-# swapped for the arm64 ones with the same modes. The result is imported with the amd64 image's
-# configuration (entrypoint, command, user, stop signal, environment, working directory).
+# swapped for the arm64 ones with the same modes. The result is imported and given the amd64
+# image's configuration (entrypoint, command, user, stop signal, environment, working directory).
 # Needs root (ownership of the files), podman, apt with the arm64 architecture added
 # (dpkg --add-architecture arm64) and qemu-user-static.
 set -euo pipefail
@@ -112,6 +112,7 @@ done
 # (podman import --change would store the stop signal as a number): a build with no RUN step,
 # which needs no arm64 execution.
 cfg() { podman image inspect --format "$1" "$src"; }
+rm -rf "$work/x" && mkdir -p "$work/x"   # the build's context: the Containerfile alone
 {
   echo "FROM $dst-rootfs"
   while IFS= read -r e; do
@@ -122,8 +123,8 @@ cfg() { podman image inspect --format "$1" "$src"; }
   stop=$(cfg '{{.Config.StopSignal}}'); [[ -z $stop ]] || echo "STOPSIGNAL $stop"
   entrypoint=$(cfg '{{json .Config.Entrypoint}}'); [[ $entrypoint == null ]] || echo "ENTRYPOINT $entrypoint"
   cmd=$(cfg '{{json .Config.Cmd}}'); [[ $cmd == null ]] || echo "CMD $cmd"
-} >"$work/Containerfile"
+} >"$work/x/Containerfile"
 tar -C "$root" --numeric-owner -c . | podman import --arch arm64 --os linux - "$dst-rootfs" >/dev/null
-podman build -q --platform linux/arm64 -f "$work/Containerfile" -t "$dst" "$work" >/dev/null
+podman build -q --platform linux/arm64 -f "$work/x/Containerfile" -t "$dst" "$work/x" >/dev/null
 podman rmi "$dst-rootfs" >/dev/null
 echo "== image_arm64: $dst (linux/arm64) from $src"
