@@ -5,29 +5,44 @@
 # the first build pays for it).
 # Usage: deploy/build_image.sh [--prebuilt BUILD_DIR] [IMAGE]
 #        deploy/build_image.sh --print-base     (makes the base when needed, prints its name)
+#        deploy/build_image.sh [--prebuilt BUILD_DIR] --arm64 BUILD_ARM64_DIR [IMAGE]
 #   IMAGE                  default localhost/rdmanet:dev; root or rootless
 #   --prebuilt BUILD_DIR   the image gets the rdmanet, rdmanet-ipam and rdmanetctl of this cmake
 #                          build dir (a Debian 12 build without test switches), debug info
 #                          stripped, instead of compiling them in the Dockerfile's build stage;
 #                          the final stage, and so the image's content, is the same.
+#   --arm64 BUILD_ARM64_DIR a multi-arch image: IMAGE becomes a manifest list of IMAGE-amd64
+#                          (built as above) and IMAGE-arm64, made from it by deploy/image_arm64.sh
+#                          with the aarch64 binaries of this cross build dir (tests/run.sh build
+#                          --arch arm64); push it with `podman manifest push --all IMAGE docker://...`.
+#                          (IMAGE-amd64: the tag with "-amd64" appended, ":latest" when none.)
 # OCI_RUNTIME: the runtime for the RUN steps (podman's default when unset).
 # Prints the image's size and the build time at the end.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-usage="usage: $0 [--prebuilt BUILD_DIR] [IMAGE] | --print-base"
+usage="usage: $0 [--prebuilt BUILD_DIR] [--arm64 BUILD_ARM64_DIR] [IMAGE] | --print-base"
 prebuilt=
 print_base=
+arm64=
 while (($#)); do
   case $1 in
     --prebuilt) (($# >= 2)) || { echo "$usage" >&2; exit 2; }; prebuilt=$2; shift 2 ;;
     --prebuilt=*) prebuilt=${1#--prebuilt=}; shift ;;
     --print-base) print_base=1; shift ;;
+    --arm64) (($# >= 2)) || { echo "$usage" >&2; exit 2; }; arm64=$2; shift 2 ;;
     -*) echo "unknown option $1; $usage" >&2; exit 2 ;;
     *) break ;;
   esac
 done
 image=${1:-localhost/rdmanet:dev}
+# Multi-arch: the single-architecture images get their own tags; IMAGE names the manifest list.
+list=
+if [[ -n $arm64 ]]; then
+  list=$image
+  [[ ${image##*/} == *:* ]] || image=$image:latest
+  image=$image-amd64
+fi
 
 if command -v podman >/dev/null; then
   engine=podman
@@ -124,3 +139,31 @@ else
   size=$(buildah inspect --type image --format '{{.ImageInfo.Size}}' "$image" 2>/dev/null || echo 0)
 fi
 echo "== $image: $((size / 1000 / 1000)) MB, built in ${took} s"
+
+# --arm64: the arm64 image from the amd64 one and the cross-built binaries, then the list.
+if [[ -n $arm64 ]]; then
+  [[ $engine == podman ]] || { echo "--arm64 needs podman (manifest lists, import)" >&2; exit 1; }
+  arm64_stage=$(mktemp -d /tmp/rdmanet-prebuilt-arm64-XXXXXX)
+  trap '[[ -z $stage_dir ]] || rm -rf "$stage_dir"; rm -rf "$arm64_stage"' EXIT
+  for b in rdmanet rdmanet-ipam rdmanetctl; do
+    [[ -x $arm64/bin/$b ]] || { echo "--arm64 $arm64: no bin/$b (tests/run.sh build --arch arm64)" >&2; exit 1; }
+    aarch64-linux-gnu-strip --strip-debug -o "$arm64_stage/$b" "$arm64/bin/$b"
+  done
+  for b in rdmanet rdmanet-ipam; do
+    if aarch64-linux-gnu-readelf -l "$arm64_stage/$b" | grep -q 'INTERP'; then
+      echo "--arm64 $arm64: bin/$b is dynamically linked (configure with RDMANET_STATIC_PLUGINS=ON)" >&2
+      exit 1
+    fi
+  done
+  arm64_image=${image%-amd64}-arm64
+  "$root/deploy/image_arm64.sh" "$image" "$arm64_stage" "$arm64_image"
+  if podman manifest exists "$list" 2>/dev/null; then
+    podman manifest rm "$list" >/dev/null
+  elif podman image exists "$list"; then
+    podman untag "$list" "$list"
+  fi
+  podman manifest create "$list" >/dev/null
+  podman manifest add "$list" "containers-storage:$image" >/dev/null
+  podman manifest add "$list" "containers-storage:$arm64_image" >/dev/null
+  echo "== $list: manifest list of $image (linux/amd64) and $arm64_image (linux/arm64), $(($(date +%s) - start)) s"
+fi

@@ -2,6 +2,8 @@
 # The two commands of README.md, for a fresh Debian 12 machine, as root:
 #   tests/run.sh demo   install what is missing, build, run the two-pod demo
 #   tests/run.sh test   install what is missing, build, run every test suite (one ctest summary)
+#   tests/run.sh build [--arch arm64]   install what is missing, build the product only
+#                       (--arch arm64: cross-built for aarch64 into build-arm64/bin)
 # BUILD_DIR (default ./build) and JOBS (default nproc) can be set in the environment.
 set -euo pipefail
 
@@ -86,6 +88,19 @@ need_root() {
 }
 
 case "${1:-}" in
+  build)
+    # build [--arch arm64]: install what is missing and build the product (rdmanet, rdmanet-ipam,
+    # rdmanetctl) into $build/bin; --arch arm64 cross-builds it for aarch64 into build-arm64/bin
+    # (tests/arch/build_arm64.sh, BUILD_ARM64_DIR to change it).
+    need_root
+    case "${2:-}/${3:-}" in
+      /) install_missing "${demo_packages[@]}"
+         configure -DRDMANET_BUILD_TESTS=OFF
+         build rdmanet rdmanet-ipam rdmanetctl ;;
+      --arch/arm64) exec "$here/arch/build_arm64.sh" "${BUILD_ARM64_DIR:-$root/build-arm64}" ;;
+      *) echo "usage: $0 build [--arch arm64]" >&2; exit 2 ;;
+    esac
+    ;;
   demo)
     need_root
     install_missing "${demo_packages[@]}"
@@ -150,10 +165,34 @@ case "${1:-}" in
       echo "== kernel lab: Linux 7.3 soft-RoCE, RDMA traffic between pods under QEMU"
       "$root/tests/lab/run_lab.sh" "$build" rdma73 || status=1
     fi
+    # arm64 (aarch64, e.g. Grace nodes): cross-build the product and unit_tests (unity) into
+    # build-arm64 (BUILD_ARM64_DIR), check the binaries and run them and the unit tests under
+    # qemu-user (tests/arch/run_arm64.sh), build the multi-arch image (IMAGE=0 skips it) and boot
+    # the arm64 kernel lab on Debian's 4K and 16K-page kernels (LAB=0 skips it). Installs its own
+    # packages. On by default (CI runs it); ARM64=0 skips all of it.
+    if [[ ${ARM64:-1} != 0 ]]; then
+      echo "== arm64: cross build, checks under qemu-user"
+      arm64_build=${BUILD_ARM64_DIR:-$root/build-arm64}
+      if ARM64_TESTS=1 "$here/arch/build_arm64.sh" "$arm64_build" rdmanet rdmanet-ipam rdmanetctl unit_tests; then
+        "$here/arch/run_arm64.sh" "$arm64_build" || status=1
+        if [[ ${IMAGE:-1} != 0 ]]; then
+          echo "== arm64: multi-arch image"
+          "$here/image/run_multiarch_test.sh" "$build" "$arm64_build" || status=1
+        fi
+        if [[ ${LAB:-1} != 0 ]]; then
+          echo "== kernel lab: Debian 12 arm64 (4K pages) under qemu-system-aarch64"
+          "$here/lab/run_lab.sh" "$arm64_build" arm64 || status=1
+          echo "== kernel lab: Debian 13 arm64-16k (16K pages) under qemu-system-aarch64"
+          "$here/lab/run_lab.sh" "$arm64_build" arm64-16k || status=1
+        fi
+      else
+        status=1
+      fi
+    fi
     exit $status
     ;;
   *)
-    echo "usage: $0 demo|test" >&2
+    echo "usage: $0 demo|test|build [--arch arm64]" >&2
     exit 2
     ;;
 esac

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The kernel lab: rdmanet on a real kernel with real drivers, booted under QEMU (KVM when this
 # machine offers it, else TCG), as root on a Debian 12 machine:
-#   tests/lab/run_lab.sh <build-dir> [rxe|sriov]
+sriov]$|sriov]
 # rxe (default): the RDMA paths on Debian 12's 6.1 kernel with soft-RoCE, on the system's QEMU.
 # rdma73: RDMA traffic between pods (rping, perftest, ibv_rc_pingpong) on Linux 7.x soft-RoCE: the
 #   kernel from Debian trixie-backports, unpacked into LAB_KERNEL73_CACHE (default
@@ -9,6 +9,13 @@
 # sriov: the sriov mode on the same kernel with QEMU's emulated Intel 82576 (igb PF, igbvf VFs),
 #   which needs QEMU >= 8: QEMU 10 from bookworm-backports, unpacked into LAB_QEMU_CACHE (default
 #   /var/cache/rdmanet-lab/qemu) by tests/lab/fetch_qemu.sh, never installed over the system's.
+# arm64, arm64-16k: <build-dir> is the arm64 cross build (tests/run.sh build --arch arm64); boots
+#   Debian 12's arm64 kernel (6.1, 4K pages) or Debian 13's linux-image-arm64-16k (16K pages) under
+#   qemu-system-aarch64 (TCG, -M virt -cpu max), both unpacked with an arm64 userland into
+#   LAB_ARM64_CACHE (default /var/cache/rdmanet-lab/arm64) by tests/lab/fetch_arm64.sh; the
+#   initramfs comes from tests/lab/build_initramfs_arm64.sh. Runs lab_arm64.sh (page size, the
+#   static plugin starting, macvlan ADD/CHECK/DEL with the embedded IPAM) and the rxe suite's
+#   sections without its integration_tests scenarios.
 # Installs what is missing, builds an initramfs (tests/lab/build_initramfs.sh), boots it, lets the
 # guest's /init run that suite's tests/lab/guest/*.sh and prints their results. Exit 0 only when
 # the guest printed its summary line with no failure; non-zero on a failure, a crash or the time
@@ -28,9 +35,9 @@
 set -euo pipefail
 
 suite=${2:-rxe}
-if [[ $# -lt 1 || $# -gt 2 || ! -d $1 || ( $suite != rxe && $suite != sriov && $suite != rdma73 ) ]]; then
-  echo "usage: $0 <build-dir> [rxe|sriov|rdma73]   (built: rdmanet rdmanetctl rdmanet-ipam, and for rxe" >&2
-  echo "       integration_tests, for sriov and rdma73 cni-driver)" >&2
+if [[ $# -lt 1 || $# -gt 2 || ! -d $1 || ! $suite =~ ^(rxe|sriov|rdma73|arm64|arm64-16k)$ ]]; then
+  echo "usage: $0 <build-dir> [rxe|sriov|rdma73|arm64|arm64-16k]   (built: rdmanet rdmanetctl rdmanet-ipam," >&2
+  echo "       and for rxe integration_tests, for sriov and rdma73 cni-driver)" >&2
   exit 2
 fi
 if [[ $(id -u) -ne 0 ]]; then
@@ -46,6 +53,10 @@ packages=(qemu-system-x86 linux-image-amd64 busybox-static iproute2 rdma-core ib
           ibverbs-utils cpio kmod binutils)
 # rdma73: the traffic tools the guest runs, and xz for the 7.x kernel's compressed modules.
 [[ $suite == rdma73 ]] && packages+=(perftest rdmacm-utils util-linux xz-utils)
+# arm64: instead, the aarch64 system emulator, xz for trixie's modules, the cross binutils
+# (readelf, objcopy), qemu-user to list the arm64 busybox's applets; kernel and guest userland
+# are unpacked by fetch_arm64.sh, not installed.
+[[ $suite == arm64* ]] && packages=(qemu-system-arm cpio kmod xz-utils binutils-aarch64-linux-gnu qemu-user-static)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -56,19 +67,26 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The kernel version linux-image-amd64 points at (e.g. 6.1.0-56-amd64), not whatever runs here.
-kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 | sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
-kernel=/boot/vmlinuz-$kver
 module_root=
-if [[ $suite == rdma73 ]]; then
+if [[ $suite == arm64* ]]; then
+  # arm64: the kernel (and its modules) is the arm64 package, unpacked, not an installed one.
+  arm64_cache=${LAB_ARM64_CACHE:-/var/cache/rdmanet-lab/arm64}
+  read -r kver kernel arm64_kroot < <("$here/fetch_arm64.sh" "$arm64_cache" "$([[ $suite == arm64-16k ]] && echo 16k || echo 4k)")
+  [[ -n $kver && -r $kernel ]] || { echo "lab: fetch_arm64.sh found no arm64 kernel" >&2; exit 1; }
+elif [[ $suite == rdma73 ]]; then
   # Linux 7.x from trixie-backports, unpacked into a cache (never installed): its soft-RoCE
   # carries RoCE between network namespaces.
   read -r kernel module_root kver < <("$here/fetch_kernel73.sh" "${LAB_KERNEL73_CACHE:-/var/cache/rdmanet-lab/kernel73}")
   module_root=${module_root%/usr/lib/modules/*}
   [[ -r $kernel && -d $module_root/lib/modules/$kver ]] || { echo "lab: no 7.x kernel in the cache" >&2; exit 1; }
-elif [[ -z $kver || ! -r $kernel || ! -d /lib/modules/$kver ]]; then
-  echo "lab: no kernel for linux-image-amd64 ($kver): $kernel or /lib/modules/$kver missing" >&2
-  exit 1
+else
+  # The kernel version linux-image-amd64 points at (e.g. 6.1.0-56-amd64), not whatever runs here.
+  kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 | sed -n 's/^linux-image-\([^ ,]*\).*/\1/p')
+  kernel=/boot/vmlinuz-$kver
+  if [[ -z $kver || ! -r $kernel || ! -d /lib/modules/$kver ]]; then
+    echo "lab: no kernel for linux-image-amd64 ($kver): $kernel or /lib/modules/$kver missing" >&2
+    exit 1
+  fi
 fi
 
 work=$(mktemp -d /tmp/rdmanet-lab.XXXXXX)
@@ -95,6 +113,16 @@ if [[ $suite == sriov ]]; then
   console=$build/lab-sriov-console.log
 fi
 [[ $suite == rdma73 ]] && console=$build/lab-rdma73-console.log
+# arm64: QEMU's generic arm64 board, its PL011 UART as the console, TCG (no KVM across
+# architectures); "-cpu max" has every feature the arm64 kernels may use (LSE, PAC, 16K granule).
+kernel_args_arch=
+if [[ $suite == arm64* ]]; then
+  qemu=(qemu-system-aarch64)
+  machine=(-M virt -nic none)
+  console=$build/lab-$suite-console.log
+  LAB_ACCEL=tcg
+  kernel_args_arch=" console=ttyAMA0"
+fi
 
 # KVM when it works here, else TCG. /dev/kvm existing is not enough: on some hosts (nested or
 # sandboxed KVM) QEMU aborts on an MSR that "-cpu host" passes through, or the guest kernel hangs
@@ -123,14 +151,19 @@ if [[ -z $accel || $accel == kvm ]]; then
 fi
 
 t0=$SECONDS
-LAB_MODULE_ROOT=$module_root "$here/build_initramfs.sh" "$build" "$kver" "$work/root" "$work/initrd.cpio.gz" "$suite"
+if [[ $suite == arm64* ]]; then
+  "$here/build_initramfs_arm64.sh" "$build" "$arm64_kroot" "$kver" "$arm64_cache/userland" "$work/root" \
+    "$work/initrd.cpio.gz" "$suite"
+else
+  LAB_MODULE_ROOT=$module_root "$here/build_initramfs.sh" "$build" "$kver" "$work/root" "$work/initrd.cpio.gz" "$suite"
+fi
 rm -rf "$work/root"
 echo "== lab: initramfs ($suite) $(du -h "$work/initrd.cpio.gz" | cut -f1) built in $((SECONDS - t0))s; booting $kver under QEMU (${accel^^} ${cpu[1]}), limit ${timeout_s}s"
 
 # no_timer_check: on a loaded host, TCG is too slow for the kernel's IO-APIC timer check, which
 # then panics ("IO-APIC + timer doesn't work!"). mitigations=off: a throwaway test guest, and
 # page-table isolation costs TCG a TLB flush per system call.
-kernel_args="no_timer_check mitigations=off"
+kernel_args="no_timer_check mitigations=off$kernel_args_arch"
 t1=$SECONDS
 set +e
 # -no-reboot: a guest reboot or panic ends QEMU; /init powers off when it is done. stdin is

@@ -23,6 +23,9 @@ check "configfs mounted at /sys/kernel/config, rdma_cm's group there" mount_conf
 case $(cat /lab/suite 2>/dev/null) in
   sriov) sections="lab_sriov" ;;
   rdma73) sections="lab_rdma73" ;;
+  # arm64 (Debian 12's 4K-page kernel) and arm64-16k (Debian 13's 16K-page kernel): the
+  # cross-built binaries; no integration_tests (lab_rdmanet.sh stops before its scenarios).
+  arm64 | arm64-16k) sections="lab_arm64 lab_rxe lab_rdma_tool lab_rdmanet" ;;
   *) sections="lab_rxe lab_rdma_tool lab_rdmanet lab_compat" ;;
 esac
 for section in $sections; do
