@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The kernel lab: rdmanet on a real kernel with real drivers, booted under QEMU (KVM when this
 # machine offers it, else TCG), as root on a Debian 12 machine:
-sriov]$|sriov]
+#   tests/lab/run_lab.sh <build-dir> [rxe|sriov|rdma73|arm64|arm64-16k]
 # rxe (default): the RDMA paths on Debian 12's 6.1 kernel with soft-RoCE, on the system's QEMU.
 # rdma73: RDMA traffic between pods (rping, perftest, ibv_rc_pingpong) on Linux 7.x soft-RoCE: the
 #   kernel from Debian trixie-backports, unpacked into LAB_KERNEL73_CACHE (default
