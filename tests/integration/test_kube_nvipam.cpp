@@ -209,7 +209,7 @@ TEST_CASE("nv-ipam: exclusions and perNodeExclusions are never handed out; a ful
                                           "10.40.0.11", "10.40.0.12", "10.40.0.13", "10.40.0.14"});
 }
 
-TEST_CASE("nv-ipam: an API outage does not stop a node that knows its block", "[kube][integration][nvipam]") {
+TEST_CASE("nv-ipam: an API outage does not stop a node that knows its block", "[kube][integration][nvipam][inrepo]") {
     TestApiServer server;
     Env env(server);
     create_pool(server, "cidrpools", "rail2", {{"cidr", "10.50.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
