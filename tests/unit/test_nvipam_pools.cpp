@@ -4,6 +4,7 @@
 // exclusions, perNodeExclusions) and routes, node selectors. Fixtures in nv-ipam's shape.
 #include <catch2/catch.hpp>
 
+#include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/nvipam/blocks.hpp"
 #include "rdmanet/ipam/nvipam/pool.hpp"
@@ -342,4 +343,36 @@ TEST_CASE("nv-ipam status: written sorted by node name in nv-ipam's shape; bad e
     Pool ipp = parse_pool(ippool({{"subnet", "10.0.0.0/24"}, {"perNodeBlockSize", 10}}), PoolType::ippool);
     CHECK(allocations_json(ipp, {*next_allocation(ipp, "z")}) ==
           json::parse(R"([{"nodeName":"z","startIP":"10.0.0.1","endIP":"10.0.0.10"}])"));
+}
+
+TEST_CASE("nv-ipam CNI keys: poolName list, poolType, poolNamespace; typos and mixes are code 7", "[nvipam]") {
+    const IpamConfig c = parse_ipam_config({{"type", "rdmanet-ipam"}, {"poolName", "rail1-v4, rail1-v6"},
+                                            {"poolType", "cidrpool"}, {"poolNamespace", "nvidia-network-operator"}});
+    CHECK(c.nv.enabled);
+    CHECK(c.nv.pools == std::vector<std::string>{"rail1-v4", "rail1-v6"});
+    CHECK(c.nv.type == "cidrpool");
+    CHECK(c.nv.ns == "nvidia-network-operator");
+    CHECK(c.store.datastore == Datastore::kubernetes);
+    CHECK(c.ranges.empty());
+    // poolType alone: the pool is the network's name (nv-ipam's default), resolved by the verb.
+    const IpamConfig d = parse_ipam_config({{"type", "rdmanet-ipam"}, {"poolType", "ippool"}});
+    CHECK(d.nv.enabled);
+    CHECK(d.nv.pools.empty());
+    CHECK_FALSE(parse_ipam_config({{"type", "rdmanet-ipam"}, {"range", "10.0.0.0/24"}}).nv.enabled);
+    auto refused = [](json ipam) -> std::pair<int, std::string> {
+        ipam["type"] = "rdmanet-ipam";
+        try {
+            parse_ipam_config(ipam);
+        } catch (const IpamError& e) {
+            return {e.code, e.msg};
+        }
+        return {0, ""};
+    };
+    CHECK(refused({{"poolName", "a"}, {"poolType", "cidrpol"}}).first == 7);
+    CHECK_THAT(refused({{"poolName", "a"}, {"poolType", "cidrpol"}}).second, Catch::Contains("ipam.poolType"));
+    CHECK_THAT(refused({{"poolName", "a,b,c"}}).second, Catch::Contains("more than two pools"));
+    CHECK_THAT(refused({{"poolName", "a,,b"}}).second, Catch::Contains("is not a pool name"));
+    CHECK_THAT(refused({{"poolName", "../etc"}}).second, Catch::Contains("is not a pool name"));
+    CHECK_THAT(refused({{"poolName", "a"}, {"range", "10.0.0.0/24"}}).second, Catch::Contains("ipam.range cannot be combined"));
+    CHECK_THAT(refused({{"poolName", "a"}, {"poolNamespace", "Bad_NS"}}).second, Catch::Contains("ipam.poolNamespace"));
 }
