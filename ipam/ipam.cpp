@@ -7,6 +7,7 @@
 #include "rdmanet/ipam/core/static_ips.hpp"
 #include "rdmanet/ipam/kube/node_identity.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
+#include "rdmanet/ipam/nvipam/node_block.hpp"
 
 namespace rdmanet::ipam {
 
@@ -129,22 +130,48 @@ StoreConfig store_for(const IpamConfig& config, std::string_view network) {
 }
 }  // namespace
 
+// nv-ipam's pools: the node's blocks make the ranges, the node's local store allocates from them
+// (no API request once the blocks are known, nvipam/node_block.hpp). DEL and GC need no block:
+// the local store releases by attachment in every pool.
+bool nv_pools(const IpamConfig& config) { return config.nv.enabled; }
+SqliteStore nv_store(const IpamConfig& config) { return SqliteStore(nvipam::local_store_dir(config.store.data_dir)); }
+
 IpamResult add(const IpamRequest& request) {
+    if (nv_pools(request.config)) {
+        IpamRequest resolved = request;
+        resolved.config = nvipam::resolved_config(request.config, request.network);
+        auto store = nv_store(request.config);
+        return add(store, resolved);
+    }
     auto store = open_store(store_for(request.config, request.network), kube::kAddBudget);
     return add(*store, request);
 }
 
 void del(const IpamRequest& request) {
+    if (nv_pools(request.config)) {
+        auto store = nv_store(request.config);
+        return del(store, request);
+    }
     auto store = open_store(store_for(request.config, request.network), kube::kDelBudget);
     del(*store, request);
 }
 
 void check(const IpamRequest& request) {
+    if (nv_pools(request.config)) {
+        IpamRequest resolved = request;
+        resolved.config = nvipam::resolved_config(request.config, request.network);
+        auto store = nv_store(request.config);
+        return check(store, resolved);
+    }
     auto store = open_store(store_for(request.config, request.network));
     check(*store, request);
 }
 
 std::vector<Allocation> gc(const IpamConfig& config, std::string_view network, std::span<const AttachmentId> valid) {
+    if (nv_pools(config)) {
+        auto store = nv_store(config);
+        return store.gc(network, {}, valid);
+    }
     auto store = open_store(store_for(config, network), kube::kDelBudget);
     return gc(*store, config, network, valid);
 }

@@ -36,8 +36,10 @@ private:
         cmd->add_option("-f,--filename", render_file, "YAML or JSON file with one or more documents, - for stdin")
             ->required();
         cmd->add_option("--ipam", render_options.ipam,
-                        "\"rdmanet\": switch whereabouts IPAM (same keys) and nv-ipam (with its IPPool in -f) to rdmanet-ipam; default: keep the IPAM")
+                        "\"rdmanet\": switch whereabouts IPAM (same keys) and nv-ipam (same pools) to rdmanet-ipam; default: keep the IPAM")
             ->check(CLI::IsMember({"rdmanet"}));
+        cmd->add_flag("--nv-ipam-to-node-slices", render_options.nv_ipam_to_slices,
+                      "with --ipam rdmanet: convert nv-ipam's IPPool (given in -f) into node slices instead of keeping the pool");
         cmd->add_option("--ipam-kubeconfig", render_options.ipam_kubeconfig,
                         "with --ipam rdmanet: the kubeconfig the IPAM reads (default: the one rdmanetctl install writes)");
         cmd->add_option("--cni-version", render_options.cni_version,

@@ -22,6 +22,7 @@
 #include "rdmanet/cni/ctl/pod_scope.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
+#include "rdmanet/ipam/nvipam/node_block.hpp"
 #include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::cni::ctl {
@@ -69,6 +70,7 @@ public:
         if (kube_config_) {
             publish_slice_backlog();
             recheck_slices();
+            refresh_nv_blocks();
         }
         metrics_.record_pass(report, unix_now());
         if (!report.repaired.empty() || !report.failed.empty() || !report.not_repairable.empty())
@@ -114,6 +116,18 @@ private:
             err_ << "agent: re-checking node slices: " << e.msg << '\n';
         } catch (const std::exception& e) {
             err_ << "agent: re-checking node slices: " << e.what() << '\n';
+        }
+    }
+
+    // nv-ipam pools: the plugin serves ADDs from the node's cached block without an API request;
+    // the agent re-reads each cached pool every pass (one GET each), so a changed pool or a block
+    // the controller moved reaches the node within one interval.
+    void refresh_nv_blocks() {
+        try {
+            for (const auto& line : ipam::nvipam::refresh_node_blocks(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget))
+                err_ << "agent: nv-ipam " << line << '\n';
+        } catch (const std::exception& e) {
+            err_ << "agent: re-reading nv-ipam pools: " << e.what() << '\n';
         }
     }
 

@@ -20,6 +20,7 @@
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/ctl/admin.hpp"
 #include "rdmanet/cni/ctl/rdma.hpp"
+#include "rdmanet/cni/ctl/pool.hpp"
 #include "rdmanet/cni/ctl/slices.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/ipam/core/error.hpp"
@@ -448,6 +449,26 @@ std::optional<ipam::kube::KubeConfig> check_kubeconfig(Doctor& d) {
     return std::nullopt;
 }
 
+// ---- nv-ipam pools (ipam.poolName) --------------------------------------------------------------
+// The node's block or subnet of each nv-ipam pool it used, from its cached copy: OK with the
+// block, gateway, used/free and who wrote it; WARN when a block is full (the next ADD fails).
+
+void check_nv_blocks(Doctor& d) {
+    const std::string data_dir = d.under(d.o.ipam_data_dir).string();
+    std::vector<NvBlockUsage> usage;
+    try {
+        usage = nv_block_usage(data_dir);
+    } catch (const std::exception& e) {
+        d.add("ipam.nvipam", Status::warn, data_dir, std::string("the node's nv-ipam blocks could not be read: ") + e.what());
+        return;
+    }
+    for (const auto& u : usage) {
+        const std::string text = "node " + u.node + " holds " + u.block + (u.gateway.empty() ? "" : " gateway " + u.gateway) +
+                                 ", " + std::to_string(u.used) + " used, " + std::to_string(u.free) + " free, from " + u.source;
+        d.add("ipam.nvipam", u.free == 0 ? Status::warn : Status::ok, u.pool, u.free == 0 ? text + ": the block is full" : text);
+    }
+}
+
 // ---- node slices (node_slice_size) ------------------------------------------------------------
 // A node that allocates from a slice the NodeSlicePool gives to another node hands out addresses
 // that node hands out too: FAIL. Changes the API server has not taken yet are expected during an
@@ -657,6 +678,7 @@ std::vector<Finding> doctor_checks(const DoctorOptions& options) {
     check_policy(d);
     const auto api = check_kubeconfig(d);
     check_slices(d, api);
+    check_nv_blocks(d);
     check_memlock(d);
     return d.findings;
 }

@@ -93,13 +93,20 @@ std::vector<json> parse_meta_plugins(const json& spec, const std::string& where)
     return plugins;
 }
 
-// --ipam rdmanet: whereabouts -> rdmanet-ipam, same keys; nv-ipam -> rdmanet-ipam with node
+// --ipam rdmanet: whereabouts -> rdmanet-ipam, same keys; nv-ipam -> rdmanet-ipam on the same
+// pools (poolName, poolType kept; nv-ipam's daemon keys dropped), or with nv_ipam_to_slices node
 // slices from its IPPool; the kubeconfig becomes the one `rdmanetctl install` writes.
 json convert_ipam(json ipam, const RenderOptions& options, const std::string& network, const std::string& where) {
     if (options.ipam.empty() || ipam.empty()) return ipam;
     if (options.ipam != "rdmanet") fail(where, "--ipam must be \"rdmanet\" (or not given)");
     const std::string type = ipam.value("type", "");
     if (type == "rdmanet-ipam") return ipam;
+    if (type == "nv-ipam" && !options.nv_ipam_to_slices) {
+        ipam["type"] = "rdmanet-ipam";
+        for (const char* daemon_key : {"daemonSocket", "daemonCallTimeoutSeconds", "confDir", "forcePoolName"}) ipam.erase(daemon_key);
+        ipam["kubernetes"] = {{"kubeconfig", options.ipam_kubeconfig}};
+        return ipam;
+    }
     if (type == "nv-ipam") {
         try {
             return convert_nv_ipam(ipam, network, options.nv_ipam_pools, options.ipam_kubeconfig);

@@ -4,6 +4,7 @@
 //   rdmanetctl pool show   NAME [--data-dir DIR]       one pool as a whereabouts IPPool object
 //   rdmanetctl pool verify [--data-dir DIR]            consistency check of the store
 //   rdmanetctl pool slices [--data-dir DIR] [--json] [--kubeconfig F]   node slices and unpublished changes
+//   rdmanetctl pool blocks [--data-dir DIR] [--json]   this node's blocks of nv-ipam pools
 //   rdmanetctl pool list|show ... --kubeconfig F | --in-cluster   the same from the Kubernetes datastore
 //   rdmanetctl reconcile (--kubeconfig F | --in-cluster) [--dry-run] [--interval S]  release allocations of gone pods
 //                                                        and the node slices of deleted nodes
@@ -81,6 +82,13 @@ int main(int argc, char** argv) {
     slices->add_flag("--json", options.json, "print the report as JSON");
     add_kube(*slices, options.kube);
     slices->callback([&] { status = ctl::pool_slices(options, std::cout, std::cerr); });
+
+    CLI::App* blocks = pool->add_subcommand(
+        "blocks", "nv-ipam pools (ipam.poolName): this node's block or subnet of each, its gateway, used and free "
+                  "addresses, and whether nv-ipam's controller or rdmanet wrote it");
+    add_data_dir(*blocks, options);
+    blocks->add_flag("--json", options.json, "print a JSON array");
+    blocks->callback([&] { status = ctl::pool_blocks(options, std::cout, std::cerr); });
 
     bool dry_run = false;
     bool local = false;

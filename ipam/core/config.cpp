@@ -200,6 +200,41 @@ std::vector<StaticAddress> parse_addresses(const Fields& ipam) {
     return out;
 }
 
+NvPoolKeys parse_nv_keys(const Fields& ipam) {
+    NvPoolKeys nv;
+    nv.enabled = ipam.has("poolName") || ipam.has("poolType");
+    if (!nv.enabled) return nv;
+    if (auto names = ipam.string("poolName")) {
+        std::size_t start = 0;
+        while (start <= names->size()) {
+            std::size_t end = names->find(',', start);
+            if (end == std::string::npos) end = names->size();
+            std::string name = names->substr(start, end - start);
+            while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+            while (!name.empty() && name.back() == ' ') name.pop_back();
+            const bool valid = !name.empty() && name.size() <= 253 &&
+                               name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-._") == std::string::npos;
+            if (!valid) config_error(ipam.name("poolName") + " " + q(*names) + ": " + q(name) + " is not a pool name");
+            nv.pools.push_back(std::move(name));
+            start = end + 1;
+        }
+        if (nv.pools.size() > 2)
+            config_error(ipam.name("poolName") + " " + q(*names) + " names more than two pools (one IPv4, one IPv6)");
+    }
+    if (auto type = ipam.string("poolType")) {
+        if (*type != "ippool" && *type != "cidrpool" && !type->empty())
+            config_error(ipam.name("poolType") + " " + q(*type) + " is not a pool type: use \"ippool\" or \"cidrpool\"");
+        if (!type->empty()) nv.type = *type;
+    }
+    if (auto ns = ipam.string("poolNamespace")) {
+        if (ns->empty() || ns->size() > 63 ||
+            ns->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
+            config_error(ipam.name("poolNamespace") + " " + q(*ns) + " is not a namespace name");
+        nv.ns = *ns;
+    }
+    return nv;
+}
+
 StoreConfig parse_store(const Fields& ipam) {
     StoreConfig store;
     if (auto ds = ipam.string("datastore")) {
@@ -260,6 +295,16 @@ IpamConfig parse_ipam_config(const json& ipam_object, Strictness strictness) {
         if (auto gw = ipam.string("gateway")) c.gateway = parse_ip(*gw, ipam.name("gateway"));
     });
 
+    section([&] { c.nv = parse_nv_keys(ipam); });
+    if (c.nv.enabled) {
+        // nv-ipam's pools, not ranges: the ranges come from the node's block when the verb runs.
+        section([&] {
+            for (const char* key : {"range", "ipRanges", "node_slice_size"})
+                if (ipam.has(key)) config_error(ipam.name(key) + " cannot be combined with ipam.poolName (nv-ipam's pools)");
+        });
+        c.store.datastore = Datastore::kubernetes;
+        return c;
+    }
     // Ranges: the top-level range first (whereabouts prepends it), then ipRanges in order.
     if (ipam.has("range")) {
         section([&] { c.ranges.push_back(parse_range_entry(ipam, ipam.name("range"))); });

@@ -252,7 +252,7 @@ apiserver::Output negotiate_output(const std::string& accept) {
 
 void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
     // /api/v1[/namespaces/NS]/PLURAL[/NAME]  or  /apis/G/V[/namespaces/NS]/PLURAL[/NAME]
-    static const std::regex path_re(R"(^/(?:api/(v1)|apis/([^/]+)/([^/]+))(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?/?$)");
+    static const std::regex path_re(R"(^/(?:api/(v1)|apis/([^/]+)/([^/]+))(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+)(/status)?)?/?$)");
     std::smatch m;
     const std::string path = req.path;
     if (!std::regex_match(path, m, path_re)) {
@@ -262,6 +262,7 @@ void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
     const std::string group = m[1].matched ? "" : m[2].str();
     const std::string version = m[1].matched ? "v1" : m[3].str();
     const std::string ns = m[4].str(), plural = m[5].str(), name = m[6].str();
+    const bool status_subresource = m[7].matched;
     const apiserver::ResourceType* t = s.store.find_type(group, version, plural);
     if (!t) {
         send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
@@ -295,7 +296,7 @@ void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
     } else if (req.method == "POST" && name.empty()) {
         r = s.store.create(*t, ns, body, out);
     } else if (req.method == "PUT" && !name.empty()) {
-        r = s.store.update(*t, ns, name, body, out);
+        r = s.store.update(*t, ns, name, body, out, status_subresource);
     } else if (req.method == "PATCH" && !name.empty()) {
         r = s.store.patch(*t, ns, name, req.get_header_value("Content-Type"), body, out);
     } else if (req.method == "DELETE" && !name.empty()) {

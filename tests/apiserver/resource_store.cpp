@@ -192,6 +192,9 @@ ResourceStore::ResourceStore(bool with_whereabouts_crds) {
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "overlappingrangeipreservations",
                           "overlappingrangeipreservation", "OverlappingRangeIPReservation", ""});
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "nodeslicepools", "nodeslicepool", "NodeSlicePool", ""});
+        // nv-ipam's CRDs (status subresource: see update()).
+        types_.push_back({"nv-ipam.nvidia.com", "v1alpha1", "ippools", "ippool", "IPPool", ""});
+        types_.push_back({"nv-ipam.nvidia.com", "v1alpha1", "cidrpools", "cidrpool", "CIDRPool", ""});
     }
     std::lock_guard lock(mu_);
     for (const char* ns : {"default", "kube-system", "kube-public"}) ensure_namespace(ns);
@@ -257,7 +260,7 @@ std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::s
     };
     static const json none;
     const json& spec = o.is_object() && o.contains("spec") ? o["spec"] : none;
-    if (t.kind == "IPPool") {
+    if (t.kind == "IPPool" && t.group == "whereabouts.cni.cncf.io") {
         require(spec.is_object(), "spec", "Required value");
         if (spec.is_object()) {
             require(is_string_member(spec, "range"), "spec.range", "Required value");
@@ -415,11 +418,20 @@ Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o
     return stored_reply(201, st, out);
 }
 
-Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const std::string& name, json o, Output out) {
+Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const std::string& name, json o, Output out,
+                            bool status_only) {
     if (!o.is_object()) return {400, status_object(400, "BadRequest", "the body is not a JSON object")};
     std::lock_guard lock(mu_);
     auto it = objects_.find(key(t, ns, name));
     if (it == objects_.end()) return {404, not_found(t, name)};
+    if (status_only) {
+        // The status subresource: only status changes; the resourceVersion precondition holds.
+        json whole = it->second.object;
+        whole["status"] = o.value("status", json::object());
+        if (o.contains("metadata") && o["metadata"].is_object() && o["metadata"].contains("resourceVersion"))
+            whole["metadata"]["resourceVersion"] = o["metadata"]["resourceVersion"];
+        o = std::move(whole);
+    }
     if (!o.contains("metadata") || !o["metadata"].is_object()) o["metadata"] = json::object();
     auto& md = o["metadata"];
     const std::string rv = md.value("resourceVersion", "");

@@ -27,6 +27,7 @@
 //  - one cluster-wide resourceVersion counter (etcd's revision), bumped by every write; each
 //    object carries the value of its last write; lists carry the current one;
 //  - create: 201; an existing name -> 409 AlreadyExists; uid, creationTimestamp, namespace set;
+//  - nv-ipam's IPPool/CIDRPool: PUT .../NAME/status updates only status (the status subresource);
 //  - update (PUT): a body resourceVersion that differs from the stored one -> 409 Conflict;
 //  - patch: application/json-patch+json (RFC 6902; a failed `test` -> 422 Invalid, which is what
 //    the kube-apiserver answers) and application/merge-patch+json;
@@ -95,8 +96,9 @@ public:
     Reply list(const ResourceType& t, const std::string& ns, const std::string& field_selector);
     Reply get(const ResourceType& t, const std::string& ns, const std::string& name, Output out = Output::object);
     Reply create(const ResourceType& t, const std::string& ns, json object, Output out = Output::object);
+    // status_only: PUT of the status subresource (.../NAME/status): everything but status is kept.
     Reply update(const ResourceType& t, const std::string& ns, const std::string& name, json object,
-                 Output out = Output::object);
+                 Output out = Output::object, bool status_only = false);
     Reply patch(const ResourceType& t, const std::string& ns, const std::string& name, const std::string& content_type,
                 const json& patch, Output out = Output::object);
     Reply remove(const ResourceType& t, const std::string& ns, const std::string& name, const json& options);

@@ -4,7 +4,7 @@
 // (kubeconfig load, new connection with its TLS handshake), as one exec of the plugin does.
 //
 //   bin/kube_slice_bench [--nodes 200] [--pods 100] [--slice 25] [--inflight 16] [--latency-ms 2]
-//                        [--mode slices|single]
+//                        [--mode slices|single|cidrpool]
 //
 // Pods are started node-interleaved (pod i on node i % nodes), so every node claims its first
 // slice while the others do: the claim race of a cluster-wide rollout is part of the figures.
@@ -15,6 +15,9 @@
 // --mode single: the same ADDs on one IPPool for the whole range (no node_slice_size), which
 // stops at etcd's 1.5 MiB object limit: reported are the ADDs that succeeded, the time the first
 // refused ADD took and its error code and message.
+// --mode cidrpool: the same cluster on an nv-ipam CIDRPool (the range in /S subnets per node,
+// gatewayIndex 1), no controller: every node's first ADD claims its subnet by a status write,
+// the rest allocate in the node's local store from the cached subnet (target: 0 API requests).
 // The server shares the machine's CPUs with the client (see kube_bench.cpp for what that means).
 #include <algorithm>
 #include <atomic>
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
         }
     }
     const bool slices = o.mode == "slices";
+    const bool cidrpool = o.mode == "cidrpool";
     try {
         apiserver_test::TestApiServer server;
         const std::string kubeconfig = server.write_kubeconfig("kubeconfig");
@@ -89,6 +93,15 @@ int main(int argc, char** argv) {
         json ipam = {{"type", "rdmanet-ipam"}, {"range", "10.96.0.0/16"}, {"datastore", "kubernetes"},
                      {"network_name", "bench"}};
         if (slices) ipam["node_slice_size"] = "/" + std::to_string(o.slice);
+        if (cidrpool) {
+            ipam = {{"type", "rdmanet-ipam"}, {"poolName", "bench"}, {"poolType", "cidrpool"},
+                    {"kubernetes", {{"kubeconfig", kubeconfig}}}};
+            const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"}, {"kind", "CIDRPool"},
+                               {"metadata", {{"name", "bench"}, {"namespace", "kube-system"}}},
+                               {"spec", {{"cidr", "10.96.0.0/16"}, {"perNodeNetworkPrefix", o.slice}, {"gatewayIndex", 1}}}};
+            const auto r = server.request("POST", "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/kube-system/cidrpools", pool.dump());
+            if (r.status != 201) throw std::runtime_error("creating the CIDRPool: " + r.text);
+        }
         const IpamConfig config = parse_ipam_config(ipam);
         const int total = o.nodes * o.pods;
         int all_failures = 0;
@@ -123,12 +136,19 @@ int main(int argc, char** argv) {
                         std::string error;
                         int code = 0;
                         try {
-                            auto kc = kube::load_kubeconfig(kubeconfig);
-                            if (slices) {
+                            if (cidrpool) {
+                                // The whole verb as the plugin runs it: block from the node's cache
+                                // (or the claim), allocation in the node's local store.
+                                req.config.store.nodename = node_name;
+                                req.config.store.data_dir = data + "/" + node_name;
+                                add(req);
+                            } else if (slices) {
+                                auto kc = kube::load_kubeconfig(kubeconfig);
                                 kube::SliceStore store(std::move(kc), kube::Deadline::in(kube::kAddBudget),
                                                        data + "/" + node_name, kube::SliceSettings{"bench", node_name, o.slice});
                                 add(store, req);
                             } else {
+                                auto kc = kube::load_kubeconfig(kubeconfig);
                                 kube::KubeStore store(std::move(kc), kube::Deadline::in(kube::kAddBudget), "");
                                 add(store, req);
                             }
@@ -179,24 +199,25 @@ int main(int argc, char** argv) {
             all_failures += failures;
         };
 
-        if (slices) {
+        if (slices || cidrpool) {
             // Two phases, so that the claims do not hide the steady state: every node's first ADD
             // (each claims a slice, racing the others), then the remaining ADDs, which find their
             // node's slice held and talk only to its IPPool.
             const auto wall = Clock::now();
             const json before = server.stats();
-            run("slices, first ADD per node (claims)", 0, std::min(o.nodes, total));
-            run("slices, steady state", std::min(o.nodes, total), total);
+            run(slices ? "slices, first ADD per node (claims)" : "cidrpool, first ADD per node (claims)", 0,
+                std::min(o.nodes, total));
+            run(slices ? "slices, steady state" : "cidrpool, steady state", std::min(o.nodes, total), total);
             const json after = server.stats();
             const double seconds = ms_since(wall) / 1000.0;
             const double requests = after["requests"].get<double>() - before["requests"].get<double>();
             const int ok = total - all_failures;
-            std::printf("slices, whole run: %d ADDs in %.2f s = %.0f ADD/s  requests/ADD %.2f\n", ok, seconds,
+            std::printf("%s, whole run: %d ADDs in %.2f s = %.0f ADD/s  requests/ADD %.2f\n", o.mode.c_str(), ok, seconds,
                         ok / seconds, ok ? requests / ok : 0.0);
         } else {
             run("single", 0, total);
         }
-        return slices ? (all_failures == 0 ? 0 : 1) : 0;
+        return slices || cidrpool ? (all_failures == 0 ? 0 : 1) : 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "kube_slice_bench: %s\n", e.what());
         return 1;

@@ -12,3 +12,5 @@ for f in kube_slice_bench test_apiserver; do
 done
 "$BIN/kube_slice_bench" --nodes 200 --pods 100 --slice 25 --inflight 16 --latency-ms 2 --mode slices
 "$BIN/kube_slice_bench" --nodes 200 --pods 100 --inflight 16 --latency-ms 2 --mode single
+# The same cluster on an nv-ipam CIDRPool (/25 per node, no controller: nodes claim their subnets).
+"$BIN/kube_slice_bench" --nodes 200 --pods 100 --slice 25 --inflight 16 --latency-ms 2 --mode cidrpool

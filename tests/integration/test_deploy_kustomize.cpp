@@ -164,6 +164,10 @@ TEST_CASE("deploy: RBAC is least privilege", "[deploy]") {
                          {{"whereabouts.cni.cncf.io", "ippools"}, ipam_verbs},
                          {{"whereabouts.cni.cncf.io", "overlappingrangeipreservations"}, ipam_verbs},
                          {{"whereabouts.cni.cncf.io", "nodeslicepools"}, ipam_verbs},
+                         {{"nv-ipam.nvidia.com", "ippools"}, {"get", "list", "watch"}},
+                         {{"nv-ipam.nvidia.com", "cidrpools"}, {"get", "list", "watch"}},
+                         {{"nv-ipam.nvidia.com", "ippools/status"}, {"update"}},
+                         {{"nv-ipam.nvidia.com", "cidrpools/status"}, {"update"}},
                          {{"", "pods"}, {"get", "list"}},
                          {{"", "nodes"}, {"get", "list"}}});
 

@@ -138,9 +138,29 @@ items:
     - {dst: 10.200.0.0/16}
 )";
 
+TEST_CASE("render: --ipam rdmanet keeps nv-ipam's pools, switching the type only", "[ctl][render]") {
+    RenderOptions options;
+    options.ipam = "rdmanet";
+    const auto nads = render_documents(std::string(kNvIpamNetwork) + "---\n" + kNvIpamPool + R"(
+---
+apiVersion: mellanox.com/v1alpha1
+kind: MacvlanNetwork
+metadata: {name: rail1}
+spec: {networkNamespace: ai, master: eth1, mode: bridge, mtu: 9000,
+       ipam: '{"type":"nv-ipam","poolName":"rail1-v4,rail1-v6","poolType":"cidrpool","daemonSocket":"unix:///var/lib/cni/nv-ipam/daemon.sock","daemonCallTimeoutSeconds":5}'}
+)", options);
+    REQUIRE(nads.size() == 2);
+    CHECK(config_of(nads[0])["ipam"] == json::parse(R"({"type": "rdmanet-ipam", "poolName": "pool1",
+      "kubernetes": {"kubeconfig": "/etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig"}})"));
+    CHECK(config_of(nads[1])["ipam"] == json::parse(R"({"type": "rdmanet-ipam", "poolName": "rail1-v4,rail1-v6",
+      "poolType": "cidrpool", "kubernetes": {"kubeconfig": "/etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig"}})"));
+    CHECK(nads[1]["metadata"]["namespace"] == "ai");
+}
+
 TEST_CASE("render: --ipam rdmanet converts nv-ipam and its IPPool to rdmanet-ipam with node slices", "[ctl][render]") {
     RenderOptions options;
     options.ipam = "rdmanet";
+    options.nv_ipam_to_slices = true;
     const auto nads = render_documents(std::string(kNvIpamNetwork) + "---\n" + kNvIpamPool, options);
     REQUIRE(nads.size() == 1);   // the IPPool is an input, not a network
     const auto ipam = config_of(nads.front())["ipam"];
@@ -158,6 +178,7 @@ TEST_CASE("render: --ipam rdmanet converts nv-ipam and its IPPool to rdmanet-ipa
 TEST_CASE("render: nv-ipam conversion refuses what rdmanet-ipam cannot express", "[ctl][render]") {
     RenderOptions options;
     options.ipam = "rdmanet";
+    options.nv_ipam_to_slices = true;
     const std::string network = kNvIpamNetwork;
     const auto with_pool = [&](const std::string& spec) {
         return render_error(network + "---\napiVersion: nv-ipam.nvidia.com/v1alpha1\nkind: IPPool\n"
@@ -189,6 +210,7 @@ spec: {resourceName: hostdev, ipam: '{"type":"nv-ipam","poolName":"pool1","poolT
 TEST_CASE("render: nv-ipam IPv6 pool, block size a power of two, poolName defaulting to the network", "[ctl][render]") {
     RenderOptions options;
     options.ipam = "rdmanet";
+    options.nv_ipam_to_slices = true;
     const auto nads = render_documents(R"(
 apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork

@@ -35,8 +35,11 @@ inline constexpr const char* kDefaultKubeconfigPath = "/etc/cni/net.d/rdmanet.d/
 
 struct RenderOptions {
     // "" keeps the network's IPAM; "rdmanet" switches whereabouts (same keys) and nv-ipam (its
-    // IPPool converted, cni/ctl/nv_ipam.hpp) to rdmanet-ipam.
+    // pools kept: rdmanet-ipam reads nv-ipam's IPPool/CIDRPool itself) to rdmanet-ipam.
     std::string ipam;
+    // With ipam == "rdmanet": convert nv-ipam's IPPool into node slices (cni/ctl/nv_ipam.hpp)
+    // instead of keeping the pool.
+    bool nv_ipam_to_slices = false;
     // With ipam == "rdmanet" and datastore kubernetes: the kubeconfig the IPAM uses.
     std::string ipam_kubeconfig = kDefaultKubeconfigPath;
     // cniVersion written for the operator kinds (theirs render 0.3.1; rdmanet prefers 1.0.0).

@@ -5,8 +5,10 @@
 //
 // Every command writes its answer to `out`, problems to `err`, and returns the process exit
 // status (0 = success).
+#include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +45,21 @@ int pool_list(const PoolOptions& options, std::ostream& out, std::ostream& err);
 int pool_show(const PoolOptions& options, const std::string& name, std::ostream& out, std::ostream& err);
 // `pool verify`: SqliteStore::verify(); one line per inconsistency on err and 1 when there is any.
 int pool_verify(const PoolOptions& options, std::ostream& out, std::ostream& err);
+
+// nv-ipam pools (ipam.poolName): the node's block or subnet of each pool it has used, from the
+// node's cached copy (no API request). `source` says who wrote the status entry.
+struct NvBlockUsage {
+    std::string pool;      // "CIDRPool kube-system/rail1"
+    std::string node;
+    std::string block;     // "10.0.3.0/24" or "192.168.0.101-192.168.0.200"
+    std::string gateway;   // "" = none
+    std::uint64_t used = 0;
+    std::uint64_t free = 0;
+    std::string source;    // nv-ipam's controller, or rdmanet (claimed without it)
+};
+std::vector<NvBlockUsage> nv_block_usage(const std::string& data_dir);
+// `pool blocks`: one line per block, or a JSON array with json.
+int pool_blocks(const PoolOptions& options, std::ostream& out, std::ostream& err);
 
 // `reconcile` (Kubernetes datastore): releases allocations whose pod no longer exists and
 // reservations no pool entry accounts for; prints what it released (dry_run: what it would).

@@ -82,8 +82,21 @@ struct StoreConfig {
     std::string slice_pool_name;
 };
 
+// nv-ipam's CNI keys (rdmanet/ipam/nvipam/node_block.hpp): with poolName or poolType set, the
+// addresses come from the node's block of nv-ipam IPPools or CIDRPools instead of ranges.
+//   poolName       "pool1" or "pool-v4,pool-v6" (at most two); default: the network's name
+//   poolType       "ippool" (default) | "cidrpool"
+//   poolNamespace  the pools' namespace (rdmanet's key; default nv-ipam's, kube-system)
+struct NvPoolKeys {
+    bool enabled = false;
+    std::vector<std::string> pools;
+    std::string type = "ippool";
+    std::string ns;
+};
+
 struct IpamConfig {
     std::string type;
+    NvPoolKeys nv;
     std::vector<Range> ranges;                    // ranges[i].field names its origin
     std::optional<base::IpAddress> gateway;
     std::vector<Route> routes;
