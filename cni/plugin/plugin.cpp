@@ -17,7 +17,7 @@
 #include "rdmanet/base/failpoint.hpp"
 #include "rdmanet/cni/plugin/ipam_client.hpp"
 #include "rdmanet/cni/plugin/logging.hpp"
-#include "rdmanet/cni/config/pod_config.hpp"
+#include "rdmanet/cni/pod/interface_setup.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/plugin/skel.hpp"
 #include "rdmanet/cni/protocol/version.hpp"

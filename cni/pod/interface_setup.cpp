@@ -1,4 +1,4 @@
-#include "rdmanet/cni/config/pod_config.hpp"
+#include "rdmanet/cni/pod/interface_setup.hpp"
 
 #include <algorithm>
 
