@@ -1,5 +1,6 @@
 // "policyRouting", "sysctl" and "ipv6" (docs/configuration.md describes them).
 #include <algorithm>
+#include <vector>
 
 #include "sections.hpp"
 #include "rdmanet/cni/config/pod_settings.hpp"
@@ -77,13 +78,28 @@ void parse_ipv6(const JsonFields& top, NetConf& conf) {
 
 std::optional<SysctlEntry> parse_sysctl_key(std::string_view key, std::string& why) {
     std::string dotted(key);
-    // The tuning plugin also takes '/' as the separator ("net/ipv4/conf/IFNAME/arp_ignore").
+    // The tuning plugin also takes '/' as the separator ("net/ipv4/conf/IFNAME/arp_ignore"):
+    // then exactly five parts, and the interface part may hold dots (a VLAN's "net1.100").
+    std::optional<std::string> slashed_iface;
     if (dotted.find('/') != std::string::npos) {
-        if (dotted.find('.') != std::string::npos && dotted.rfind("net/", 0) != 0) {
-            why = "mixes '.' and '/'";
+        std::vector<std::string> parts;
+        std::string part;
+        for (char c : dotted) {
+            if (c == '/') {
+                parts.push_back(part);
+                part.clear();
+            } else {
+                part += c;
+            }
+        }
+        parts.push_back(part);
+        if (parts.size() != 5 || parts[0].find('.') != std::string::npos || parts[1].find('.') != std::string::npos ||
+            parts[2].find('.') != std::string::npos || parts[4].find('.') != std::string::npos) {
+            why = "is not of the form net/ipv4|ipv6/conf|neigh/IFNAME/<name>";
             return std::nullopt;
         }
-        std::replace(dotted.begin(), dotted.end(), '/', '.');
+        slashed_iface = parts[3];
+        dotted = parts[0] + "." + parts[1] + "." + parts[2] + "." + parts[3] + "." + parts[4];
     }
     for (auto tree : kTrees) {
         if (dotted.size() <= tree.size() + 1 || dotted.compare(0, tree.size(), tree) != 0 || dotted[tree.size()] != '.')
@@ -99,11 +115,18 @@ std::optional<SysctlEntry> parse_sysctl_key(std::string_view key, std::string& w
         entry.tree = std::string(tree);
         entry.iface = rest.substr(0, dot);
         entry.leaf = rest.substr(dot + 1);
+        if (slashed_iface && *slashed_iface != entry.iface) {
+            why = "is not of the form net/ipv4|ipv6/conf|neigh/IFNAME/<name>";
+            return std::nullopt;
+        }
         if (entry.iface == "all" || entry.iface == "default") {
             why = "is the pod-wide \"" + entry.iface + "\" setting, not this interface's";
             return std::nullopt;
         }
-        if (entry.iface != "IFNAME" && !is_valid_ifname(entry.iface)) {
+        // Dots inside a name are a VLAN's; at its ends or doubled they are a path trick.
+        if (entry.iface != "IFNAME" &&
+            (!is_valid_ifname(entry.iface) || entry.iface.find("..") != std::string::npos ||
+             entry.iface.front() == '.' || entry.iface.back() == '.')) {
             why = "names no valid interface (" + text::quote(entry.iface) + ")";
             return std::nullopt;
         }
