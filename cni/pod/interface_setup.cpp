@@ -83,12 +83,9 @@ void add_main_route(netns::Rtnl& pod, const netns::RouteInfo& route, const std::
     add_route_once(pod, route, ifname);
 }
 
-void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips, PodSetupRecord& record) {
+void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips, const PodSetupRecord& record) {
     const PolicyRouting& pr = *rq.settings.policy_routing;
-    unsigned table = pr.table ? *pr.table : choose_free_table(rq.pod.route_tables(), rq.pod.rules());
-    record.table = table;
-    record.rules = plan_rules(ips, table, pr.priority);
-    rq.record(record);
+    const unsigned table = *record.table;
     for (const auto& route : plan_table_routes(ips, rq.ipam.routes, table, rq.index, pr.add_source_hints))
         add_route_once(rq.pod, route, rq.ifname);
     // The main table keeps the kernel's subnet routes; an IPv6 one gets the source hint too
@@ -126,10 +123,16 @@ PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
     PodSetupRecord record;
 
     // The rest runs under the pod's lock when a table has to be chosen: from the choice until
-    // its rules exist, another ADD must not see the table as free.
+    // its rules exist, another ADD must not see the table as free. Everything is chosen first and
+    // recorded in one state write.
     std::optional<NetnsLock> lock;
     if (rq.settings.policy_routing && !rq.settings.policy_routing->table) lock.emplace(rq.pod_ns, kLockBound);
 
+    if (rq.settings.policy_routing) {
+        const auto& pr = *rq.settings.policy_routing;
+        record.table = pr.table ? *pr.table : choose_free_table(rq.pod.route_tables(), rq.pod.rules());
+        record.rules = plan_rules(ips, *record.table, pr.priority);
+    }
     netns::in_netns(rq.pod_ns, [&] {
         for (const auto& w : writes) {
             try {
