@@ -232,13 +232,15 @@ json policy_to_json(const NodePolicy& p, KnownModes known_modes) {
         {"ipamDataDirs", p.ipam_data_dirs},
         {"deviceInfoDirs", p.device_info_dirs},
         {"stateDir", p.state_dir},
-        {"sysctls", p.sysctls ? json(*p.sysctls) : json("every per-interface key (net.ipv4|ipv6.conf|neigh.IFNAME.*)")},
         {"builtIn",
          {"never moved into a pod: loopback, a device holding a default route or a global address of the node, "
           "the lower device of a default-route device, a device attached to another live pod",
           "files named by a network configuration only inside logDir / kubeconfigDirs / ipamConfigDirs / "
           "ipamDataDirs / deviceInfoDirs, opened without following symlinks; files 0600, directories 0700"}},
     };
+    // Absent = every per-interface key (net.ipv4|ipv6.conf|neigh.IFNAME.*), so the rendering
+    // parses back to the same policy.
+    if (p.sysctls) j["sysctls"] = *p.sysctls;
     return j;
 }
 
@@ -246,7 +248,6 @@ std::string default_policy_file_content(KnownModes known_modes) {
     json j = policy_to_json(NodePolicy{}, known_modes);
     j.erase("source");
     j.erase("builtIn");
-    if (!j["sysctls"].is_array()) j.erase("sysctls");   // absent = every per-interface key
     return j.dump(2) + "\n";
 }
 
