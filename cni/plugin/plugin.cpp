@@ -239,10 +239,15 @@ void cmd_del(const Call& call) {
             }
             const auto pod_ns = open_pod_netns_if_alive(pod_path);
             std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
-            // Rules outlive the interface, and a device going home must not carry the pod's
-            // settings: undone while the link is still in the pod.
-            if (pod && state && !state->pod_setup.is_null())
-                undo_pod_setup(*pod_ns, *pod, env.ifname, PodSetupRecord::from_json(state->pod_setup));
+            // Rules outlive the interface: undone while the link is still in the pod. A failure
+            // here must not keep the interface from its teardown (both are retried with the state).
+            if (pod && state && !state->pod_setup.is_null()) {
+                try {
+                    undo_pod_setup(*pod_ns, *pod, env.ifname, PodSetupRecord::from_json(state->pod_setup));
+                } catch (const std::exception& e) {
+                    failures.push_back(std::string("pod routing teardown: ") + e.what());
+                }
+            }
             DelRequest del{env, state, call.policy, store, host, host_ns, pod.get(), call.sysfs};
             del.pod_ns = pod_ns ? &*pod_ns : nullptr;
             del.vf = call.services.vf;
