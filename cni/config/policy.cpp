@@ -152,7 +152,7 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source, K
     if (!j.is_object()) policy_error(source, "must be a JSON object");
     reject_unknown_keys(j,
                         {"version", "modes", "devices", "masters", "logDir", "auditLog", "kubeconfigDirs",
-                         "ipamConfigDirs", "ipamDataDirs", "deviceInfoDirs", "stateDir"},
+                         "ipamConfigDirs", "ipamDataDirs", "deviceInfoDirs", "stateDir", "sysctls"},
                         source, "");
     if (auto v = j.find("version"); v != j.end() && (!v->is_number_integer() || v->get<int>() != 1))
         policy_error(source, "version must be 1");
@@ -178,6 +178,7 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source, K
     p.ipam_data_dirs = dir_list(j, "ipamDataDirs", p.ipam_data_dirs, source);
     p.device_info_dirs = dir_list(j, "deviceInfoDirs", p.device_info_dirs, source);
     p.state_dir = dir_value(j, "stateDir", p.state_dir, source);
+    if (j.contains("sysctls")) p.sysctls = get_list(j, "sysctls", {}, source, "");
     return p;
 }
 
@@ -237,6 +238,9 @@ json policy_to_json(const NodePolicy& p, KnownModes known_modes) {
           "files named by a network configuration only inside logDir / kubeconfigDirs / ipamConfigDirs / "
           "ipamDataDirs / deviceInfoDirs, opened without following symlinks; files 0600, directories 0700"}},
     };
+    // Absent = every per-interface key (net.ipv4|ipv6.conf|neigh.IFNAME.*), so the rendering
+    // parses back to the same policy.
+    if (p.sysctls) j["sysctls"] = *p.sysctls;
     return j;
 }
 

@@ -159,3 +159,34 @@ TEST_CASE("reconcile --local leaves a device it did not record alone", "[e2e][ag
     CHECK(find_link(nullptr, ifname));
     run_command_checked({"ip", "link", "del", ifname});
 }
+
+TEST_CASE("reconcile --local undoes a policyRouting attachment without touching a reused netns",
+          "[e2e][agent][multirail]") {
+    // The rules, table routes and sysctls of an attachment live in its pod namespace and die with
+    // it; the repair releases the address and the state, and never acts inside whatever namespace
+    // now sits at the recorded path (its rules, even one that looks like ours, are not ours).
+    Workspace ws;
+    ScopedVeth uplink{nullptr, nullptr, "ag"};
+    ScopedNetns pod{"pod"};
+    set_link_up(nullptr, uplink.name_a());
+    auto plugin = macvlan_plugin(uplink.name_a(), host_local(ws, "10.250.41.0/24", {{"gateway", "10.250.41.1"}}));
+    plugin["policyRouting"] = true;
+    const Attachment att{ws, ws.write("net.conflist", conflist("e2e-agpr", "1.0.0", plugin).dump()), pod.path(),
+                         container_id()};
+    const auto add = att.add();
+    INFO(add.describe());
+    REQUIRE(add.ok());
+    const auto address = address_of(add.json["ips"][0].value("address", ""));
+    REQUIRE(pod.ip({"rule", "show"}).find("from " + address + " lookup 100") != std::string::npos);
+
+    destroy_netns(pod);
+    run_command_checked({"ip", "netns", "add", pod.name()});   // same path, another namespace
+    run_command_checked({"ip", "-n", pod.name(), "rule", "add", "from", address, "lookup", "100"});
+    const auto r = reconcile_local(ws);
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("repaired e2e-agpr " + att.container_id) != std::string::npos);
+    CHECK(ws.state_files().empty());
+    CHECK(ws.ipam_reservations("e2e-agpr").empty());
+    CHECK(pod.ip({"rule", "show"}).find("from " + address + " lookup 100") != std::string::npos);
+}
