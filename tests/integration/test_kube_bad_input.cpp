@@ -24,7 +24,7 @@ void expect_error(const Env& env, const json& conf, int code, const std::string&
 }  // namespace
 
 TEST_CASE("kube datastore bad input: missing, unreadable and invalid kubeconfig", "[kube][integration][bad]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     expect_error(env, env.conf("10.60.0.0/24", {}, server.dir() + "/does-not-exist"), 7, "does-not-exist");
     const std::string garbage = server.dir() + "/garbage.kubeconfig";
@@ -41,7 +41,7 @@ TEST_CASE("kube datastore bad input: missing, unreadable and invalid kubeconfig"
 }
 
 TEST_CASE("kube datastore bad input: a server certificate from another CA is refused", "[kube][integration][bad]") {
-    TestApiServer server;
+    ServerUnderTest server;
     apiserver_test::make_test_pki(server.dir(), "other-");
     Env env(server, apiserver_test::KubeconfigOptions{.ca_file = server.dir() + "/other-ca.crt"});
     expect_error(env, env.conf("10.61.0.0/24"), 5, "TLS verification");
@@ -53,7 +53,7 @@ TEST_CASE("kube datastore bad input: a server certificate from another CA is ref
 }
 
 TEST_CASE("kube datastore bad input: an expired/unknown token gets 401, named", "[kube][integration][bad]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server, apiserver_test::KubeconfigOptions{.token = "expired-token"});
     expect_error(env, env.conf("10.62.0.0/24"), 5, "401");
     auto r = env.call("ADD", env.conf("10.62.0.0/24"), "bad", "bad-pod");
@@ -62,13 +62,13 @@ TEST_CASE("kube datastore bad input: an expired/unknown token gets 401, named", 
 }
 
 TEST_CASE("kube datastore bad input: whereabouts CRDs not installed (404 on the group)", "[kube][integration][bad]") {
-    TestApiServer server({.crds = false});
+    ServerUnderTest server({.crds = false});
     Env env(server);
     expect_error(env, env.conf("10.63.0.0/24"), 5, "CRDs");
 }
 
 TEST_CASE("kube datastore bad input: tokenFile and insecure-skip-tls-verify work", "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server, apiserver_test::KubeconfigOptions{.insecure = true, .token_file = true});
     auto r = env.call("ADD", env.conf("10.64.0.0/24"), "c1", "p1");
     INFO(r.describe());
