@@ -230,13 +230,25 @@ std::size_t ResourceStore::largest_object() {
 }
 
 Reply ResourceStore::too_large() {
-    return {500, status_object(500, "InternalError", "etcdserver: request is too large")};
+    // The kube-apiserver relays etcd's error as a Status without reason or details.
+    return {500, json{{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Failure"},
+                      {"message", "etcdserver: request is too large"}, {"code", 500}}};
 }
 
-bool ResourceStore::exceeds_limit(const json& object) {
+std::size_t ResourceStore::etcd_overhead(const ResourceType& t, const std::string& ns, const std::string& name) {
+    // etcd limits the whole request: the kube-apiserver's write is a transaction naming the key
+    // three times (compare, put, get on failure) around the object. The framing constant makes
+    // the boundary the real pair's for whereabouts' IPPools (12,556 entries of its shape).
+    const std::string key = "/registry/" + (t.group.empty() ? "" : t.group + "/") + t.plural + "/" +
+                            (ns.empty() ? "" : ns + "/") + name;
+    return 3 * key.size() + kTxnFraming;
+}
+
+bool ResourceStore::exceeds_limit(const ResourceType& t, const std::string& ns, const std::string& name,
+                                  const json& object) {
     std::string text;
     write_json(object, text);
-    return text.size() > kMaxObjectBytes;
+    return text.size() + etcd_overhead(t, ns, name) > kMaxObjectBytes;
 }
 
 std::uint64_t ResourceStore::revision() {
@@ -395,7 +407,7 @@ Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o
         return {409, status_object(409, "AlreadyExists", group_kind(t) + " \"" + name + "\" already exists",
                                    {{"name", name}, {"group", t.group}, {"kind", t.plural}})};
     }
-    if (exceeds_limit(o)) return too_large();
+    if (exceeds_limit(t, ns, name, o)) return too_large();
     ensure_namespace(ns);
     md["name"] = name;
     if (!ns.empty()) md["namespace"] = ns;
@@ -433,7 +445,7 @@ Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const 
     }
     if (md.value("name", name) != name) return {400, status_object(400, "BadRequest", "the name of the object does not match the URL")};
     if (auto bad = validate(t, name, o)) return *bad;
-    if (exceeds_limit(o)) return too_large();
+    if (exceeds_limit(t, ns, name, o)) return too_large();
     for (const char* keep : {"uid", "creationTimestamp", "namespace", "name"}) md[keep] = stored[keep];
     md["resourceVersion"] = std::to_string(++revision_);
     o["apiVersion"] = t.group.empty() ? t.version : t.group + "/" + t.version;
@@ -506,7 +518,7 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     const json rv_before = md_before.value("resourceVersion", json());
     patched["metadata"]["resourceVersion"] = std::to_string(++revision_);
     if (copy) {
-        if (exceeds_limit(*copy)) {
+        if (exceeds_limit(t, ns, name, *copy)) {
             --revision_;
             return too_large();
         }
@@ -514,7 +526,7 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     }
     it->second.changed(entries ? &*entries : nullptr);
     Reply reply = stored_reply(200, it->second, Output::object);
-    if (!copy && it->second.text_size > kMaxObjectBytes) {
+    if (!copy && it->second.text_size + etcd_overhead(t, ns, name) > kMaxObjectBytes) {
         // Refused like etcd refuses it: the stored object goes back to its previous version.
         undo_all(stored, undo);
         stored["metadata"]["resourceVersion"] = rv_before;
