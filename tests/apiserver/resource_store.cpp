@@ -277,9 +277,10 @@ std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::s
             const bool have = allocs != spec.end() && allocs->is_object();
             require(have, "spec.allocations", "Required value");
             auto check_entry = [&](const std::string& key, const json& entry) {
-                // Field names built only for a failure: this runs over every entry per write.
-                if (!is_string_member(entry, "id")) require(false, "spec.allocations[" + key + "].id", "Required value");
-                if (!is_string_member(entry, "podref")) require(false, "spec.allocations[" + key + "].podref", "Required value");
+                // Field names built only for a failure: this runs over every entry per write. A map
+                // key is a path segment in the kube-apiserver's field path (spec.allocations.60.podref).
+                if (!is_string_member(entry, "id")) require(false, "spec.allocations." + key + ".id", "Required value");
+                if (!is_string_member(entry, "podref")) require(false, "spec.allocations." + key + ".podref", "Required value");
             };
             if (have && entries) {
                 for (const std::string& key : *entries) {
@@ -525,8 +526,10 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
         stored = std::move(*copy);
     }
     it->second.changed(entries ? &*entries : nullptr);
+    const std::size_t largest_before = largest_object_;
     Reply reply = stored_reply(200, it->second, Output::object);
     if (!copy && it->second.text_size + etcd_overhead(t, ns, name) > kMaxObjectBytes) {
+        largest_object_ = largest_before;   // never stored
         // Refused like etcd refuses it: the stored object goes back to its previous version.
         undo_all(stored, undo);
         stored["metadata"]["resourceVersion"] = rv_before;

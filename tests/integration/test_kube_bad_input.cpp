@@ -1,6 +1,8 @@
 // Kubernetes datastore, bad input: each failure is a CNI error naming the cause, fast, no hang.
 #include "test_kube_util.hpp"
 
+#include <filesystem>
+
 using namespace kube_test;
 
 namespace {
@@ -45,8 +47,11 @@ TEST_CASE("kube datastore bad input: a server certificate from another CA is ref
     apiserver_test::make_test_pki(server.dir(), "other-");
     Env env(server, apiserver_test::KubeconfigOptions{.ca_file = server.dir() + "/other-ca.crt"});
     expect_error(env, env.conf("10.61.0.0/24"), 5, "TLS verification");
-    // The same with the right CA works (and a CA from a file, not embedded).
-    const std::string good = server.write_kubeconfig("good", apiserver_test::KubeconfigOptions{.embed_ca = false});
+    // The same with the right CA works (and a CA from a file, not embedded, next to the kubeconfig
+    // where the node policy allows it).
+    std::filesystem::copy_file(server.ca_file(), server.dir() + "/right-ca.crt");
+    const std::string good = server.write_kubeconfig(
+        "good", apiserver_test::KubeconfigOptions{.embed_ca = false, .ca_file = server.dir() + "/right-ca.crt"});
     auto ok = env.call("ADD", env.conf("10.61.0.0/24", {}, good), "c1", "p1");
     INFO(ok.describe());
     CHECK(ok.exit_code == 0);
