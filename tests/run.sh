@@ -81,6 +81,28 @@ hardening() {
   "$root/tests/fuzz/run_fuzz.sh" "$hbuild" "${FUZZ_SECONDS:-60}"
 }
 
+# The Kubernetes datastore's suite against a real kube-apiserver + etcd (ctest -L kubereal, see
+# docs/development.md): Debian's etcd-server, and the kube-apiserver from ../shared/kube-apiserver/
+# beside the checkout when it is there, decompressed once into /var/cache/rdmanet-test and checked
+# against its SHA256SUMS (tests/apiserver/real_assets.sh). KUBEBUILDER_ASSETS set by the caller
+# (their own envtest assets) is kept. Without a kube-apiserver those tests say so and are skipped.
+real_apiserver_assets() {
+  install_missing etcd-server
+  # The package's own etcd service is not what the tests use: stopped, and kept from starting.
+  if command -v systemctl >/dev/null && systemctl is-active --quiet etcd 2>/dev/null; then
+    systemctl disable --now etcd >/dev/null 2>&1 || true
+  fi
+  [[ -n ${KUBEBUILDER_ASSETS:-} ]] && return 0
+  local assets rc=0
+  assets=$("$root/tests/apiserver/real_assets.sh" "$root/../shared/kube-apiserver" /var/cache/rdmanet-test) || rc=$?
+  case $rc in
+    0) export KUBEBUILDER_ASSETS=$assets
+       echo "== real kube-apiserver suite: KUBEBUILDER_ASSETS=$assets" ;;
+    1) echo "== real kube-apiserver suite: no kube-apiserver in $root/../shared/kube-apiserver: skipped" ;;
+    *) return 1 ;;   # a hash mismatch (real_assets.sh said which): the run fails
+  esac
+}
+
 need_root() {
   if [[ $(id -u) -ne 0 ]]; then
     echo "run as root: the tests create network namespaces and links" >&2
@@ -118,6 +140,7 @@ case "${1:-}" in
     configure -DRDMANET_BUILD_TESTS=ON
     build
     status=0
+    real_apiserver_assets || status=1
     # ctest splits a test name at ';' (one Catch2 test case would become two failing ctest entries).
     if grep -rn --include='*.cpp' 'TEST_CASE("[^"]*;' "$root/tests"; then
       echo "run.sh: a TEST_CASE name above contains ';': ctest would split it; use ',' instead" >&2

@@ -21,6 +21,7 @@
 #include "rdmanet/cni/ctl/metrics_server.hpp"
 #include "rdmanet/cni/ctl/pod_scope.hpp"
 #include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/kube/access_denied_record.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
 #include "rdmanet/ipam/nvipam/node_block.hpp"
 #include "rdmanet/base/fd.hpp"
@@ -61,6 +62,9 @@ public:
                 const auto gone = pod_tracker_.update(store, pods, std::chrono::steady_clock::now(),
                                                       std::chrono::seconds(o_.pod_grace_seconds));
                 merge(report, repair_attachments_of_gone_pods(gone, policy, o_.services));
+            } catch (const ipam::AccessDenied& e) {
+                ++refused_;
+                err_ << "agent: error: listing the pods of node " << o_.node_name << ": " << e.msg << '\n';
             } catch (const ipam::IpamError& e) {
                 err_ << "agent: listing the pods of node " << o_.node_name << ": " << e.msg << '\n';
             } catch (const std::exception& e) {
@@ -71,6 +75,11 @@ public:
             publish_slice_backlog();
             recheck_slices();
             refresh_nv_blocks();
+        }
+        if (kube_config_ || kube_) {
+            metrics_.record_kube_access(
+                refused_, ipam::kube::read_access_denied(ipam::kube::slices_dir(o_.ipam_data_dir)).has_value());
+            refused_ = 0;
         }
         metrics_.record_pass(report, unix_now());
         if (!report.repaired.empty() || !report.failed.empty() || !report.not_repairable.empty())
@@ -112,6 +121,9 @@ private:
         try {
             for (const auto& r : ipam::kube::recheck_held_slices(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget))
                 err_ << "agent: node slice " << r << " is no longer this node's (released): not allocated from again\n";
+        } catch (const ipam::AccessDenied& e) {
+            ++refused_;
+            err_ << "agent: error: re-checking node slices: " << e.msg << '\n';
         } catch (const ipam::IpamError& e) {
             err_ << "agent: re-checking node slices: " << e.msg << '\n';
         } catch (const std::exception& e) {
@@ -135,6 +147,12 @@ private:
         try {
             const auto r = ipam::kube::publish_pending(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget);
             metrics_.record_slice_publish(r.published, r.remaining, r.conflicts.size());
+            if (r.access_denied) {
+                ++refused_;
+                err_ << "agent: error: " << r.remaining << " node-slice change(s) not published, the API server "
+                     << "refused the credentials: " << r.error << '\n';
+                return;
+            }
             if (r.published > 0) out_ << "published " << r.published << " node-slice change(s)\n";
             for (const auto& c : r.conflicts) err_ << "agent: node-slice change not published: " << c << '\n';
             if (!r.error.empty())
@@ -161,6 +179,7 @@ private:
     std::optional<ipam::kube::KubeConfig> kube_config_;
     std::unique_ptr<ipam::kube::KubeStore> kube_;
     GonePodTracker pod_tracker_;
+    int refused_ = 0;   // API requests of this pass refused with 401/403
 };
 
 }  // namespace

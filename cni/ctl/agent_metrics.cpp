@@ -52,6 +52,11 @@ void AgentMetrics::record_slice_publish(int published, int remaining, std::size_
     slice_pending_ = static_cast<std::uint64_t>(remaining);
 }
 
+void AgentMetrics::record_kube_access(int refused, bool node_record) {
+    access_refused_total_ += static_cast<std::uint64_t>(refused);
+    access_denied_ = refused > 0 || node_record;
+}
+
 void AgentMetrics::record_calls(const std::vector<CallRecord>& records) {
     for (const auto& r : records) calls_.add(r);
 }
@@ -94,6 +99,13 @@ std::string AgentMetrics::render(const std::vector<PoolUsage>& pools) const {
     t.family("rdmanet_slice_backlog_changes", "gauge",
              "Node-slice changes still waiting for the API server after the agent's last pass.");
     t.sample("rdmanet_slice_backlog_changes", {}, static_cast<double>(slice_pending_));
+    t.family("rdmanet_kube_access_denied", "gauge",
+             "1 while the Kubernetes API server refuses this node's credentials or permissions (401/403) in "
+             "the agent's last pass or the node's last node-slice CNI call: fix the kubeconfig or the RBAC.");
+    t.sample("rdmanet_kube_access_denied", {}, access_denied_ ? 1.0 : 0.0);
+    t.family("rdmanet_kube_access_denied_total", "counter",
+             "API requests of the agent the Kubernetes API server refused with 401 or 403.");
+    t.sample("rdmanet_kube_access_denied_total", {}, static_cast<double>(access_refused_total_));
 
     t.family("rdmanet_plugin_calls_total", "counter", "CNI calls of the plugin by verb and result code (0 = success).");
     for (const auto& [key, n] : calls_.calls())

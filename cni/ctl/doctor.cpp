@@ -24,6 +24,7 @@
 #include "rdmanet/cni/ctl/slices.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/kube/access_denied_record.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
@@ -477,6 +478,16 @@ void check_nv_blocks(Doctor& d) {
 void check_slices(Doctor& d, const std::optional<ipam::kube::KubeConfig>& api) {
     const std::string data_dir = d.under(d.o.ipam_data_dir).string();
     const SlicesReport r = slices_report(ipam::kube::slices_dir(data_dir), api, d.o.api_timeout, std::chrono::system_clock::now());
+    // The API server refused this node's credentials (401/403) in its last node-slice CNI call or
+    // agent pass: no ADD succeeds and releases are not published until an admin fixes them.
+    if (const auto denied = ipam::kube::read_access_denied(ipam::kube::slices_dir(data_dir))) {
+        const auto age = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch()).count() - denied->unix_time;
+        d.add("ipam.kube.credentials", Status::fail, ipam::kube::slices_dir(data_dir) + "/access-denied.json",
+              "the Kubernetes API server refused this node's credentials " + std::to_string(std::max<long long>(age, 0)) +
+                  " s ago: " + denied->message +
+                  " (node-slice ADDs fail until fixed; the record goes away with the next accepted request)");
+    }
     if (r.pools.empty() && r.backlog.changes == 0 && r.backlog.error.empty() && r.local_error.empty()) return;   // not in node-slice mode
     if (!r.local_error.empty()) {
         d.add("ipam.slices", Status::warn, r.slices_dir, "the node's local store could not be read: " + r.local_error);

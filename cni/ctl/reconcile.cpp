@@ -24,6 +24,9 @@ int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::
         for (const auto& r : report.reservations_deleted)
             out << (dry_run ? "would delete" : "deleted") << " reservation " << r << '\n';
         for (const auto& r : report.unreserved) out << "no reservation (left alone) " << r << '\n';
+        if (report.slice_entries > 0)
+            out << report.slice_entries << " entries of node-slice IPPools have no reservation, as node slices "
+                << "write none (their slices are disjoint)\n";
         out << "reconcile " << store->ns() << ": " << report.pools << " pools, " << report.allocations
             << " allocations kept, " << report.released.size() << " released, " << report.reservations_deleted.size()
             << " reservations deleted, " << report.pods << " pods\n";

@@ -23,6 +23,10 @@ template <class Fn>
 decltype(auto) translating_errors(Fn&& fn) {
     try {
         return fn();
+    } catch (const ipam::AccessDenied& e) {
+        // Never an outage: an admin must fix the kubeconfig or the RBAC.
+        spdlog::error("rdmanet-ipam: {}", e.msg);
+        throw Error(e.code, e.msg);
     } catch (const ipam::IpamError& e) {
         throw Error(e.code, e.msg);
     }
@@ -85,7 +89,16 @@ Result embedded_ipam_add(const NetConf& conf, const Environment& env, const Node
 
 void embedded_ipam_del(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     translating_errors([&] {
-        ipam::del(make_request(conf, env, policy, ipam::Strictness::lenient));
+        try {
+            ipam::del(make_request(conf, env, policy, ipam::Strictness::lenient));
+        } catch (const ipam::AccessDenied& e) {
+            if (!e.released_locally) throw;   // single-pool mode: nothing was released
+            // Node-slice mode released the address locally; the runtime retrying DEL would not
+            // fix the credentials, so DEL succeeds and the refusal is logged (and recorded for
+            // doctor and the agent's metrics).
+            spdlog::error("rdmanet-ipam: {}", e.msg);
+            return;
+        }
         spdlog::info("rdmanet-ipam: released {} {}", env.container_id, env.ifname);
     });
 }

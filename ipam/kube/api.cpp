@@ -20,7 +20,9 @@ KubeApi::KubeApi(KubeConfig config, Deadline deadline, RetryPolicy policy)
     : config_(std::move(config)), deadline_(deadline), policy_(policy), http_(config_), rng_(seed()) {}
 
 void KubeApi::fail(std::string_view action, const HttpResponse& r) const {
-    throw status_error(action, parse_status(r.status, r.body), config_.server, config_.source);
+    IpamError e = status_error(action, parse_status(r.status, r.body), config_.server, config_.source);
+    if (r.status == 401 || r.status == 403) throw AccessDenied(std::move(e.msg), r.status);
+    throw e;
 }
 
 void KubeApi::backoff(int attempt, std::string_view why) {

@@ -1,5 +1,6 @@
 // The Kubernetes datastore: see kube_store.hpp for the protocol and why it is ordered so.
 #include "rdmanet/ipam/kube/kube_store.hpp"
+#include "rdmanet/ipam/kube/mode_guard.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -100,7 +101,7 @@ std::optional<PoolObject> KubeStore::read_pool(const PoolKey& key, const EntrySe
     api_.fail("GET " + path, r);
 }
 
-PoolObject KubeStore::read_or_create_pool(const PoolKey& key, const EntrySelector* select) {
+PoolObject KubeStore::read_or_create_pool(const PoolKey& key, const EntrySelector* select, const std::string& nsp_name) {
     for (int attempt = 0;; ++attempt) {
         if (auto pool = read_pool(key, select)) {
             if (pool->dump.pool.range != key.range) {
@@ -109,7 +110,9 @@ PoolObject KubeStore::read_or_create_pool(const PoolKey& key, const EntrySelecto
             }
             return std::move(*pool);
         }
-        // First use: create it empty. Losing the race to another creator (409) is fine: read theirs.
+        // First use: create it empty, unless node slices hold the range (mode_guard.hpp). Losing
+        // the race to another creator (409) is fine: read theirs.
+        guard_single_pool_against_slices(api_, ns(), key, nsp_name);
         const std::string path = collection_path(ns(), kPools);
         const HttpResponse r = api_.call("POST", path, new_pool(ns(), key).dump());
         if (r.status == 201 || r.status == 200) return parse_pool_body(r.body, key.network_name, select);
@@ -209,7 +212,8 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
     int writes_on_view = 0;
     for (int attempt = 0;; ++attempt) {
         if (!pool) {
-            pool = read_or_create_pool(key, &mine);
+            // The NodeSlicePool node_slice_size would use for this network (its name rule).
+            pool = read_or_create_pool(key, &mine, request.network_name.empty() ? request.network : request.network_name);
             lost = MemoryRuns();
             writes_on_view = 0;
         }

@@ -123,6 +123,11 @@ PublishReport publish_pending(KubeApi& api, Store& local, SliceBacklog& backlog,
             if (publish_change(api, local, change, &conflict, guard) != PublishResult::published) report.conflicts.push_back(conflict);
             backlog.remove(marker);
             ++report.published;
+        } catch (const AccessDenied& e) {
+            report.error = e.msg;
+            report.access_denied = e.http;
+            report.remaining = static_cast<int>(pending.size() - i);
+            return report;
         } catch (const IpamError& e) {
             report.error = e.msg;
             report.remaining = static_cast<int>(pending.size() - i);

@@ -18,6 +18,8 @@
 #include <tuple>
 
 #include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/ipam/kube/access_denied_record.hpp"
+#include "rdmanet/ipam/kube/mode_guard.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
 #include "rdmanet/ipam/kube/slice_held.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
@@ -157,6 +159,17 @@ private:
     Deadline saved_;
 };
 
+// ADD in node-slice mode when the API server refuses the node's credentials or permissions: no
+// address is handed out. Serving from the node's own slices would work for a while, but every
+// allocation would be one the cluster cannot see (reconcile, other nodes' checks, doctor) and a
+// revoked or expired token would go unnoticed until something else broke; single-pool mode fails
+// the same way.
+AccessDenied add_refused(const AccessDenied& e) {
+    return AccessDenied("node-slice mode hands out no address it cannot publish, and the Kubernetes API server "
+                        "refused this node's credentials: " + e.msg,
+                        e.http);
+}
+
 }  // namespace
 
 std::string slices_dir(const std::string& data_dir) { return data_dir + "/kubernetes/slices"; }
@@ -168,7 +181,13 @@ PublishReport publish_pending(const KubeConfig& kubeconfig, const std::string& d
     KubeApi api(kubeconfig, Deadline::in(budget));
     SqliteStore local(dir);
     const SliceGuard guard = [&](const PoolKey& key) { return still_held(api, dir, key); };
-    return publish_pending(api, local, backlog, &guard);
+    PublishReport r = publish_pending(api, local, backlog, &guard);
+    if (r.access_denied) {
+        record_access_denied(dir, AccessDenied(r.error, r.access_denied));
+    } else if (r.published > 0) {
+        clear_access_denied(dir);
+    }
+    return r;
 }
 
 std::vector<HeldSliceState> held_slices(const std::string& data_dir) {
@@ -192,12 +211,20 @@ std::vector<std::string> recheck_held_slices(const KubeConfig& kubeconfig, const
     const auto files = held_files(dir);
     if (files.empty()) return newly;
     KubeApi api(kubeconfig, Deadline::in(budget));
+    bool asked = false;
     for (const auto& f : files) {
         if (read_held(dir, f.settings, f.parent).slices.empty()) continue;
-        for (const auto& slice : mark_revoked(api, dir, f.settings, f.parent)) {
-            newly.push_back(f.settings.pool_name + " " + slice.str() + " " + f.settings.node);
+        try {
+            for (const auto& slice : mark_revoked(api, dir, f.settings, f.parent)) {
+                newly.push_back(f.settings.pool_name + " " + slice.str() + " " + f.settings.node);
+            }
+        } catch (const AccessDenied& e) {
+            record_access_denied(dir, e);
+            throw;
         }
+        asked = true;
     }
+    if (asked) clear_access_denied(dir);
     return newly;
 }
 
@@ -251,6 +278,9 @@ base::IpNetwork SliceStore::claim(const AllocateRequest& request, const std::vec
     std::vector<base::IpNetwork> unusable = full;
     unusable.insert(unusable.end(), h.revoked.begin(), h.revoked.end());
     Bounded bound(api_, kClaimBudget);
+    // The range's single-pool IPPool must hold nothing (mode_guard.hpp).
+    guard_slices_against_single_pool(api_, api_.config().namespace_, PoolKey{request.network_name, parent.cidr},
+                                     settings_.pool_name);
     const base::IpNetwork slice = claim_slice(api_, scope(), parent, unusable);
     if (std::find(h.slices.begin(), h.slices.end(), slice) == h.slices.end()) {
         adopt_published(request, slice);   // before the slice is recorded: a crash in between adopts again
@@ -300,11 +330,22 @@ void SliceStore::recheck(const Range& parent) {
 
 bool SliceStore::still_held_here(const PoolKey& key) { return still_held(api_, dir_, key); }
 
+void SliceStore::note_denied(const AccessDenied& e) {
+    unreachable_ = true;
+    denied_ = e;
+    record_access_denied(dir_, e);
+}
+
 PublishReport SliceStore::publish() {
     Bounded bound(api_, kPublishBudget);
     const SliceGuard guard = [this](const PoolKey& key) { return still_held_here(key); };
     PublishReport r = publish_pending(api_, local_, backlog_, &guard);
     if (r.remaining > 0) unreachable_ = true;
+    if (r.access_denied) {
+        note_denied(AccessDenied(r.error, r.access_denied));
+    } else if (r.published > 0) {
+        clear_access_denied(dir_);
+    }
     return r;
 }
 
@@ -321,6 +362,9 @@ void SliceStore::publish_after_commit(const std::string& marker, const SliceChan
         const SliceGuard guard = [this](const PoolKey& key) { return still_held_here(key); };
         publish_change(api_, local_, change, &conflict, &guard);
         backlog_.remove(marker);
+        clear_access_denied(dir_);
+    } catch (const AccessDenied& e) {
+        note_denied(e);   // stays in the backlog; the verb decides (ADD fails, DEL reports it)
     } catch (const IpamError&) {
         unreachable_ = true;   // stays in the backlog
     }
@@ -332,6 +376,7 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
     if (older_pending) {
         if (publish().remaining == 0) recheck(parent);
     }
+    if (denied_) throw add_refused(*denied_);
     std::vector<base::IpNetwork> mine = held(parent);
     // A re-ADD of the same pod+ifname keeps its address, in whichever slice it is.
     std::optional<base::IpNetwork> first_try;
@@ -364,6 +409,13 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
         }
         base::failpoint(base::Failpoint::add_after_slice_commit);
         publish_after_commit(marker, change, others);
+        if (denied_) {
+            // Refused credentials are no outage: the address is given back here and the ADD fails.
+            const PoolKey keys[] = {r.pool()};
+            local_.release(keys, AttachmentId{request.owner.container_id, request.owner.ifname});
+            backlog_.remove(marker);
+            throw add_refused(*denied_);
+        }
         base::failpoint(base::Failpoint::add_after_slice_publish);
         // Publication found the slice released (its IPPool deleted by the cluster's reconciler,
         // this node's Node object having been gone): the address may be another node's now.
@@ -424,6 +476,12 @@ std::vector<Allocation> SliceStore::release(std::span<const PoolKey> pools, cons
             publish_after_commit(marker, change, others);
         }
     }
+    if (denied_) {
+        throw AccessDenied("released " + attachment.container_id + " " + attachment.ifname +
+                               " on this node, but the API server refused to take the release: " + denied_->msg +
+                               "; the change waits in " + backlog_.dir() + " until the credentials work again",
+                           denied_->http, /*released_locally=*/true);
+    }
     return released;
 }
 
@@ -458,8 +516,18 @@ std::vector<Allocation> SliceStore::gc(std::string_view network, std::span<const
     (void)network;   // the slice pools are the network's own: every stale entry in them is its
     std::vector<Allocation> released;
     for (const auto& a : stale) {
-        auto r = release(pools, a);
-        released.insert(released.end(), r.begin(), r.end());
+        try {
+            auto r = release(pools, a);
+            released.insert(released.end(), r.begin(), r.end());
+        } catch (const AccessDenied&) {
+            // released locally; the refusal is reported once, after the others
+        }
+    }
+    if (denied_) {
+        throw AccessDenied("GC released " + std::to_string(stale.size()) + " attachment(s) on this node, but the API "
+                               "server refused to take the releases: " + denied_->msg + "; they wait in " +
+                               backlog_.dir() + " until the credentials work again",
+                           denied_->http, /*released_locally=*/true);
     }
     return released;
 }

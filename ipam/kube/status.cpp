@@ -34,8 +34,8 @@ IpamError status_error(std::string_view action, const ApiStatus& s, std::string_
     case 401:
         return IpamError(codes::io_failure,
                          "Kubernetes API " + std::string(server) + " rejected the credentials of " + std::string(source) +
-                             " (401 Unauthorized): the token has expired or is not valid, or the client certificate "
-                             "is not trusted; renew the credentials in that file");
+                             " (401 Unauthorized" + (s.message.empty() ? std::string() : ", server: " + s.message) + "): the token has expired or is not valid, or the client "
+                             "certificate is not trusted; renew the credentials in that file");
     case 403:
         return IpamError(codes::io_failure,
                          where + ": 403 Forbidden" + said + "; the identity of " + std::string(source) +

@@ -2,6 +2,7 @@
 #include "fixture.hpp"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,14 +19,14 @@
 
 namespace apiserver_test {
 
-namespace {
-
 std::string read_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
 }
+
+namespace {
 
 std::string base64(const std::string& in) {
     static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -45,8 +46,9 @@ std::string base64(const std::string& in) {
     return out;
 }
 
-// Runs a command (no shell) and throws with its output when it fails.
-void run(const std::vector<std::string>& argv, const std::string& log) {
+}  // namespace
+
+void run_or_throw(const std::vector<std::string>& argv, const std::string& log) {
     const pid_t pid = fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
@@ -68,40 +70,13 @@ void run(const std::vector<std::string>& argv, const std::string& log) {
     }
 }
 
-}  // namespace
-
-std::string test_apiserver_path() { return std::string(RDMANET_BIN_DIR) + "/test_apiserver"; }
-
-void make_test_pki(const std::string& dir, const std::string& prefix, const std::string& server_san) {
-    const std::string log = dir + "/" + prefix + "openssl.log";
-    const std::string ca = dir + "/" + prefix + "ca", srv = dir + "/" + prefix + "server";
-    std::ofstream(dir + "/" + prefix + "san.ext") << "subjectAltName=" << server_san << "\nbasicConstraints=CA:FALSE\n"
-                                                     "extendedKeyUsage=serverAuth\n";
-    run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-         ca + ".key", "-out", ca + ".crt", "-days", "2", "-subj", "/CN=rdmanet-test-ca-" + prefix},
-        log);
-    run({"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-         srv + ".key", "-out", srv + ".csr", "-subj", "/CN=127.0.0.1"},
-        log);
-    run({"openssl", "x509", "-req", "-in", srv + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key", "-CAcreateserial",
-         "-out", srv + ".crt", "-days", "2", "-extfile", dir + "/" + prefix + "san.ext"},
-        log);
-}
-
-TestApiServer::TestApiServer(ServerOptions options) : options_(std::move(options)) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "rdmanet-apiserver-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    dir_ = tmpl;
-    make_test_pki(dir_);
-    const std::string port_file = dir_ + "/port";
-    std::vector<std::string> argv{test_apiserver_path(), "--port-file", port_file, "--cert", dir_ + "/server.crt",
-                                  "--key", dir_ + "/server.key", "--token", options_.token};
-    if (!options_.crds) argv.push_back("--no-crds");
-    argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
-    const std::string log = dir_ + "/server.log";
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
+pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log) {
+    const pid_t parent = ::getpid();
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) _exit(127);   // the parent died before prctl
         const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -113,6 +88,55 @@ TestApiServer::TestApiServer(ServerOptions options) : options_(std::move(options
         execv(args[0], args.data());
         _exit(127);
     }
+    return pid;
+}
+
+void stop_process(pid_t pid) {
+    if (pid <= 0) return;
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > give_up) {
+            ::kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+std::string test_apiserver_path() { return std::string(RDMANET_BIN_DIR) + "/test_apiserver"; }
+
+void make_test_pki(const std::string& dir, const std::string& prefix, const std::string& server_san) {
+    const std::string log = dir + "/" + prefix + "openssl.log";
+    const std::string ca = dir + "/" + prefix + "ca", srv = dir + "/" + prefix + "server";
+    std::ofstream(dir + "/" + prefix + "san.ext") << "subjectAltName=" << server_san << "\nbasicConstraints=CA:FALSE\n"
+                                                     "extendedKeyUsage=serverAuth\n";
+    run_or_throw({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+         ca + ".key", "-out", ca + ".crt", "-days", "2", "-subj", "/CN=rdmanet-test-ca-" + prefix},
+        log);
+    run_or_throw({"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+         srv + ".key", "-out", srv + ".csr", "-subj", "/CN=127.0.0.1"},
+        log);
+    run_or_throw({"openssl", "x509", "-req", "-in", srv + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key", "-CAcreateserial",
+         "-out", srv + ".crt", "-days", "2", "-extfile", dir + "/" + prefix + "san.ext"},
+        log);
+}
+
+TestApiServer::TestApiServer(ServerOptions options) : options_(std::move(options)) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "rdmanet-apiserver-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    make_test_pki(dir_);
+    const std::string port_file = dir_ + "/port";
+    std::vector<std::string> argv{test_apiserver_path(), "--port-file", port_file, "--cert", dir_ + "/server.crt",
+                                  "--key", dir_ + "/server.key", "--token", options_.token,
+                                  "--forbidden-token", forbidden_token()};
+    if (!options_.crds) argv.push_back("--no-crds");
+    argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+    const std::string log = dir_ + "/server.log";
+    pid_ = spawn_logged(argv, log);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < give_up) {
         const std::string text = read_text(port_file);
@@ -131,26 +155,14 @@ TestApiServer::TestApiServer(ServerOptions options) : options_(std::move(options
 }
 
 TestApiServer::~TestApiServer() {
-    if (pid_ > 0) {
-        ::kill(pid_, SIGTERM);
-        int status = 0;
-        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while (waitpid(pid_, &status, WNOHANG) == 0) {
-            if (std::chrono::steady_clock::now() > give_up) {
-                ::kill(pid_, SIGKILL);
-                waitpid(pid_, &status, 0);
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-    }
+    stop_process(pid_);
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
 }
 
-std::string TestApiServer::write_kubeconfig(const std::string& name, const KubeconfigOptions& o) const {
-    const std::string path = dir_ + "/" + name;
-    const std::string token = o.token.empty() ? options_.token : o.token;
+std::string ApiServer::write_kubeconfig(const std::string& name, const KubeconfigOptions& o) const {
+    const std::string path = dir() + "/" + name;
+    const std::string token = o.token.empty() ? this->token() : o.token;
     std::ostringstream y;
     y << "apiVersion: v1\nkind: Config\ncurrent-context: test\nclusters:\n- name: test-cluster\n  cluster:\n"
       << "    server: " << url() << "\n";
@@ -176,12 +188,13 @@ std::string TestApiServer::write_kubeconfig(const std::string& name, const Kubec
     return path;
 }
 
-HttpResult TestApiServer::request(const std::string& method, const std::string& path, const std::string& body,
-                                  const std::string& content_type, const std::string& accept) const {
-    httplib::SSLClient cli("127.0.0.1", port_);
-    cli.set_ca_cert_path(ca_file().c_str());
+HttpResult https_request(int port, const std::string& ca_file, const std::string& token, const std::string& method,
+                         const std::string& path, const std::string& body, const std::string& content_type,
+                         const std::string& accept) {
+    httplib::SSLClient cli("127.0.0.1", port);
+    cli.set_ca_cert_path(ca_file.c_str());
     cli.enable_server_certificate_verification(true);
-    cli.set_bearer_token_auth(options_.token.c_str());
+    cli.set_bearer_token_auth(token.c_str());
     cli.set_connection_timeout(5);
     cli.set_read_timeout(30);
     if (!accept.empty()) cli.set_default_headers({{"Accept", accept}});
@@ -193,8 +206,13 @@ HttpResult TestApiServer::request(const std::string& method, const std::string& 
         return cli.Get(path.c_str());
     };
     httplib::Result r = send();
-    if (!r) throw std::runtime_error("test_apiserver request " + method + " " + path + " failed: " + httplib::to_string(r.error()));
+    if (!r) throw std::runtime_error("API server request " + method + " " + path + " failed: " + httplib::to_string(r.error()));
     return {r->status, json::parse(r->body, nullptr, false), r->body};
+}
+
+HttpResult TestApiServer::request(const std::string& method, const std::string& path, const std::string& body,
+                                  const std::string& content_type, const std::string& accept) const {
+    return https_request(port_, ca_file(), options_.token, method, path, body, content_type, accept);
 }
 
 void TestApiServer::set_faults(const json& faults) const {
@@ -214,38 +232,42 @@ void TestApiServer::freeze(bool frozen) const {
     if (::kill(pid_, frozen ? SIGSTOP : SIGCONT) != 0) throw std::runtime_error("cannot signal the test API server");
 }
 
-json TestApiServer::list(const std::string& ns, const std::string& plural) const {
+json ApiServer::list(const std::string& ns, const std::string& plural) const {
     auto r = request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + ns + "/" + plural);
     if (r.status != 200) throw std::runtime_error("list " + plural + " failed: " + r.body.dump());
     return r.body["items"];
 }
 
-void TestApiServer::create_pod(const std::string& ns, const std::string& name) const {
+void ApiServer::create_pod(const std::string& ns, const std::string& name) const {
     json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", ns}}},
                 {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+    ensure_namespace(ns);
     auto r = request("POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump());
     if (r.status != 201) throw std::runtime_error("create pod failed: " + r.body.dump());
 }
 
-std::string TestApiServer::create_pod_on(const std::string& ns, const std::string& name, const std::string& node) const {
+std::string ApiServer::create_pod_on(const std::string& ns, const std::string& name, const std::string& node) const {
     json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", ns}}},
                 {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+    ensure_namespace(ns);
     auto r = request("POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump());
     if (r.status != 201) throw std::runtime_error("create pod failed: " + r.body.dump());
     return r.body["metadata"].value("uid", "");
 }
 
-void TestApiServer::delete_pod(const std::string& ns, const std::string& name) const {
-    request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name);
+void ApiServer::delete_pod(const std::string& ns, const std::string& name) const {
+    // Grace period 0: a pod bound to a node would otherwise stay (terminating) for 30 s waiting
+    // for a kubelet that does not exist.
+    request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name, json{{"gracePeriodSeconds", 0}}.dump());
 }
 
-std::string TestApiServer::create_node(const std::string& name) const {
+std::string ApiServer::create_node(const std::string& name) const {
     json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}}, {"spec", json::object()}};
     auto r = request("POST", "/api/v1/nodes", node.dump());
     if (r.status != 201) throw std::runtime_error("create node failed: " + r.body.dump());
     return r.body["metadata"].value("uid", "");
 }
 
-int TestApiServer::delete_node(const std::string& name) const { return request("DELETE", "/api/v1/nodes/" + name).status; }
+int ApiServer::delete_node(const std::string& name) const { return request("DELETE", "/api/v1/nodes/" + name).status; }
 
 }  // namespace apiserver_test

@@ -36,36 +36,33 @@ struct HttpResult {
     std::string text;   // the body as sent
 };
 
-class TestApiServer {
+// What the Kubernetes datastore tests need of an API server, whichever runs: the in-repo
+// TestApiServer below or a real kube-apiserver + etcd (real_apiserver.hpp). Requests made through
+// it carry an identity allowed everything; kubeconfigs it writes carry token() unless told otherwise.
+class ApiServer {
 public:
-    explicit TestApiServer(ServerOptions options = {});
-    ~TestApiServer();
-    TestApiServer(const TestApiServer&) = delete;
-    TestApiServer& operator=(const TestApiServer&) = delete;
+    virtual ~ApiServer() = default;
 
-    int port() const { return port_; }
-    pid_t pid() const { return pid_; }
-    std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
-    const std::string& dir() const { return dir_; }
-    std::string ca_file() const { return dir_ + "/ca.crt"; }
-    const std::string& token() const { return options_.token; }
+    virtual std::string url() const = 0;
+    virtual std::string ca_file() const = 0;
+    virtual const std::string& dir() const = 0;   // private directory, removed with the server
+    // The token kubeconfigs carry by default: the in-repo server's one token; on a real server the
+    // `rdmanet` service account's, so that everything the product does goes through deploy/rbac.yaml.
+    virtual const std::string& token() const = 0;
+    // A token the server authenticates as system:serviceaccount:rdmanet-system:forbidden, an
+    // identity RBAC grants nothing (every API request 403).
+    virtual std::string forbidden_token() const = 0;
+    virtual bool is_real() const = 0;
+
+    // Direct HTTPS request (TLS verified with the server's CA) as an identity allowed everything.
+    virtual HttpResult request(const std::string& method, const std::string& path, const std::string& body = "",
+                               const std::string& content_type = "application/json",
+                               const std::string& accept = "") const = 0;
+    // Makes namespace `ns` exist (a real server refuses objects in a namespace that does not).
+    virtual void ensure_namespace(const std::string& ns) const { (void)ns; }
 
     // Writes a kubeconfig named `name` into the directory and returns its path.
     std::string write_kubeconfig(const std::string& name, const KubeconfigOptions& options = {}) const;
-
-    // Direct HTTPS request (TLS verified with the test CA, the server's token).
-    HttpResult request(const std::string& method, const std::string& path, const std::string& body = "",
-                       const std::string& content_type = "application/json", const std::string& accept = "") const;
-    void set_faults(const json& faults) const;   // POST /_test/faults
-    json stats() const;                          // GET /_test/stats
-
-    // API-server outages, objects kept (main.cpp explains the modes): drop closes every API
-    // request's connection unanswered, hang holds requests unanswered, off ends the outage.
-    enum class Outage { off, drop, hang };
-    void set_outage(Outage mode) const;
-    // SIGSTOP/SIGCONT the server process: it accepts no request at all, control endpoints
-    // included (the kernel still completes TCP handshakes into the listen backlog).
-    void freeze(bool frozen) const;
 
     // Convenience for whereabouts objects in `ns`.
     json list(const std::string& ns, const std::string& plural) const;     // items
@@ -77,6 +74,42 @@ public:
     // (200, or 404 for a node that does not exist).
     std::string create_node(const std::string& name) const;
     int delete_node(const std::string& name) const;
+};
+
+// One HTTPS request to https://127.0.0.1:port (TLS verified with `ca_file`, bearer `token`).
+HttpResult https_request(int port, const std::string& ca_file, const std::string& token, const std::string& method,
+                         const std::string& path, const std::string& body, const std::string& content_type,
+                         const std::string& accept);
+
+class TestApiServer : public ApiServer {
+public:
+    explicit TestApiServer(ServerOptions options = {});
+    ~TestApiServer() override;
+    TestApiServer(const TestApiServer&) = delete;
+    TestApiServer& operator=(const TestApiServer&) = delete;
+
+    int port() const { return port_; }
+    pid_t pid() const { return pid_; }
+    std::string url() const override { return "https://127.0.0.1:" + std::to_string(port_); }
+    const std::string& dir() const override { return dir_; }
+    std::string ca_file() const override { return dir_ + "/ca.crt"; }
+    const std::string& token() const override { return options_.token; }
+    std::string forbidden_token() const override { return "rdmanet-test-forbidden-token"; }
+    bool is_real() const override { return false; }
+
+    HttpResult request(const std::string& method, const std::string& path, const std::string& body = "",
+                       const std::string& content_type = "application/json",
+                       const std::string& accept = "") const override;
+    void set_faults(const json& faults) const;   // POST /_test/faults
+    json stats() const;                          // GET /_test/stats
+
+    // API-server outages, objects kept (main.cpp explains the modes): drop closes every API
+    // request's connection unanswered, hang holds requests unanswered, off ends the outage.
+    enum class Outage { off, drop, hang };
+    void set_outage(Outage mode) const;
+    // SIGSTOP/SIGCONT the server process: it accepts no request at all, control endpoints
+    // included (the kernel still completes TCP handshakes into the listen backlog).
+    void freeze(bool frozen) const;
 
 private:
     ServerOptions options_;
@@ -92,5 +125,18 @@ void make_test_pki(const std::string& dir, const std::string& prefix = "",
                    const std::string& server_san = "IP:127.0.0.1");
 
 std::string test_apiserver_path();
+
+// Runs argv (argv[0] looked up in PATH, no shell), output appended to `log`; throws with the log
+// when it fails.
+void run_or_throw(const std::vector<std::string>& argv, const std::string& log);
+
+// Starts argv[0] (an absolute path) in the background, stdout and stderr appended to `log`. The
+// child gets SIGKILL when the thread that started it dies, so a crashed test leaves no server behind.
+pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log);
+
+// SIGTERM, up to 5 s, then SIGKILL; reaps the child.
+void stop_process(pid_t pid);
+
+std::string read_text(const std::string& path);
 
 }  // namespace apiserver_test

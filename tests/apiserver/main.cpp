@@ -2,7 +2,7 @@
 // tests and benchmark. HTTP routing, bearer-token auth, TLS, discovery and fault injection here;
 // object semantics in resource_store.cpp.
 //
-//   test_apiserver --port-file F [--cert C --key K] [--token T]... [--no-crds]
+//   test_apiserver --port-file F [--cert C --key K] [--token T]... [--forbidden-token T] [--no-crds]
 //                  [--latency-ms N] [--error-rate P] [--conflict-rate P] [--throttle-rate P]
 //                  [--retry-after S] [--drop-rate P] [--drop-after-rate P] [--seed N]
 //
@@ -18,6 +18,9 @@
 //        from a server that is restarting behind a load balancer); hang: requests are held
 //        unanswered until the outage ends and then dropped unapplied (a wedged server; clients
 //        run into their timeouts). off: normal service again, objects as they were.
+// --forbidden-token: a token that authenticates an identity RBAC grants nothing (user
+// "system:serviceaccount:rdmanet-system:forbidden"): discovery is served, every API request is
+// answered 403 Forbidden as the kube-apiserver words it.
 // Rates are probabilities per request: error -> 500, conflict -> 409 Conflict on writes,
 // throttle -> 429 with Retry-After, drop -> connection closed before handling, drop-after ->
 // the request is applied and then the connection closed without a response (the lost-answer case).
@@ -76,6 +79,7 @@ struct Faults {
 struct Server {
     apiserver::ResourceStore store;
     std::vector<std::string> tokens;
+    std::string forbidden_token;
     std::mutex mu;
     Faults faults;
     std::mt19937_64 rng;
@@ -176,6 +180,8 @@ json discovery_resources(const apiserver::ResourceStore& store, const std::strin
 }
 
 // Discovery and version: what kubectl reads before it acts.
+Reply forbidden(const httplib::Request& req);
+
 bool serve_discovery(Server& s, const httplib::Request& req, httplib::Response& res) {
     const std::string& p = req.path;
     if (p == "/version") {
@@ -360,6 +366,11 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
         const std::string auth = req.get_header_value("Authorization");
         bool ok = false;
         for (const auto& t : s.tokens) ok = ok || auth == "Bearer " + t;
+        if (!s.forbidden_token.empty() && auth == "Bearer " + s.forbidden_token) {
+            if (req.method == "GET" && serve_discovery(s, req, res)) return;   // system:discovery
+            send(res, forbidden(req));
+            return;
+        }
         if (!ok) {
             send(res, {401, apiserver::status_object(401, "Unauthorized", "Unauthorized")});
             return;
@@ -388,6 +399,33 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
     serve_api(s, req, res);
 }
 
+// 403 as the kube-apiserver's RBAC authorizer words it for an identity granted nothing.
+Reply forbidden(const httplib::Request& req) {
+    static const std::regex path(R"re(^/apis?/(?:([^/]+)/)?v[^/]+(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?$)re");
+    std::smatch m;
+    std::string group, ns, resource, name;
+    if (std::regex_match(req.path, m, path)) {
+        group = req.path.rfind("/apis/", 0) == 0 ? m[1].str() : "";
+        ns = m[2];
+        resource = m[3];
+        name = m[4];
+    }
+    std::string verb = req.method == "GET" ? (name.empty() ? "list" : "get")
+                       : req.method == "POST" ? "create"
+                       : req.method == "PUT" ? "update"
+                       : req.method == "PATCH" ? "patch"
+                       : req.method == "DELETE" ? "delete"
+                                                : "access";
+    const std::string subject = resource + (group.empty() ? "" : "." + group) + (name.empty() ? "" : " \"" + name + "\"");
+    std::string message = subject + " is forbidden: User \"system:serviceaccount:rdmanet-system:forbidden\" cannot " +
+                          verb + " resource \"" + resource + "\" in API group \"" + group + "\"" +
+                          (ns.empty() ? " at the cluster scope" : " in the namespace \"" + ns + "\"");
+    json details = {{"kind", resource}};
+    if (!group.empty()) details["group"] = group;
+    if (!name.empty()) details["name"] = name;
+    return {403, apiserver::status_object(403, "Forbidden", message, details)};
+}
+
 double rate(const char* text) { return std::strtod(text, nullptr); }
 
 }  // namespace
@@ -398,6 +436,7 @@ int main(int argc, char** argv) {
     std::uint64_t seed = std::random_device{}();
     Faults faults;
     std::vector<std::string> tokens;
+    std::string forbidden_token;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> const char* {
@@ -412,6 +451,7 @@ int main(int argc, char** argv) {
         else if (a == "--key") key = next();
         else if (a == "--token") tokens.push_back(next());
         else if (a == "--no-crds") crds = false;
+        else if (a == "--forbidden-token") forbidden_token = next();
         else if (a == "--latency-ms") faults.latency_ms = std::atoi(next());
         else if (a == "--error-rate") faults.error_rate = rate(next());
         else if (a == "--conflict-rate") faults.conflict_rate = rate(next());
@@ -439,6 +479,7 @@ int main(int argc, char** argv) {
 
     Server s(crds, seed);
     s.tokens = tokens;
+    s.forbidden_token = forbidden_token;
     s.faults = faults;
     if (!cert.empty()) {
         g_server = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str());

@@ -233,13 +233,25 @@ std::size_t ResourceStore::largest_object() {
 }
 
 Reply ResourceStore::too_large() {
-    return {500, status_object(500, "InternalError", "etcdserver: request is too large")};
+    // The kube-apiserver relays etcd's error as a Status without reason or details.
+    return {500, json{{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Failure"},
+                      {"message", "etcdserver: request is too large"}, {"code", 500}}};
 }
 
-bool ResourceStore::exceeds_limit(const json& object) {
+std::size_t ResourceStore::etcd_overhead(const ResourceType& t, const std::string& ns, const std::string& name) {
+    // etcd limits the whole request: the kube-apiserver's write is a transaction naming the key
+    // three times (compare, put, get on failure) around the object. The framing constant makes
+    // the boundary the real pair's for whereabouts' IPPools (12,556 entries of its shape).
+    const std::string key = "/registry/" + (t.group.empty() ? "" : t.group + "/") + t.plural + "/" +
+                            (ns.empty() ? "" : ns + "/") + name;
+    return 3 * key.size() + kTxnFraming;
+}
+
+bool ResourceStore::exceeds_limit(const ResourceType& t, const std::string& ns, const std::string& name,
+                                  const json& object) {
     std::string text;
     write_json(object, text);
-    return text.size() > kMaxObjectBytes;
+    return text.size() + etcd_overhead(t, ns, name) > kMaxObjectBytes;
 }
 
 std::uint64_t ResourceStore::revision() {
@@ -268,9 +280,10 @@ std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::s
             const bool have = allocs != spec.end() && allocs->is_object();
             require(have, "spec.allocations", "Required value");
             auto check_entry = [&](const std::string& key, const json& entry) {
-                // Field names built only for a failure: this runs over every entry per write.
-                if (!is_string_member(entry, "id")) require(false, "spec.allocations[" + key + "].id", "Required value");
-                if (!is_string_member(entry, "podref")) require(false, "spec.allocations[" + key + "].podref", "Required value");
+                // Field names built only for a failure: this runs over every entry per write. A map
+                // key is a path segment in the kube-apiserver's field path (spec.allocations.60.podref).
+                if (!is_string_member(entry, "id")) require(false, "spec.allocations." + key + ".id", "Required value");
+                if (!is_string_member(entry, "podref")) require(false, "spec.allocations." + key + ".podref", "Required value");
             };
             if (have && entries) {
                 for (const std::string& key : *entries) {
@@ -398,7 +411,7 @@ Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o
         return {409, status_object(409, "AlreadyExists", group_kind(t) + " \"" + name + "\" already exists",
                                    {{"name", name}, {"group", t.group}, {"kind", t.plural}})};
     }
-    if (exceeds_limit(o)) return too_large();
+    if (exceeds_limit(t, ns, name, o)) return too_large();
     ensure_namespace(ns);
     md["name"] = name;
     if (!ns.empty()) md["namespace"] = ns;
@@ -445,7 +458,7 @@ Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const 
     }
     if (md.value("name", name) != name) return {400, status_object(400, "BadRequest", "the name of the object does not match the URL")};
     if (auto bad = validate(t, name, o)) return *bad;
-    if (exceeds_limit(o)) return too_large();
+    if (exceeds_limit(t, ns, name, o)) return too_large();
     for (const char* keep : {"uid", "creationTimestamp", "namespace", "name"}) md[keep] = stored[keep];
     md["resourceVersion"] = std::to_string(++revision_);
     o["apiVersion"] = t.group.empty() ? t.version : t.group + "/" + t.version;
@@ -518,15 +531,17 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     const json rv_before = md_before.value("resourceVersion", json());
     patched["metadata"]["resourceVersion"] = std::to_string(++revision_);
     if (copy) {
-        if (exceeds_limit(*copy)) {
+        if (exceeds_limit(t, ns, name, *copy)) {
             --revision_;
             return too_large();
         }
         stored = std::move(*copy);
     }
     it->second.changed(entries ? &*entries : nullptr);
+    const std::size_t largest_before = largest_object_;
     Reply reply = stored_reply(200, it->second, Output::object);
-    if (!copy && it->second.text_size > kMaxObjectBytes) {
+    if (!copy && it->second.text_size + etcd_overhead(t, ns, name) > kMaxObjectBytes) {
+        largest_object_ = largest_before;   // never stored
         // Refused like etcd refuses it: the stored object goes back to its previous version.
         undo_all(stored, undo);
         stored["metadata"]["resourceVersion"] = rv_before;

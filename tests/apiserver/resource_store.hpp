@@ -108,6 +108,9 @@ public:
     std::size_t largest_object();
 
     static constexpr std::size_t kMaxObjectBytes = 1572864;   // etcd's default max request size
+    static constexpr std::size_t kTxnFraming = 0;
+    // What etcd counts besides the object's JSON in the kube-apiserver's write of it.
+    static std::size_t etcd_overhead(const ResourceType& t, const std::string& ns, const std::string& name);
 
 private:
     using Key = std::tuple<std::string, std::string, std::string>;   // plural.group, namespace, name
@@ -133,7 +136,7 @@ private:
     // The refusal of an object above kMaxObjectBytes, as the kube-apiserver relays etcd's.
     static Reply too_large();
     // Whether `object` serializes to more than kMaxObjectBytes.
-    static bool exceeds_limit(const json& object);
+    static bool exceeds_limit(const ResourceType& t, const std::string& ns, const std::string& name, const json& object);
     // Namespaces exist once anything is created in them (kubectl looks a namespace up when a get
     // answers NotFound); default, kube-system and kube-public exist from the start. Caller holds mu_.
     void ensure_namespace(const std::string& ns);

@@ -4,7 +4,12 @@
 // (kubeconfig load, new connection with its TLS handshake), as one exec of the plugin does.
 //
 //   bin/kube_slice_bench [--nodes 200] [--pods 100] [--slice 25] [--inflight 16] [--latency-ms 2]
-//                        [--mode slices|single|cidrpool]
+//                        [--mode slices|single|cidrpool] [--server inrepo|real]
+// --server real: against a real kube-apiserver + etcd (tests/apiserver/real_apiserver.hpp finds
+// them: KUBEBUILDER_ASSETS, ...) with the rdmanet service account's token; --latency-ms does not
+// apply there (the real server's own latency is measured), request counts come from its /metrics
+// (whereabouts' resources, lists as GET), bytes written are not known, and the largest object is
+// the largest IPPool's JSON as listed at the end.
 //
 // Pods are started node-interleaved (pod i on node i % nodes), so every node claims its first
 // slice while the others do: the claim race of a cluster-wide rollout is part of the figures.
@@ -25,12 +30,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "fixture.hpp"
+#include "real_apiserver.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
 #include "rdmanet/ipam/kube/kube_store.hpp"
@@ -45,7 +52,27 @@ namespace {
 struct Options {
     int nodes = 200, pods = 100, slice = 25, inflight = 16, latency_ms = 2;
     std::string mode = "slices";
+    std::string server = "inrepo";
 };
+
+// The in-repo server's /_test/stats, or the same shape from the real server's counters.
+json server_stats(const apiserver_test::ApiServer& server) {
+    if (!server.is_real()) return static_cast<const apiserver_test::TestApiServer&>(server).stats();
+    const auto& real = static_cast<const apiserver_test::RealApiServer&>(server);
+    json by_method = json::object();
+    std::uint64_t total = 0;
+    for (const auto& [m, n] : real.request_counts()) {
+        by_method[m] = n;
+        total += static_cast<std::uint64_t>(n);
+    }
+    std::uint64_t largest = 0;
+    const auto list = real.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/ippools");
+    if (list.status == 200)
+        for (const auto& item : list.body["items"]) largest = std::max<std::uint64_t>(largest, item.dump().size());
+    // The listing itself is one more GET; not the benchmark's.
+    if (by_method.contains("GET")) by_method["GET"] = by_method["GET"].get<std::uint64_t>() - 1, total -= 1;
+    return {{"requests", total}, {"by_method", by_method}, {"bytes_by_method", json::object()}, {"largest_object", largest}};
+}
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
@@ -67,6 +94,11 @@ int main(int argc, char** argv) {
     Options o;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
+        if (a == "--server") {
+            o.server = argv[i + 1];
+            ++i;
+            continue;
+        }
         if (a == "--mode") {
             o.mode = argv[i + 1];
             continue;
@@ -86,10 +118,18 @@ int main(int argc, char** argv) {
     const bool slices = o.mode == "slices";
     const bool cidrpool = o.mode == "cidrpool";
     try {
-        apiserver_test::TestApiServer server;
+        std::unique_ptr<apiserver_test::ApiServer> owned;
+        if (o.server == "real") {
+            owned = std::make_unique<apiserver_test::RealApiServer>();
+            o.latency_ms = 0;
+        } else {
+            auto in_repo = std::make_unique<apiserver_test::TestApiServer>();
+            in_repo->set_faults({{"latency_ms", o.latency_ms}});
+            owned = std::move(in_repo);
+        }
+        const apiserver_test::ApiServer& server = *owned;
         const std::string kubeconfig = server.write_kubeconfig("kubeconfig");
         const std::string data = server.dir() + "/nodes";
-        server.set_faults({{"latency_ms", o.latency_ms}});
         json ipam = {{"type", "rdmanet-ipam"}, {"range", "10.96.0.0/16"}, {"datastore", "kubernetes"},
                      {"network_name", "bench"}};
         if (slices) ipam["node_slice_size"] = "/" + std::to_string(o.slice);
@@ -116,7 +156,7 @@ int main(int argc, char** argv) {
             int first_error_code = 0;
             std::atomic<int> next{from};
             std::atomic<bool> stop{false};
-            const json before = server.stats();
+            const json before = server_stats(server);
             const auto start = Clock::now();
             std::vector<std::thread> threads;
             for (int c = 0; c < o.inflight; ++c) {
@@ -176,7 +216,7 @@ int main(int argc, char** argv) {
             }
             for (auto& t : threads) t.join();
             const double seconds = ms_since(start) / 1000.0;
-            const json after = server.stats();
+            const json after = server_stats(server);
             const double requests = after["requests"].get<double>() - before["requests"].get<double>();
             const double bytes =
                 static_cast<double>(sum_writes(after["bytes_by_method"]) - sum_writes(before["bytes_by_method"]));
@@ -184,10 +224,10 @@ int main(int argc, char** argv) {
             for (const auto& [method, n] : after["by_method"].items()) {
                 by_method[method] = n.get<std::uint64_t>() - before["by_method"].value(method, std::uint64_t{0});
             }
-            std::printf("%s: nodes=%d pods/node=%d slice=/%d inflight=%d latency=%dms: %d ADDs in %.2f s = %.0f ADD/s  "
+            std::printf("%s [%s]: nodes=%d pods/node=%d slice=/%d inflight=%d latency=%dms: %d ADDs in %.2f s = %.0f ADD/s  "
                         "p50 %.1f ms  p99 %.1f ms  requests/ADD %.2f  bytes written/ADD %.0f  largest object %llu B  "
                         "failures %d\n",
-                        label, o.nodes, o.pods, o.slice, o.inflight, o.latency_ms, succeeded, seconds,
+                        label, server.is_real() ? "real kube-apiserver" : "in-repo server", o.nodes, o.pods, o.slice, o.inflight, o.latency_ms, succeeded, seconds,
                         succeeded / seconds, percentile(latencies, 0.5), percentile(latencies, 0.99),
                         succeeded ? requests / succeeded : 0.0, succeeded ? bytes / succeeded : 0.0,
                         static_cast<unsigned long long>(after["largest_object"].get<std::uint64_t>()), failures);
@@ -204,11 +244,11 @@ int main(int argc, char** argv) {
             // (each claims a slice, racing the others), then the remaining ADDs, which find their
             // node's slice held and talk only to its IPPool.
             const auto wall = Clock::now();
-            const json before = server.stats();
+            const json before = server_stats(server);
             run(slices ? "slices, first ADD per node (claims)" : "cidrpool, first ADD per node (claims)", 0,
                 std::min(o.nodes, total));
             run(slices ? "slices, steady state" : "cidrpool, steady state", std::min(o.nodes, total), total);
-            const json after = server.stats();
+            const json after = server_stats(server);
             const double seconds = ms_since(wall) / 1000.0;
             const double requests = after["requests"].get<double>() - before["requests"].get<double>();
             const int ok = total - all_failures;

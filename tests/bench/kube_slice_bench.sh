@@ -14,3 +14,15 @@ done
 "$BIN/kube_slice_bench" --nodes 200 --pods 100 --inflight 16 --latency-ms 2 --mode single
 # The same cluster on an nv-ipam CIDRPool (/25 per node, no controller: nodes claim their subnets).
 "$BIN/kube_slice_bench" --nodes 200 --pods 100 --slice 25 --inflight 16 --latency-ms 2 --mode cidrpool
+# Side by side on a smaller cluster (40 nodes x 25 pods = 1,000 ADDs, 8 in flight): the in-repo
+# server without added latency, then a real kube-apiserver + etcd (KUBEBUILDER_ASSETS or
+# RDMANET_KUBE_APISERVER, see docs/development.md); skipped with a note when there is none.
+if [[ -n ${KUBEBUILDER_ASSETS:-}${RDMANET_KUBE_APISERVER:-} ]]; then
+  for server in inrepo real; do
+    for mode in slices single; do
+      "$BIN/kube_slice_bench" --nodes 40 --pods 25 --slice 25 --inflight 8 --latency-ms 0 --mode "$mode" --server "$server"
+    done
+  done
+else
+  echo "kube_slice_bench.sh: no real kube-apiserver (KUBEBUILDER_ASSETS unset): side-by-side run skipped"
+fi

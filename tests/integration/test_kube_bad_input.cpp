@@ -1,6 +1,8 @@
 // Kubernetes datastore, bad input: each failure is a CNI error naming the cause, fast, no hang.
 #include "test_kube_util.hpp"
 
+#include <filesystem>
+
 using namespace kube_test;
 
 namespace {
@@ -24,7 +26,7 @@ void expect_error(const Env& env, const json& conf, int code, const std::string&
 }  // namespace
 
 TEST_CASE("kube datastore bad input: missing, unreadable and invalid kubeconfig", "[kube][integration][bad]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     expect_error(env, env.conf("10.60.0.0/24", {}, server.dir() + "/does-not-exist"), 7, "does-not-exist");
     const std::string garbage = server.dir() + "/garbage.kubeconfig";
@@ -41,19 +43,22 @@ TEST_CASE("kube datastore bad input: missing, unreadable and invalid kubeconfig"
 }
 
 TEST_CASE("kube datastore bad input: a server certificate from another CA is refused", "[kube][integration][bad]") {
-    TestApiServer server;
+    ServerUnderTest server;
     apiserver_test::make_test_pki(server.dir(), "other-");
     Env env(server, apiserver_test::KubeconfigOptions{.ca_file = server.dir() + "/other-ca.crt"});
     expect_error(env, env.conf("10.61.0.0/24"), 5, "TLS verification");
-    // The same with the right CA works (and a CA from a file, not embedded).
-    const std::string good = server.write_kubeconfig("good", apiserver_test::KubeconfigOptions{.embed_ca = false});
+    // The same with the right CA works (and a CA from a file, not embedded, next to the kubeconfig
+    // where the node policy allows it).
+    std::filesystem::copy_file(server.ca_file(), server.dir() + "/right-ca.crt");
+    const std::string good = server.write_kubeconfig(
+        "good", apiserver_test::KubeconfigOptions{.embed_ca = false, .ca_file = server.dir() + "/right-ca.crt"});
     auto ok = env.call("ADD", env.conf("10.61.0.0/24", {}, good), "c1", "p1");
     INFO(ok.describe());
     CHECK(ok.exit_code == 0);
 }
 
 TEST_CASE("kube datastore bad input: an expired/unknown token gets 401, named", "[kube][integration][bad]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server, apiserver_test::KubeconfigOptions{.token = "expired-token"});
     expect_error(env, env.conf("10.62.0.0/24"), 5, "401");
     auto r = env.call("ADD", env.conf("10.62.0.0/24"), "bad", "bad-pod");
@@ -62,13 +67,13 @@ TEST_CASE("kube datastore bad input: an expired/unknown token gets 401, named", 
 }
 
 TEST_CASE("kube datastore bad input: whereabouts CRDs not installed (404 on the group)", "[kube][integration][bad]") {
-    TestApiServer server({.crds = false});
+    ServerUnderTest server({.crds = false});
     Env env(server);
     expect_error(env, env.conf("10.63.0.0/24"), 5, "CRDs");
 }
 
 TEST_CASE("kube datastore bad input: tokenFile and insecure-skip-tls-verify work", "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server, apiserver_test::KubeconfigOptions{.insecure = true, .token_file = true});
     auto r = env.call("ADD", env.conf("10.64.0.0/24"), "c1", "p1");
     INFO(r.describe());

@@ -17,7 +17,7 @@ using ipam_plugin_test::first_ip;
 namespace {
 
 // nodeName -> sliceRange of every listed entry with a node.
-std::multimap<std::string, std::string> holders(const TestApiServer& s, const std::string& pool) {
+std::multimap<std::string, std::string> holders(const ApiServer& s, const std::string& pool) {
     std::multimap<std::string, std::string> out;
     const json nsp = get(s, "/nodeslicepools/" + pool);
     for (const auto& e : nsp["status"]["allocations"]) {
@@ -30,7 +30,7 @@ std::multimap<std::string, std::string> holders(const TestApiServer& s, const st
 
 TEST_CASE("node slices: ADD claims a slice per node and allocates from it, in whereabouts v0.9's shape",
           "[kube][integration][slices]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json conf = env.conf("10.70.0.0/16", {{"node_slice_size", "/25"}, {"network_name", "blue"}});
 
@@ -68,7 +68,7 @@ TEST_CASE("node slices: ADD claims a slice per node and allocates from it, in wh
 
 TEST_CASE("node slices: a full slice makes the node claim another, an exhausted range is a clear error",
           "[kube][integration][slices]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     // 10.71.0.0/26 in /28 slices: 4 slices of 14 usable addresses.
     const json conf = env.conf("10.71.0.0/26", {{"node_slice_size", "/28"}});
@@ -97,7 +97,7 @@ TEST_CASE("node slices: a full slice makes the node claim another, an exhausted 
 
 TEST_CASE("node slices: 32 nodes claiming at once get distinct slices, one owner each",
           "[kube][integration][slices]") {
-    TestApiServer server({.extra_args = {"--latency-ms", "2"}});
+    ServerUnderTest server({.extra_args = {"--latency-ms", "2"}});
     Env env(server);
     const json conf = env.conf("10.72.0.0/16", {{"node_slice_size", "/24"}});
     constexpr int kNodes = 32;
@@ -134,7 +134,7 @@ TEST_CASE("node slices: 32 nodes claiming at once get distinct slices, one owner
 }
 
 TEST_CASE("node slices bad input: a NodeSlicePool of another range or size, no node name", "[kube][integration][slices]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json theirs = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "NodeSlicePool"},
                          {"metadata", {{"name", "kubenet"}}},
@@ -156,7 +156,7 @@ TEST_CASE("node slices bad input: a NodeSlicePool of another range or size, no n
 }
 
 TEST_CASE("node slices through an API-server outage: ADD/DEL keep working, SIGKILLs leave no duplicate, the backlog "
-          "is published in order once the API answers", "[kube][integration][slices][outage]") {
+          "is published in order once the API answers", "[kube][integration][slices][outage][inrepo]") {
     TestApiServer server;
     Env env(server);
     const json conf = env.conf("10.74.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "red"}});
@@ -216,7 +216,7 @@ TEST_CASE("node slices through an API-server outage: ADD/DEL keep working, SIGKI
 }
 
 TEST_CASE("node slices: after an outage the node agent publishes the backlog, with no CNI call on the node",
-          "[kube][integration][slices][outage][agent]") {
+          "[kube][integration][slices][outage][agent][inrepo]") {
     TestApiServer server;
     Env env(server);
     const json conf = env.conf("10.75.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "teal"}});
@@ -261,7 +261,7 @@ TEST_CASE("node slices: after an outage the node agent publishes the backlog, wi
 
 namespace {
 
-int ippool_status(const TestApiServer& s, const std::string& pool) { return s.request("GET", kApi + "/ippools/" + pool).status; }
+int ippool_status(const ApiServer& s, const std::string& pool) { return s.request("GET", kApi + "/ippools/" + pool).status; }
 
 rdmanet::test::ProcessResult reconcile_cluster(const Env& env, std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"reconcile", "--kubeconfig", env.kubeconfig};
@@ -273,7 +273,7 @@ rdmanet::test::ProcessResult reconcile_cluster(const Env& env, std::vector<std::
 
 TEST_CASE("Reclaim: a NodeSlicePool entry whose node name no Node can have is left alone",
           "[kube][integration][slices][reclaim]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     // Written by hand or by a compromised node: the name would reach GET/DELETE paths.
     const std::string bad = "../../namespaces/" + kNs + "/ippools/victim";
@@ -298,7 +298,7 @@ TEST_CASE("Reclaim: a NodeSlicePool entry whose node name no Node can have is le
 
 TEST_CASE("Reclaim: a deleted Node's empty slice is released, a slice with a live pod is kept",
           "[kube][integration][slices][reclaim]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     // 10.76.0.0/24 in /26 slices: 4 slices.
     const json conf = env.conf("10.76.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "gold"}});
@@ -381,7 +381,7 @@ TEST_CASE("Reclaim: a deleted Node's empty slice is released, a slice with a liv
 
 TEST_CASE("Reclaim: a node whose slice was released while it was alive stops allocating from it",
           "[kube][integration][slices][reclaim]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json conf = env.conf("10.77.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "jade"}});
     server.create_node("node-a");
@@ -422,7 +422,7 @@ TEST_CASE("Reclaim: a node whose slice was released while it was alive stops all
 
 TEST_CASE("Reclaim: the node agent finds a released slice revoked before any ADD",
           "[kube][integration][slices][reclaim][agent]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json conf = env.conf("10.78.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "onyx"}});
     server.create_node("node-a");
@@ -469,7 +469,7 @@ TEST_CASE("Reclaim: the node agent finds a released slice revoked before any ADD
 }
 
 TEST_CASE("Reclaim racing a node that is alive: its address published during the release gives the slice back",
-          "[kube][integration][slices][reclaim]") {
+          "[kube][integration][slices][reclaim][inrepo]") {
     TestApiServer server;
     Env env(server);
     const json conf = env.conf("10.79.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "ruby"}});
@@ -522,7 +522,7 @@ TEST_CASE("Reclaim racing a node that is alive: its address published during the
 
 TEST_CASE("Reclaim: a pod of the same name on another node does not keep a deleted node's slice",
           "[kube][integration][slices][reclaim]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json conf = env.conf("10.80.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "opal"}});
     server.create_node("node-a");

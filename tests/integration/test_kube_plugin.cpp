@@ -7,7 +7,7 @@ using ipam_plugin_test::first_ip;
 
 TEST_CASE("kube datastore: ADD records pool entry and reservation, re-ADD keeps the address, DEL removes both",
           "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json conf = env.conf("10.40.0.0/24");
 
@@ -49,7 +49,7 @@ TEST_CASE("kube datastore: ADD records pool entry and reservation, re-ADD keeps 
 
 TEST_CASE("kube datastore: the pool object lives in the kubeconfig context's namespace, named with network_name",
           "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server, apiserver_test::KubeconfigOptions{.ns = "rdma"});
     const json conf = env.conf("10.41.0.0/24", {{"network_name", "blue"}});
     auto a = env.call("ADD", conf, "c1", "p1");
@@ -65,7 +65,7 @@ TEST_CASE("kube datastore: the pool object lives in the kubeconfig context's nam
 
 TEST_CASE("kube datastore: enable_overlapping_ranges false writes no reservation (2 requests per ADD)",
           "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json conf = env.conf("10.42.0.0/24", {{"enable_overlapping_ranges", false}});
     REQUIRE(env.call("ADD", conf, "c1", "p1").exit_code == 0);   // creates the pool
@@ -78,7 +78,7 @@ TEST_CASE("kube datastore: enable_overlapping_ranges false writes no reservation
 
 TEST_CASE("kube datastore: uncontended ADD with reservations = GET + PATCH + reservation create",
           "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json conf = env.conf("10.43.0.0/24");
     REQUIRE(env.call("ADD", conf, "c1", "p1").exit_code == 0);
@@ -92,7 +92,7 @@ TEST_CASE("kube datastore: uncontended ADD with reservations = GET + PATCH + res
 
 TEST_CASE("kube datastore: a pool pre-filled by whereabouts is respected, its entries re-ADDed and DELed",
           "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     // Exactly what whereabouts v0.9.4 writes, including an entry without ifname.
     const json pool = json::parse(R"({"apiVersion":"whereabouts.cni.cncf.io/v1alpha1","kind":"IPPool",
@@ -148,7 +148,7 @@ TEST_CASE("kube datastore: a pool pre-filled by whereabouts is respected, its en
 
 TEST_CASE("kube datastore: an address reserved by an overlapping pool is skipped, nothing left behind",
           "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     // Another pool of the same network_name (a /24 inside this /16) holds .1 with its reservation.
     const json wide = env.conf("10.44.0.0/16"), narrow = env.conf("10.44.0.0/24");
@@ -167,7 +167,7 @@ TEST_CASE("kube datastore: an address reserved by an overlapping pool is skipped
 
 TEST_CASE("kube datastore: GC releases what this node allocated that is not in the valid attachments",
           "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     json conf = env.conf("10.45.0.0/24");
     REQUIRE(env.call("ADD", conf, "keep", "p-keep").exit_code == 0);
@@ -188,7 +188,7 @@ TEST_CASE("kube datastore: GC releases what this node allocated that is not in t
 }
 
 TEST_CASE("kube datastore: rdmanetctl pool list/show --kubeconfig", "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     REQUIRE(env.call("ADD", env.conf("10.46.0.0/24", {{"network_name", "red"}}), "c1", "p1").exit_code == 0);
     auto list = env.ctl({"pool", "list", "--kubeconfig", env.kubeconfig});
@@ -206,7 +206,7 @@ TEST_CASE("kube datastore: rdmanetctl pool list/show --kubeconfig", "[kube][inte
 
 TEST_CASE("kube datastore: rdmanetctl reconcile releases allocations of pods that are gone, keeps live ones",
           "[kube][integration]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json conf = env.conf("10.47.0.0/24");
     server.create_pod("ns", "live");

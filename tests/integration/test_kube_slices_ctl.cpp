@@ -56,7 +56,7 @@ std::vector<json> doctor_findings(const Env& env, const std::string& node, const
 }  // namespace
 
 TEST_CASE("rdmanetctl pool slices and doctor: slices held, used and free, the backlog through an outage, a revoked slice",
-          "[kube][integration][slices][ctl]") {
+          "[kube][integration][slices][ctl][inrepo]") {
     TestApiServer server;
     Env env(server);
     const json conf = env.conf("10.76.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "navy"}});
@@ -200,7 +200,7 @@ TEST_CASE("rdmanetctl pool slices and doctor: slices held, used and free, the ba
 
 TEST_CASE("rdmanetctl pool slices: a data dir without node slices reports none and creates nothing",
           "[kube][integration][slices][ctl]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const std::string dir = server.dir() + "/empty-node";
     const auto r = env.ctl({"pool", "slices", "--data-dir", dir});

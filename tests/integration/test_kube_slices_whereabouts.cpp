@@ -61,7 +61,7 @@ TEST_CASE("CRD schema check: catches what the API server would refuse or prune",
 TEST_CASE("node slices with whereabouts v0.9's objects: a listed free slice is claimed in place, whereabouts' entries "
           "are kept and never handed out again, rdmanet's objects pass the CRD schemas",
           "[kube][integration][slices][whereabouts]") {
-    TestApiServer server;
+    ServerUnderTest server;
     Env env(server);
     const json nsp_in = fixture("nodeslicepool-green.json");
     const json pool_a_in = fixture("ippool-green-node-a-10.77.0.0-26.json");

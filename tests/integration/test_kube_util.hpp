@@ -1,6 +1,7 @@
 #pragma once
-// Shared by tests/integration/test_kube_*.cpp: bin/rdmanet-ipam and bin/rdmanetctl against the
-// test API server (tests/apiserver), as real processes. Kubeconfigs, the IPAM data dir (node
+// Shared by tests/integration/test_kube_*.cpp: bin/rdmanet-ipam and bin/rdmanetctl against an API
+// server, as real processes: the in-repo test API server (tests/apiserver) or, with
+// RDMANET_TEST_APISERVER=real, a real kube-apiserver + etcd (ServerUnderTest). Kubeconfigs, the IPAM data dir (node
 // journal) and a node policy allowing both live in the server's private directory; the policy is
 // handed over in RDMANET_POLICY_FILE as a runtime would.
 #include <catch2/catch.hpp>
@@ -14,10 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "fixture.hpp"
+#include "server_under_test.hpp"
 #include "test_ipam_plugin_util.hpp"
 
 namespace kube_test {
 
+using apiserver_test::ApiServer;
+using apiserver_test::ServerUnderTest;
 using apiserver_test::TestApiServer;
 using nlohmann::json;
 using rdmanet::test::CniOutcome;
@@ -25,15 +29,16 @@ using rdmanet::test::CniOutcome;
 inline const std::string kNs = "kube-system";
 
 struct Env {
-    TestApiServer& server;
+    const ApiServer& server;
     std::string kubeconfig;
     std::string data_dir;
     std::string policy;
 
-    explicit Env(TestApiServer& s, const apiserver_test::KubeconfigOptions& kc = {},
+    explicit Env(const ApiServer& s, const apiserver_test::KubeconfigOptions& kc = {},
                  const std::string& kubeconfig_name = "kubeconfig")
         : server(s), kubeconfig(s.write_kubeconfig(kubeconfig_name, kc)), data_dir(s.dir() + "/ipam"),
           policy(s.dir() + "/policy.json") {
+        if (!kc.ns.empty()) s.ensure_namespace(kc.ns);
         std::ofstream(policy) << json{{"version", 1}, {"logDir", s.dir()}, {"kubeconfigDirs", {s.dir()}},
                                       {"ipamConfigDirs", {s.dir()}}, {"ipamDataDirs", {s.dir()}}}
                                      .dump();
@@ -72,7 +77,7 @@ struct Env {
 };
 
 // spec.allocations of the pool (empty when the pool does not exist).
-inline json allocations(const TestApiServer& s, const std::string& pool) {
+inline json allocations(const ApiServer& s, const std::string& pool) {
     auto r = s.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + kNs + "/ippools/" + pool);
     if (r.status == 404) return json::object();
     REQUIRE(r.status == 200);
@@ -80,7 +85,7 @@ inline json allocations(const TestApiServer& s, const std::string& pool) {
 }
 
 // name -> spec of every reservation.
-inline std::map<std::string, json> reservations(const TestApiServer& s) {
+inline std::map<std::string, json> reservations(const ApiServer& s) {
     std::map<std::string, json> out;
     for (const auto& item : s.list(kNs, "overlappingrangeipreservations")) out[item["metadata"]["name"]] = item["spec"];
     return out;
@@ -89,7 +94,7 @@ inline std::map<std::string, json> reservations(const TestApiServer& s) {
 // IPv4 pool: every allocation has its reservation (same podref/ifname) and every reservation its
 // allocation. `base` = the pool's network address as a.b.c.0 prefix "10.40.0." with offsets < 256
 // not assumed: computes from a 32-bit base.
-inline std::vector<std::string> consistency_problems(const TestApiServer& s, const std::string& pool, std::uint32_t base) {
+inline std::vector<std::string> consistency_problems(const ApiServer& s, const std::string& pool, std::uint32_t base) {
     std::vector<std::string> problems;
     const json allocs = allocations(s, pool);
     auto res = reservations(s);
@@ -117,7 +122,7 @@ inline std::vector<std::string> consistency_problems(const TestApiServer& s, con
 inline const std::string kApi = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + kNs;
 
 // GET of kApi + path, which must answer 200.
-inline json get(const TestApiServer& s, const std::string& path) {
+inline json get(const ApiServer& s, const std::string& path) {
     auto r = s.request("GET", kApi + path);
     INFO("GET " << path << ": " << r.text);
     REQUIRE(r.status == 200);

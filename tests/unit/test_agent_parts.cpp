@@ -73,6 +73,20 @@ TEST_CASE("agent: call records survive a torn tail and aggregate into histograms
     CHECK(p.value("rdmanet_agent_last_pass_timestamp_seconds") == 1700000000.0);
 }
 
+TEST_CASE("agent metrics: refused Kubernetes credentials show as a gauge and a counter", "[unit][agent]") {
+    AgentMetrics m;
+    auto scrape = [&] { return rdmanet::test::parse_prometheus_text(m.render({})); };
+    CHECK(scrape().value("rdmanet_kube_access_denied") == 0.0);
+    m.record_kube_access(2, false);   // two requests of a pass refused
+    CHECK(scrape().value("rdmanet_kube_access_denied") == 1.0);
+    CHECK(scrape().value("rdmanet_kube_access_denied_total") == 2.0);
+    m.record_kube_access(0, true);    // the agent's pass fine, but a CNI call was refused since
+    CHECK(scrape().value("rdmanet_kube_access_denied") == 1.0);
+    m.record_kube_access(0, false);   // both fine again: the gauge drops, the counter stays
+    CHECK(scrape().value("rdmanet_kube_access_denied") == 0.0);
+    CHECK(scrape().value("rdmanet_kube_access_denied_total") == 2.0);
+}
+
 TEST_CASE("agent: label values are escaped as the text format requires", "[unit][agent]") {
     CHECK(escape_label_value("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
     CHECK(format_sample_value(3) == "3");

@@ -25,6 +25,18 @@ struct IpamError : std::runtime_error {
     IpamError(int code_, std::string msg_) : std::runtime_error(msg_), code(code_), msg(std::move(msg_)) {}
 };
 
+// The datastore refused the credentials (HTTP 401) or the permissions (403) of this node: a
+// permanent condition until an admin fixes the kubeconfig or the RBAC, never an outage to wait out
+// (node-slice mode fails ADD with it rather than hand out an address it cannot publish).
+struct AccessDenied : IpamError {
+    long http;
+    // Node-slice DEL/GC: the release is done on the node (its local store is the truth) and only
+    // its publication was refused; it waits in the node's backlog.
+    bool released_locally = false;
+    AccessDenied(std::string msg_, long http_, bool released_locally_ = false)
+        : IpamError(codes::io_failure, std::move(msg_)), http(http_), released_locally(released_locally_) {}
+};
+
 [[noreturn]] inline void config_error(std::string msg) { throw IpamError(codes::invalid_config, std::move(msg)); }
 
 }  // namespace rdmanet::ipam

@@ -74,7 +74,8 @@ private:
     // gone: the pool was deleted.
     enum class PatchOutcome { applied, lost, unsure, gone };
     PatchOutcome try_patch(const PoolObject& pool, const std::vector<PoolChange>& changes, bool whole_pool = false);
-    PoolObject read_or_create_pool(const PoolKey& key, const EntrySelector* select);
+    // `nsp_name`: the NodeSlicePool that would divide the range (creation refused while it exists).
+    PoolObject read_or_create_pool(const PoolKey& key, const EntrySelector* select, const std::string& nsp_name);
     // Creates the reservation; true when it is (now) held by `owner`, false when someone else holds it.
     bool reserve(std::string_view network_name, const base::IpAddress& ip, const Owner& owner);
     // Takes `offset` out of the pool again if `owner` still holds it there (rollback).

@@ -9,6 +9,10 @@
 //      decision and the double-hand-out guard are the local store's), and one PATCH publishing it
 //      (slice_publisher.hpp). Steady state: 1 API request per ADD, none between nodes contending.
 // DEL  marker, local release, one PATCH removing the entries (tested to still be ours).
+// Refused: a 401 or 403 is no outage (access_denied_record.hpp): ADD fails with code 5 and hands
+//      out nothing; DEL and GC release locally, keep the change in the backlog and report the
+//      refusal (the plugin logs it as an error and DEL succeeds); the node records it for doctor
+//      and the agent's metrics until a request with the credentials succeeds again.
 // Outage: a node holding a slice with a free address keeps answering ADD and DEL; what could not
 //      be published stays in the backlog, published in order by the next CNI call on the node or
 //      by the node agent (publish_pending). Publication waits at most kPublishBudget per call. The
@@ -125,7 +129,12 @@ private:
     SqliteStore local_;
     SliceBacklog backlog_;
     SliceSettings settings_;
+    // The API server refused the credentials (401/403) in this call: recorded for doctor and the
+    // agent (access_denied_record.hpp); ADD fails, DEL and GC release locally and report it.
+    void note_denied(const AccessDenied& e);
+
     bool unreachable_ = false;   // publication failed in this call: later changes go to the backlog
+    std::optional<AccessDenied> denied_;
     bool recheck_due_ = false;
 };
 
