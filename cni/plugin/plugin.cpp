@@ -13,6 +13,8 @@
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/modes/net_conf.hpp"
 #include "rdmanet/cni/modes/registry.hpp"
+#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
+#include "rdmanet/cni/modes/rdma/roce_gids.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/base/failpoint.hpp"
 #include "rdmanet/cni/plugin/ipam_client.hpp"
@@ -149,21 +151,26 @@ void cmd_add(const Call& call, std::ostream& out) {
     state.cni_path = env.path;
     state.nodename = env.nodename;
 
+    // Refused before anything changes: an rdma.deviceName the pod's RDMA namespace already has.
+    rdma_device_name_precheck(conf, pod_ns, kernel.rdma);
+
     Rollback rollback;
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
     const Result ipam = ipam_add(conf, env, call.policy);
     rollback.push("release IPAM", [&] { ipam_del(conf, env, call.policy); });
     base::failpoint(base::Failpoint::add_after_ipam);
 
-    const PodLink link = mode_entry(conf.mode).add(AddRequest{conf, env, call.policy, store, kernel, rollback, state,
-                                                           [&] {
-                                                               store.save(state);
-                                                               base::failpoint(base::Failpoint::add_after_state_saved);
-                                                           }});
+    const AddRequest add{conf, env, call.policy, store, kernel, rollback, state, [&] {
+                             store.save(state);
+                             base::failpoint(base::Failpoint::add_after_state_saved);
+                         }};
+    const PodLink link = mode_entry(conf.mode).add(add);
     base::failpoint(base::Failpoint::add_after_move);
     // A DPDK VF has no netdev in the pod: its addresses are reported, not applied.
     if (!link.userspace) configure_pod_interface(pod_ns, *pod, link.index, env.ifname, ipam, 0);
     base::failpoint(base::Failpoint::add_after_configure);
+    // The pod owns the RDMA device (exclusive mode): RoCE v2 GIDs of its addresses in place.
+    if (!link.userspace) roce_gids_add(add, interface_addresses(ipam, 0));
 
     const Result own = own_result(conf, env, link, ipam);
     state.result = result_to_json(own, kLatestVersion);
@@ -268,12 +275,14 @@ void cmd_check(const Call& call) {
     Result expected;
     for (const auto& ip : prev.ips)
         if (ip.interface && *ip.interface == index) expected.ips.push_back(ip);
-    if (auto state = call.states.load(conf.name, env.container_id, env.ifname)) {
-        expected.routes = result_from_json(state->result).routes;
-    }
+    const auto state = call.states.load(conf.name, env.container_id, env.ifname);
+    if (state) expected.routes = result_from_json(state->result).routes;
     auto link = pod->link_by_name(env.ifname);
     if (!link) return;   // sriov DPDK VF: no netdev, no addresses applied (the mode's check saw to the rest)
     check_pod_interface(*pod, link->index, env.ifname, expected, index);
+    if (state)
+        roce_gids_check(CheckRequest{conf, env, call.policy, call.states, kernel, prev.interfaces[index]}, *state,
+                        interface_addresses(expected, index));
 }
 
 void cmd_gc(const Call& call) {
