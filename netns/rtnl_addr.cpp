@@ -61,4 +61,29 @@ std::vector<base::IpNetwork> Rtnl::addresses(int index) {
     return result;
 }
 
+std::vector<AddressState> Rtnl::address_states(int index) {
+    std::vector<AddressState> result;
+    impl_->dump(
+        "dump address states of link #" + std::to_string(index),
+        [] {
+            ifaddrmsg ifa{};
+            ifa.ifa_family = AF_UNSPEC;
+            return detail::new_message(RTM_GETADDR, NLM_F_DUMP, &ifa, sizeof ifa);
+        },
+        [&] { result.clear(); },
+        [&](nl_msg* reply) {
+            if (nlmsg_hdr(reply)->nlmsg_type != RTM_NEWADDR) return;
+            const auto* ifa = static_cast<const ifaddrmsg*>(nlmsg_data(nlmsg_hdr(reply)));
+            if (static_cast<int>(ifa->ifa_index) != index) return;
+            NlObjPtr<rtnl_addr> addr = detail::parse_as<rtnl_addr>(reply, "RTM_NEWADDR");
+            auto ip = detail::ip_from_nl_addr(rtnl_addr_get_local(addr.get()));
+            if (!ip) return;
+            // libnl reads IFA_FLAGS (32 bits) when present, else the header's 8 bits.
+            const unsigned flags = rtnl_addr_get_flags(addr.get());
+            result.push_back(AddressState{base::IpNetwork{*ip, rtnl_addr_get_prefixlen(addr.get())},
+                                          (flags & IFA_F_TENTATIVE) != 0, (flags & IFA_F_DADFAILED) != 0});
+        });
+    return result;
+}
+
 }  // namespace rdmanet::netns

@@ -1,8 +1,10 @@
-// Routes of the main table: RTM_NEWROUTE through libnl's rtnl_route, and dumps of both
-// families filtered by outgoing link.
+// Routes: RTM_NEWROUTE/RTM_DELROUTE through libnl's rtnl_route, and dumps of both families
+// filtered by table and outgoing link.
 #include <linux/rtnetlink.h>
 #include <netlink/route/nexthop.h>
 #include <netlink/route/route.h>
+
+#include <algorithm>
 
 #include "rtnl_impl.hpp"
 
@@ -30,9 +32,9 @@ int family_of(const RouteInfo& r) {
     return 0;
 }
 
-std::optional<RouteInfo> to_route_info(rtnl_route* route, int ifindex) {
+std::optional<RouteInfo> to_route_info(rtnl_route* route, int ifindex, unsigned table) {
     const int family = rtnl_route_get_family(route);
-    if (rtnl_route_get_table(route) != RT_TABLE_MAIN) return std::nullopt;
+    if (rtnl_route_get_table(route) != table) return std::nullopt;
     if (family != AF_INET && family != AF_INET6) return std::nullopt;
     // Only forwarding routes: blackhole, unreachable, prohibit ... have no link to report.
     if (rtnl_route_get_type(route) != RTN_UNICAST) return std::nullopt;
@@ -51,6 +53,7 @@ std::optional<RouteInfo> to_route_info(rtnl_route* route, int ifindex) {
         if (!ip) return std::nullopt;
         info.dst = base::IpNetwork{*ip, static_cast<int>(nl_addr_get_prefixlen(dst))};
     }
+    info.prefsrc = detail::ip_from_nl_addr(rtnl_route_get_pref_src(route));
     // The first nexthop on the requested link (a multipath route may have several).
     bool on_link = false;
     for (int i = 0; i < rtnl_route_get_nnexthops(route); ++i) {
@@ -65,10 +68,12 @@ std::optional<RouteInfo> to_route_info(rtnl_route* route, int ifindex) {
     return info;
 }
 
-}  // namespace
+enum class RouteOp { add, replace, remove };
 
-void Rtnl::add_route(const RouteInfo& r) {
-    const std::string what = "add route " + describe(r);
+// The request for `op` on `r`; `what` names it for errors.
+NlMsgPtr route_request(const RouteInfo& r, RouteOp op, std::string& what) {
+    what = std::string(op == RouteOp::add ? "add" : op == RouteOp::replace ? "replace" : "delete") +
+                             " route " + describe(r) + (r.table != RT_TABLE_MAIN ? " table " + std::to_string(r.table) : "");
     const int family = family_of(r);
     if (family != AF_INET && family != AF_INET6)
         throw KernelError(EINVAL, what + ": no address family");
@@ -113,15 +118,49 @@ void Rtnl::add_route(const RouteInfo& r) {
 
     if (r.mtu) rtnl_route_set_metric(route.get(), RTAX_MTU, r.mtu);
     if (r.advmss) rtnl_route_set_metric(route.get(), RTAX_ADVMSS, r.advmss);
+    detail::NlAddrPtr prefsrc;
+    if (r.prefsrc) {
+        prefsrc = detail::nl_addr_from_ip(*r.prefsrc, r.prefsrc->bits());
+        rtnl_route_set_pref_src(route.get(), prefsrc.get());
+    }
 
     nl_msg* raw = nullptr;
-    if (int err = rtnl_route_build_add_request(route.get(), NLM_F_CREATE | NLM_F_EXCL, &raw); err < 0)
-        throw KernelError(detail::errno_from_nlerr(err), what);
-    NlMsgPtr msg(raw);
+    int err = 0;
+    if (op == RouteOp::remove) {
+        // A delete matches on what it carries: no protocol, so that a kernel-made route matches too.
+        rtnl_route_set_protocol(route.get(), RTPROT_UNSPEC);
+        err = rtnl_route_build_del_request(route.get(), 0, &raw);
+    } else {
+        err = rtnl_route_build_add_request(route.get(),
+                                           NLM_F_CREATE | (op == RouteOp::add ? NLM_F_EXCL : NLM_F_REPLACE), &raw);
+    }
+    if (err < 0) throw KernelError(detail::errno_from_nlerr(err), what);
+    return NlMsgPtr(raw);
+}
+
+}  // namespace
+
+void Rtnl::add_route(const RouteInfo& r) {
+    std::string what;
+    NlMsgPtr msg = route_request(r, RouteOp::add, what);
     impl_->run(msg.get(), what);
 }
 
-std::vector<RouteInfo> Rtnl::routes(int ifindex) {
+void Rtnl::replace_route(const RouteInfo& r) {
+    std::string what;
+    NlMsgPtr msg = route_request(r, RouteOp::replace, what);
+    impl_->run(msg.get(), what);
+}
+
+void Rtnl::delete_route(const RouteInfo& r) {
+    std::string what;
+    NlMsgPtr msg = route_request(r, RouteOp::remove, what);
+    impl_->run(msg.get(), what);
+}
+
+std::vector<RouteInfo> Rtnl::routes(int ifindex) { return routes_in_table(ifindex, RT_TABLE_MAIN); }
+
+std::vector<RouteInfo> Rtnl::routes_in_table(int ifindex, unsigned table) {
     std::vector<RouteInfo> result;
     impl_->dump(
         "dump routes" + (ifindex > 0 ? " of link #" + std::to_string(ifindex) : std::string()),
@@ -137,7 +176,30 @@ std::vector<RouteInfo> Rtnl::routes(int ifindex) {
             if (int err = rtnl_route_parse(nlmsg_hdr(reply), &parsed); err < 0)
                 throw KernelError(detail::errno_from_nlerr(err), "parse RTM_NEWROUTE");
             NlObjPtr<rtnl_route> route(parsed);
-            if (auto info = to_route_info(route.get(), ifindex)) result.push_back(std::move(*info));
+            if (auto info = to_route_info(route.get(), ifindex, table)) result.push_back(std::move(*info));
+        });
+    return result;
+}
+
+std::vector<unsigned> Rtnl::route_tables() {
+    std::vector<unsigned> result;
+    impl_->dump(
+        "dump route tables",
+        [] {
+            rtmsg rtm{};
+            rtm.rtm_family = AF_UNSPEC;
+            return detail::new_message(RTM_GETROUTE, NLM_F_DUMP, &rtm, sizeof rtm);
+        },
+        [&] { result.clear(); },
+        [&](nl_msg* reply) {
+            nlmsghdr* hdr = nlmsg_hdr(reply);
+            if (hdr->nlmsg_type != RTM_NEWROUTE) return;
+            const auto* rtm = static_cast<const rtmsg*>(nlmsg_data(hdr));
+            unsigned table = rtm->rtm_table;
+            nlattr* tb[RTA_MAX + 1] = {};
+            if (nlmsg_parse(hdr, sizeof(rtmsg), tb, RTA_MAX, nullptr) == 0 && tb[RTA_TABLE])
+                table = nla_get_u32(tb[RTA_TABLE]);
+            if (std::find(result.begin(), result.end(), table) == result.end()) result.push_back(table);
         });
     return result;
 }

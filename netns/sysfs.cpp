@@ -137,6 +137,24 @@ void write_sysctl(const std::string& key, const std::string& value) {
         throw KernelError(EIO, "write sysctl " + key + "=" + value + ": short write");
 }
 
+std::string read_sysctl(const std::string& key) {
+    if (!safe_relative_path(key)) throw KernelError(EINVAL, "read sysctl " + key + ": bad key");
+    const std::string path = "/proc/sys/" + key;
+    base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw KernelError(errno, "read sysctl " + key);
+    std::string value;
+    char buf[256];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0) throw KernelError(errno, "read sysctl " + key);
+        if (n == 0) break;
+        value.append(buf, static_cast<std::size_t>(n));
+        if (value.size() > 4096) throw KernelError(EFBIG, "read sysctl " + key + ": value too long");
+    }
+    while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+    return value;
+}
+
 std::optional<std::string> symlink_target_name(const std::filesystem::path& link) {
     std::error_code ec;
     const std::filesystem::path target = std::filesystem::read_symlink(link, ec);

@@ -28,6 +28,7 @@ test_packages=(
   libnl-genl-3-dev rdma-core catch2 libcpp-httplib-dev openssl
   containernetworking-plugins procps jq mmdebstrap podman runc
   clang libclang-rt-14-dev
+  iputils-arping
 )
 
 # install_missing package...: apt-get installs those not installed yet.

@@ -82,6 +82,7 @@ nlohmann::json AttachmentState::to_json() const {
     if (roce_gids.is_array() && !roce_gids.empty()) j["roceGids"] = roce_gids;
     if (!netconf.is_null()) j["netconf"] = netconf;
     if (nodename) j["nodename"] = *nodename;
+    if (!pod_setup.is_null()) j["podSetup"] = pod_setup;
     // A mode named like one of the keys above would lose its record rather than overwrite the
     // key; no mode is.
     if (!mode_record.is_null() && !mode.empty() && !j.contains(mode)) j[mode] = mode_record;
@@ -115,6 +116,7 @@ AttachmentState AttachmentState::from_json(const nlohmann::json& j) {
     if (j.contains("cniPath") && j["cniPath"].is_array())
         for (const auto& entry : j["cniPath"])
             if (entry.is_string()) s.cni_path.push_back(entry.get<std::string>());
+    if (auto it = j.find("podSetup"); it != j.end() && it->is_object()) s.pod_setup = *it;
     if (!s.mode.empty())
         if (auto it = j.find(s.mode); it != j.end() && it->is_object()) s.mode_record = *it;
     return s;

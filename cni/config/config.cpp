@@ -88,6 +88,7 @@ NetConf parse_conf(std::string_view stdin_bytes, Command command, bool plugin_ke
         parse_dns(top, conf, attempt);
         parse_prev_result(top, conf, attempt, command == Command::check);
         parse_rdma(top, conf, attempt);
+        parse_pod_settings(top, conf, attempt);
     }
     parse_valid_attachments(top, conf, Attempt{command == Command::gc});
     return conf;

@@ -152,7 +152,7 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source, K
     if (!j.is_object()) policy_error(source, "must be a JSON object");
     reject_unknown_keys(j,
                         {"version", "modes", "devices", "masters", "logDir", "auditLog", "kubeconfigDirs",
-                         "ipamConfigDirs", "ipamDataDirs", "deviceInfoDirs", "stateDir"},
+                         "ipamConfigDirs", "ipamDataDirs", "deviceInfoDirs", "stateDir", "sysctls"},
                         source, "");
     if (auto v = j.find("version"); v != j.end() && (!v->is_number_integer() || v->get<int>() != 1))
         policy_error(source, "version must be 1");
@@ -178,6 +178,7 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source, K
     p.ipam_data_dirs = dir_list(j, "ipamDataDirs", p.ipam_data_dirs, source);
     p.device_info_dirs = dir_list(j, "deviceInfoDirs", p.device_info_dirs, source);
     p.state_dir = dir_value(j, "stateDir", p.state_dir, source);
+    if (j.contains("sysctls")) p.sysctls = get_list(j, "sysctls", {}, source, "");
     return p;
 }
 
@@ -231,6 +232,7 @@ json policy_to_json(const NodePolicy& p, KnownModes known_modes) {
         {"ipamDataDirs", p.ipam_data_dirs},
         {"deviceInfoDirs", p.device_info_dirs},
         {"stateDir", p.state_dir},
+        {"sysctls", p.sysctls ? json(*p.sysctls) : json("every per-interface key (net.ipv4|ipv6.conf|neigh.IFNAME.*)")},
         {"builtIn",
          {"never moved into a pod: loopback, a device holding a default route or a global address of the node, "
           "the lower device of a default-route device, a device attached to another live pod",
@@ -244,6 +246,7 @@ std::string default_policy_file_content(KnownModes known_modes) {
     json j = policy_to_json(NodePolicy{}, known_modes);
     j.erase("source");
     j.erase("builtIn");
+    if (!j["sysctls"].is_array()) j.erase("sysctls");   // absent = every per-interface key
     return j.dump(2) + "\n";
 }
 

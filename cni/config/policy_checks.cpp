@@ -1,6 +1,7 @@
-// Refusals and the configuration-side checks of the node policy (paths, modes).
+// Refusals and the configuration-side checks of the node policy (paths, modes, sysctl keys).
 #include <chrono>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -66,6 +67,19 @@ void check_mode_allowed(const NodePolicy& policy, std::string_view mode) {
     refuse(policy, ErrorCode::invalid_config,
            "mode " + text::quote(mode) + " is not allowed on this node (allowed: " + (list.empty() ? "none" : list) + ")",
            "the node policy " + (policy.source.empty() ? std::string("defaults") : policy.source) + " lists the modes");
+}
+
+void check_sysctl_allowed(const NodePolicy& policy, const std::string& key_with_ifname_placeholder,
+                          const std::string& key_as_written) {
+    if (!policy.sysctls) return;
+    for (const auto& glob : *policy.sysctls)
+        if (::fnmatch(glob.c_str(), key_with_ifname_placeholder.c_str(), 0) == 0) return;
+    std::string list;
+    for (const auto& glob : *policy.sysctls) list += (list.empty() ? "" : ", ") + glob;
+    refuse(policy, ErrorCode::invalid_config,
+           "sysctl." + key_as_written + " is not allowed on this node (allowed: " + (list.empty() ? "none" : list) + ")",
+           "the node policy " + (policy.source.empty() ? std::string("defaults") : policy.source) +
+               " lists the sysctl keys a network may set");
 }
 
 void check_path_in(const NodePolicy& policy, std::string_view key, const std::string& path,

@@ -18,6 +18,8 @@ void parse_dns(const JsonFields& top, NetConf& conf, const Attempt& attempt);
 void parse_prev_result(const JsonFields& top, NetConf& conf, const Attempt& attempt, bool required);
 // The "rdma" object (rdma_section.cpp): isolation auto|required|off.
 void parse_rdma(const JsonFields& top, NetConf& conf, const Attempt& attempt);
+// "policyRouting", "sysctl" and "ipv6" (pod_section.cpp): the pod side of the interface.
+void parse_pod_settings(const JsonFields& top, NetConf& conf, const Attempt& attempt);
 // cni.dev/valid-attachments, else the legacy cni.dev/attachments.
 void parse_valid_attachments(const JsonFields& top, NetConf& conf, const Attempt& attempt);
 

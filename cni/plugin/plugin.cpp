@@ -18,6 +18,7 @@
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/base/failpoint.hpp"
 #include "rdmanet/cni/plugin/ipam_client.hpp"
+#include "rdmanet/cni/pod/pod_plan.hpp"
 #include "rdmanet/cni/plugin/logging.hpp"
 #include "rdmanet/cni/pod/interface_setup.hpp"
 #include "rdmanet/cni/config/policy.hpp"
@@ -134,6 +135,7 @@ void cmd_add(const Call& call, std::ostream& out) {
     kernel.vf = call.services.vf;
     kernel.rdma = call.services.rdma;
     kernel.ipoib = call.services.ipoib;
+    check_pod_settings(conf.pod, env.ifname, call.policy);
 
     AttachmentState state;
     state.network = conf.name;
@@ -167,7 +169,23 @@ void cmd_add(const Call& call, std::ostream& out) {
     const PodLink link = mode_entry(conf.mode).add(add);
     base::failpoint(base::Failpoint::add_after_move);
     // A DPDK VF has no netdev in the pod: its addresses are reported, not applied.
-    if (!link.userspace) configure_pod_interface(pod_ns, *pod, link.index, env.ifname, ipam, 0);
+    // Rules outlive the link the rollback removes: undone from what was recorded, even when the
+    // setup failed half-way.
+    PodSetupRecord recorded;
+    rollback.push("undo pod routing and sysctls", [&] {
+        if (!recorded.empty()) undo_pod_setup(pod_ns, *pod, env.ifname, recorded);
+    });
+    if (!link.userspace) {
+        configure_pod_interface(PodInterfaceRequest{
+            pod_ns, *pod, link.index, env.ifname, ipam, 0, conf.pod, conf.ipam.type == kEmbeddedIpamType,
+            [&](const PodSetupRecord& r) {
+                if (r.empty()) return;
+                recorded = r;
+                state.pod_setup = r.to_json();
+                store.save(state);
+                base::failpoint(base::Failpoint::add_after_pod_record);
+            }});
+    }
     base::failpoint(base::Failpoint::add_after_configure);
     // The pod owns the RDMA device (exclusive mode): RoCE v2 GIDs of its addresses in place.
     if (!link.userspace) roce_gids_add(add, interface_addresses(ipam, 0));
@@ -228,6 +246,10 @@ void cmd_del(const Call& call) {
             }
             const auto pod_ns = open_pod_netns_if_alive(pod_path);
             std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
+            // Rules outlive the interface, and a device going home must not carry the pod's
+            // settings: undone while the link is still in the pod.
+            if (pod && state && !state->pod_setup.is_null())
+                undo_pod_setup(*pod_ns, *pod, env.ifname, PodSetupRecord::from_json(state->pod_setup));
             DelRequest del{env, state, call.policy, store, host, host_ns, pod.get(), call.sysfs};
             del.pod_ns = pod_ns ? &*pod_ns : nullptr;
             del.vf = call.services.vf;
@@ -275,11 +297,15 @@ void cmd_check(const Call& call) {
     Result expected;
     for (const auto& ip : prev.ips)
         if (ip.interface && *ip.interface == index) expected.ips.push_back(ip);
+    PodSetupRecord record;
     const auto state = call.states.load(conf.name, env.container_id, env.ifname);
-    if (state) expected.routes = result_from_json(state->result).routes;
+    if (state) {
+        expected.routes = result_from_json(state->result).routes;
+        record = PodSetupRecord::from_json(state->pod_setup);
+    }
     auto link = pod->link_by_name(env.ifname);
     if (!link) return;   // sriov DPDK VF: no netdev, no addresses applied (the mode's check saw to the rest)
-    check_pod_interface(*pod, link->index, env.ifname, expected, index);
+    check_pod_interface(*pod, link->index, env.ifname, expected, index, conf.pod, record);
     if (state)
         roce_gids_check(CheckRequest{conf, env, call.policy, call.states, kernel, prev.interfaces[index]}, *state,
                         interface_addresses(expected, index));

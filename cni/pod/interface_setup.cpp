@@ -1,9 +1,12 @@
 #include "rdmanet/cni/pod/interface_setup.hpp"
 
 #include <algorithm>
+#include <linux/rtnetlink.h>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "rdmanet/cni/pod/netns_lock.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/netns/error.hpp"
 #include "rdmanet/netns/sysfs.hpp"
@@ -12,29 +15,11 @@ namespace rdmanet::cni {
 
 namespace {
 
-bool ours(const IpConfig& ip, int iface) { return !ip.interface || *ip.interface == iface; }
+// How long an ADD waits for another ADD into the same pod to finish its routing step.
+constexpr std::chrono::milliseconds kLockBound{30000};
 
-std::optional<base::IpAddress> default_gateway(const Result& r, int iface, base::IpAddress::Family family) {
-    for (const auto& ip : r.ips) {
-        if (!ours(ip, iface)) continue;
-        if (ip.gateway && ip.gateway->family() == family) return ip.gateway;
-    }
-    return std::nullopt;
-}
-
-netns::RouteInfo to_route_info(const Route& route, const Result& r, int iface, int index) {
-    netns::RouteInfo info;
-    if (route.dst.prefix != 0) info.dst = route.dst.masked();
-    info.family = route.dst.address.af();
-    info.gateway = route.gw;
-    if (!info.gateway) info.gateway = default_gateway(r, iface, route.dst.address.family());
-    info.ifindex = index;
-    info.priority = route.priority.value_or(0);
-    if (route.table) info.table = *route.table;
-    if (route.scope) info.scope = static_cast<int>(*route.scope);
-    info.mtu = route.mtu.value_or(0);
-    info.advmss = route.advmss.value_or(0);
-    return info;
+bool has_v6(const std::vector<IpConfig>& ips) {
+    return std::any_of(ips.begin(), ips.end(), [](const IpConfig& ip) { return !ip.address.address.is_v4(); });
 }
 
 void write_sysctl_quietly(const std::string& key, const std::string& value) {
@@ -45,51 +30,217 @@ void write_sysctl_quietly(const std::string& key, const std::string& value) {
     }
 }
 
-}  // namespace
+bool gone(const netns::KernelError& e) {
+    return e.errno_value() == ENOENT || e.errno_value() == ESRCH || e.errno_value() == ENODEV;
+}
 
-void configure_pod_interface(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, int index,
-                             const std::string& ifname, const Result& ipam, int iface) {
-    bool has_v6 = false;
-    for (const auto& ip : ipam.ips)
-        if (ours(ip, iface) && !ip.address.address.is_v4()) has_v6 = true;
-
-    // Announce the new addresses to neighbours (as the reference macvlan plugin does).
-    netns::in_netns(pod_ns, [&] {
-        write_sysctl_quietly("net/ipv4/conf/" + ifname + "/arp_notify", "1");
-        if (has_v6) write_sysctl_quietly("net/ipv6/conf/" + ifname + "/ndisc_notify", "1");
-    });
-
-    for (const auto& ip : ipam.ips) {
-        if (!ours(ip, iface)) continue;
-        pod.add_address(index, ip.address, /*nodad=*/true);
-        spdlog::info("address {} on {}", ip.address.str(), ifname);
+// Waits until no IPv6 address of the link is tentative; a duplicate is an error at once.
+void wait_for_dad(netns::Rtnl& pod, int index, const std::string& ifname, std::chrono::milliseconds bound) {
+    const auto deadline = std::chrono::steady_clock::now() + bound;
+    for (;;) {
+        bool tentative = false;
+        for (const auto& a : pod.address_states(index)) {
+            if (a.dad_failed)
+                throw Error(ErrorCode::kernel_failure,
+                            "address " + a.address.str() + " on " + ifname + " is a duplicate (DAD failed)",
+                            "another host on the link uses it: fix the IPAM range or static address");
+            tentative = tentative || a.tentative;
+        }
+        if (!tentative) return;
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw Error(ErrorCode::timeout,
+                        "IPv6 duplicate address detection on " + ifname + " did not finish in " +
+                            std::to_string(bound.count()) + " ms",
+                        "the link may have no carrier; \"ipv6\": {\"dad\": false} skips DAD");
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    pod.set_up(index, true);
-    for (const auto& route : ipam.routes) {
+}
+
+bool main_has_default(netns::Rtnl& pod, int family) {
+    const auto routes = pod.routes(0);
+    return std::any_of(routes.begin(), routes.end(),
+                       [&](const netns::RouteInfo& r) { return !r.dst && r.family == family; });
+}
+
+void add_route_once(netns::Rtnl& pod, const netns::RouteInfo& route, const std::string& ifname) {
+    try {
+        pod.add_route(route);
+    } catch (const netns::KernelError& e) {
+        if (e.errno_value() != EEXIST) throw;
+    }
+    spdlog::info("route {} via {} on {} table {}", route.dst ? route.dst->str() : "default",
+                 route.gateway ? route.gateway->str() : "(link)", ifname, route.table);
+}
+
+// A default route the IPAM asked for explicitly goes to the main table only when the main table
+// has none of that family: the pod's default route is the cluster network's.
+void add_main_route(netns::Rtnl& pod, const netns::RouteInfo& route, const std::string& ifname) {
+    if (is_default_route(route) && main_has_default(pod, route.family)) {
+        spdlog::info("default route via {} on {} not added: the main table has one",
+                     route.gateway ? route.gateway->str() : "(link)", ifname);
+        return;
+    }
+    add_route_once(pod, route, ifname);
+}
+
+void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips, PodSetupRecord& record) {
+    const PolicyRouting& pr = *rq.settings.policy_routing;
+    unsigned table = pr.table ? *pr.table : choose_free_table(rq.pod.route_tables(), rq.pod.rules());
+    record.table = table;
+    record.rules = plan_rules(ips, table, pr.priority);
+    rq.record(record);
+    for (const auto& route : plan_table_routes(ips, rq.ipam.routes, table, rq.index, pr.add_source_hints))
+        add_route_once(rq.pod, route, rq.ifname);
+    // The main table keeps the kernel's subnet routes; an IPv6 one gets the source hint too
+    // (the kernel's IPv4 subnet route carries it already).
+    if (pr.add_source_hints)
+        for (const auto& ip : ips) {
+            if (ip.address.address.is_v4()) continue;
+            netns::RouteInfo subnet;
+            subnet.family = AF_INET6;
+            subnet.dst = ip.address.masked();
+            subnet.ifindex = rq.index;
+            subnet.priority = 256;   // the kernel's prefix route metric, which this replaces
+            subnet.prefsrc = ip.address.address;
+            rq.pod.replace_route(subnet);
+        }
+    for (const auto& route : plan_main_routes(ips, rq.ipam.routes, rq.index))
+        if (is_default_route(route)) add_main_route(rq.pod, route, rq.ifname);
+    for (const auto& rule : record.rules) {
         try {
-            pod.add_route(to_route_info(route, ipam, iface, index));
+            rq.pod.add_rule(rule);
         } catch (const netns::KernelError& e) {
             if (e.errno_value() != EEXIST) throw;
         }
-        spdlog::info("route {} via {} on {}", route.dst.str(), route.gw ? route.gw->str() : "(link)", ifname);
+        spdlog::info("rule from {} lookup {}", rule.src->str(), rule.table);
+    }
+}
+
+}  // namespace
+
+PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
+    const auto ips = own_ips(rq.ipam, rq.iface);
+    const bool v6 = has_v6(ips);
+    const bool nodad = skip_dad(rq.settings, rq.embedded_ipam);
+    const auto writes = plan_sysctls(rq.settings, rq.ifname, v6, nodad);
+    PodSetupRecord record;
+
+    // The rest runs under the pod's lock when a table has to be chosen: from the choice until
+    // its rules exist, another ADD must not see the table as free.
+    std::optional<NetnsLock> lock;
+    if (rq.settings.policy_routing && !rq.settings.policy_routing->table) lock.emplace(rq.pod_ns, kLockBound);
+
+    netns::in_netns(rq.pod_ns, [&] {
+        for (const auto& w : writes) {
+            try {
+                record.sysctls.push_back(PodSetupRecord::Sysctl{w.path, netns::read_sysctl(w.path)});
+            } catch (const netns::KernelError& e) {
+                throw Error(ErrorCode::invalid_config, w.origin + ": " + w.path + " cannot be set on " + rq.ifname + ": " + e.what(),
+                            "the kernel has no such setting for this interface");
+            }
+        }
+    });
+    rq.record(record);
+    netns::in_netns(rq.pod_ns, [&] {
+        for (const auto& w : writes) {
+            try {
+                netns::write_sysctl(w.path, w.value);
+            } catch (const netns::KernelError& e) {
+                throw Error(ErrorCode::invalid_config, w.origin + ": writing " + w.value + " to " + w.path + " failed: " + e.what(),
+                            "the kernel refused the value");
+            }
+            spdlog::info("sysctl {}={}", w.path, w.value);
+        }
+        // Announce the new addresses to neighbours (as the reference macvlan plugin does).
+        write_sysctl_quietly("net/ipv4/conf/" + rq.ifname + "/arp_notify", "1");
+        if (v6) write_sysctl_quietly("net/ipv6/conf/" + rq.ifname + "/ndisc_notify", "1");
+    });
+
+    for (const auto& ip : ips) {
+        rq.pod.add_address(rq.index, ip.address, nodad);
+        spdlog::info("address {} on {}", ip.address.str(), rq.ifname);
+    }
+    rq.pod.set_up(rq.index, true);
+    if (v6 && !nodad) wait_for_dad(rq.pod, rq.index, rq.ifname, rq.dad_bound);
+
+    if (rq.settings.policy_routing) {
+        apply_policy_routing(rq, ips, record);
+    } else {
+        for (const auto& route : plan_main_routes(ips, rq.ipam.routes, rq.index)) add_main_route(rq.pod, route, rq.ifname);
+    }
+    return record;
+}
+
+void undo_pod_setup(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, const std::string& ifname,
+                    const PodSetupRecord& record) {
+    std::vector<std::string> failures;
+    for (const auto& rule : record.rules) {
+        try {
+            pod.delete_rule(rule);
+        } catch (const netns::KernelError& e) {
+            if (!gone(e)) failures.push_back(e.what());
+        }
+    }
+    auto link = pod.link_by_name(ifname);
+    if (link && record.table) {
+        for (const auto& route : pod.routes_in_table(link->index, *record.table)) {
+            try {
+                pod.delete_route(route);
+            } catch (const netns::KernelError& e) {
+                if (!gone(e)) failures.push_back(e.what());
+            }
+        }
+    }
+    if (link) {
+        netns::in_netns(pod_ns, [&] {
+            for (auto it = record.sysctls.rbegin(); it != record.sysctls.rend(); ++it) {
+                try {
+                    netns::write_sysctl(it->path, it->original);
+                } catch (const netns::KernelError& e) {
+                    if (!gone(e)) failures.push_back(e.what());
+                }
+            }
+        });
+    }
+    if (!failures.empty()) {
+        std::string msg = "pod routing teardown on " + ifname + ": ";
+        for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
+        throw Error(ErrorCode::try_again, msg);
     }
 }
 
 void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname, const Result& expected,
-                         int iface) {
+                         int iface, const PodSettings& settings, const PodSetupRecord& record) {
+    const auto ips = own_ips(expected, iface);
     const auto present = pod.addresses(index);
-    for (const auto& ip : expected.ips) {
-        if (!ours(ip, iface)) continue;
+    for (const auto& ip : ips)
         if (std::find(present.begin(), present.end(), ip.address) == present.end())
             throw Error(ErrorCode::invalid_config, "address " + ip.address.str() + " missing on " + ifname);
-    }
-    const auto routes = pod.routes(index);
-    for (const auto& route : expected.routes) {
-        const auto want = to_route_info(route, expected, iface, index);
+
+    const bool in_table = settings.policy_routing && record.table;
+    const auto planned = in_table ? plan_table_routes(ips, expected.routes, *record.table, index, false)
+                                  : plan_main_routes(ips, expected.routes, index);
+    const auto routes = pod.routes_in_table(index, in_table ? *record.table : RT_TABLE_MAIN);
+    for (const auto& want : planned) {
+        // A default route the main table already had from the cluster network was not ours to add.
+        if (!in_table && is_default_route(want)) continue;
         const bool found = std::any_of(routes.begin(), routes.end(), [&](const netns::RouteInfo& r) {
-            return r.dst == want.dst && (!route.gw || r.gateway == want.gateway);
+            return r.dst == want.dst && r.family == want.family && (!want.gateway || r.gateway == want.gateway);
         });
-        if (!found) throw Error(ErrorCode::invalid_config, "route " + route.dst.str() + " missing on " + ifname);
+        if (!found)
+            throw Error(ErrorCode::invalid_config, "route " + (want.dst ? want.dst->str() : std::string("default")) +
+                                                       " missing on " + ifname +
+                                                       (in_table ? " in table " + std::to_string(*record.table) : ""));
+    }
+    if (!in_table) return;
+    const auto rules = pod.rules();
+    for (const auto& want : record.rules) {
+        const bool found = std::any_of(rules.begin(), rules.end(), [&](const netns::RuleInfo& r) {
+            return r.src == want.src && r.table == want.table && (!want.priority || r.priority == want.priority);
+        });
+        if (!found)
+            throw Error(ErrorCode::invalid_config,
+                        "rule from " + want.src->str() + " lookup " + std::to_string(want.table) + " missing for " + ifname);
     }
 }
 

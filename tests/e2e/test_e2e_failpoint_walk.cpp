@@ -73,6 +73,12 @@ bool slice_step(std::string_view step) {
 // The Kubernetes store's own steps: a walk on the local store passes none of them.
 bool kube_store_step(std::string_view step) { return single_object_step(step) || slice_step(step); }
 
+// The pod-side record step is passed only by a configuration that changes something beyond the
+// interface (policyRouting: a table, rules, sysctls).
+bool reaches_pod_record(const json& conf, std::string_view step) {
+    return step != "add_after_pod_record" || conf.contains("policyRouting");
+}
+
 // Runs ADD (and DEL when the step belongs to DEL) with `step` armed, then recovers as a runtime
 // would: DEL, then GC with no valid attachment. Both must succeed; the caller checks the rest.
 // `reached` says whether this configuration passes the step: then the plugin must die there,
@@ -81,6 +87,7 @@ void kill_and_recover(const Workspace& ws, const json& conf, const std::string& 
                       bool reached, const PluginUnderTest& plugin = {}) {
     const std::string id = container_id("fp");
     const bool del_step = step.rfind("del_", 0) == 0;
+    reached = reached && reaches_pod_record(conf, step);
     const auto add = call(ws, "ADD", pod, id, conf, del_step ? "" : step, plugin);
     INFO("step " << step << (reached ? " (reached)" : " (not reached)") << " ADD: " << add.describe());
     if (del_step) {
@@ -122,6 +129,8 @@ void walk_one(const Workspace& ws, const json& conf_in, const std::string& step,
     kill_and_recover(ws, conf_in, step, pod, reached);
 
     CHECK(only_loopback(pod));
+    // No source rule of the attachment is left in the pod (the kernel's three are "all").
+    CHECK(pod.ip({"rule", "show"}).find("from 10.251.7.") == std::string::npos);
     const auto after = find_link(nullptr, host_device);
     REQUIRE(after);
     CHECK(link_mac(*after) == link_mac(*before));
@@ -140,7 +149,10 @@ TEST_CASE("failpoint walk: macvlan recovers from a kill at every step", "[e2e][f
     Workspace ws;
     ScopedVeth uplink(nullptr, nullptr, "fm");
     set_link_up(nullptr, uplink.name_a());
-    const auto conf = plugin_stdin("fp-macvlan", "1.1.0", macvlan_plugin(uplink.name_a(), embedded_ipam(ws)));
+    // With policyRouting: the walk also covers the table, the rules and the sysctls.
+    auto plugin = macvlan_plugin(uplink.name_a(), embedded_ipam(ws));
+    plugin["policyRouting"] = true;
+    const auto conf = plugin_stdin("fp-macvlan", "1.1.0", plugin);
     for (const auto step : rdmanet::base::kFailpoints) {
         // macvlan saves no state before the kernel change (nothing in the host to restore).
         const bool reached = !kube_store_step(step) && step != "add_after_state_saved";
@@ -153,7 +165,9 @@ TEST_CASE("failpoint walk: macvlan recovers from a kill at every step", "[e2e][f
 TEST_CASE("failpoint walk: hostdev recovers from a kill at every step", "[e2e][failpoints][hostdev]") {
     Workspace ws;
     ScopedVeth dev(nullptr, nullptr, "fh");
-    const auto conf = plugin_stdin("fp-hostdev", "1.1.0", hostdev_plugin(dev.name_a(), embedded_ipam(ws)));
+    auto plugin = hostdev_plugin(dev.name_a(), embedded_ipam(ws));
+    plugin["policyRouting"] = true;
+    const auto conf = plugin_stdin("fp-hostdev", "1.1.0", plugin);
     for (const auto step : rdmanet::base::kFailpoints) {
         DYNAMIC_SECTION("kill at " << step) {
             walk_one(ws, conf, std::string(step), !kube_store_step(step), dev.name_a(), dev.name_b());

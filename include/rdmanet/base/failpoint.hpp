@@ -25,6 +25,7 @@ enum class Failpoint {
     add_after_slice_publish,     // node slices: the slice IPPool has the entry, the ADD not finished
     add_after_state_saved,       // hostdev: identity recorded, device still in the host
     add_after_move,              // device/child in the pod under a temporary or final name
+    add_after_pod_record,        // pod-side changes (sysctls, table, rules) recorded, not yet made
     add_after_configure,         // addresses and routes set in the pod, state not final
     add_before_commit,           // final state written, rollback not yet disarmed
     del_after_reservation_drop,  // Kubernetes store: reservation deleted, pool entry still there
@@ -37,7 +38,7 @@ enum class Failpoint {
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Failpoint::count_)> kFailpoints = {
     "add_after_ipam",          "add_after_pool_write", "add_after_slice_claim",
     "add_after_slice_commit",  "add_after_slice_publish", "add_after_state_saved",
-    "add_after_move",          "add_after_configure",  "add_before_commit",
+    "add_after_move",          "add_after_pod_record", "add_after_configure",  "add_before_commit",
     "del_after_reservation_drop", "del_after_ipam",    "del_after_teardown",
 };
 
@@ -50,6 +51,7 @@ static_assert(failpoint_name(Failpoint::add_after_ipam) == "add_after_ipam" &&
               failpoint_name(Failpoint::add_after_slice_publish) == "add_after_slice_publish" &&
               failpoint_name(Failpoint::add_after_state_saved) == "add_after_state_saved" &&
               failpoint_name(Failpoint::add_after_move) == "add_after_move" &&
+              failpoint_name(Failpoint::add_after_pod_record) == "add_after_pod_record" &&
               failpoint_name(Failpoint::add_after_configure) == "add_after_configure" &&
               failpoint_name(Failpoint::add_before_commit) == "add_before_commit" &&
               failpoint_name(Failpoint::del_after_reservation_drop) == "del_after_reservation_drop" &&

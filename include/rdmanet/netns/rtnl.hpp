@@ -46,6 +46,23 @@ struct RouteInfo {
     unsigned mtu = 0;                   // RTAX_MTU, 0 = unset
     unsigned advmss = 0;                // RTAX_ADVMSS, 0 = unset
     int family = 0;                     // AF_INET / AF_INET6 (derived when 0)
+    std::optional<base::IpAddress> prefsrc;   // RTA_PREFSRC: the source address hint
+};
+
+// A policy routing rule "from <src> lookup <table>" (FR_ACT_TO_TBL); other rules are listed with
+// their table and priority only (src unset).
+struct RuleInfo {
+    int family = 0;                             // AF_INET / AF_INET6
+    std::optional<base::IpNetwork> src;         // FRA_SRC with its prefix length
+    unsigned table = 0;                         // FRA_TABLE (or the header's table)
+    std::optional<unsigned> priority;           // FRA_PRIORITY; nullopt = let the kernel choose
+};
+
+// An address of a link with the flags DAD cares about.
+struct AddressState {
+    base::IpNetwork address;
+    bool tentative = false;    // IFA_F_TENTATIVE: DAD still running, not usable as a source
+    bool dad_failed = false;   // IFA_F_DADFAILED: a duplicate answered, never usable
 };
 
 class Rtnl {
@@ -93,6 +110,23 @@ public:
     // link, for multipath) leaves through `ifindex`; ifindex <= 0 lists them for all links.
     // The kernel stores IPv6 routes added with priority 0 under metric 1024.
     std::vector<RouteInfo> routes(int ifindex);
+    // The same for routing table `table` (routes(ifindex) is routes_in_table(ifindex, 254)).
+    std::vector<RouteInfo> routes_in_table(int ifindex, unsigned table);
+    // Every table number any route of this netns (any type, both families) is in.
+    std::vector<unsigned> route_tables();
+    // RTM_DELROUTE of dst/table/ifindex (gateway and priority when set); ENOENT/ESRCH when absent.
+    void delete_route(const RouteInfo& route);
+    // RTM_NEWROUTE with NLM_F_REPLACE: the route with the same key (dst, table, metric) is
+    // replaced, or created.
+    void replace_route(const RouteInfo& route);
+
+    // Policy routing rules, both families, in kernel order. EEXIST on add when the kernel has an
+    // identical rule; ENOENT on delete when it has none.
+    void add_rule(const RuleInfo& rule);
+    void delete_rule(const RuleInfo& rule);
+    std::vector<RuleInfo> rules();
+    // Every address of the link with its DAD flags.
+    std::vector<AddressState> address_states(int index);
 
 private:
     struct Impl;

@@ -36,6 +36,8 @@ private:
 // Throws KernelError: EINVAL for a key with "", "." or ".." components or a leading '/',
 // else the errno of open/write (ENOENT for an unknown key or interface).
 void write_sysctl(const std::string& key, const std::string& value);
+// Reads /proc/sys/<key> in the CURRENT netns, without the trailing newline; same key rules.
+std::string read_sysctl(const std::string& key);
 
 // The entry names of directory `dir`, sorted (sysfs lists them in no fixed order); empty when it
 // does not exist or cannot be read.

@@ -68,6 +68,11 @@ struct AttachmentState {
     // mode's name, the key the sriov record always had.
     nlohmann::json mode_record;
 
+    // The pod side beyond the interface (cni/pod/pod_plan.hpp's PodSetupRecord): the routing
+    // table, the source rules and the sysctls' original values; null when nothing was changed.
+    // Written before those changes are made.
+    nlohmann::json pod_setup;
+
     // The result handed to the runtime (addresses etc.), in CNI 1.1.0 form.
     nlohmann::json result = nlohmann::json::object();
     std::string ipam_type;

@@ -9,6 +9,7 @@
 
 #include "rdmanet/cni/protocol/env.hpp"
 #include "rdmanet/cni/config/mode_settings.hpp"
+#include "rdmanet/cni/config/pod_settings.hpp"
 #include "rdmanet/cni/config/rdma_conf.hpp"
 #include "rdmanet/cni/protocol/result.hpp"
 
@@ -42,6 +43,7 @@ struct NetConf {
     // The mode's own keys, parsed by the mode (its registry entry): settings.get<SriovConf>().
     ModeSettingsHolder settings;
     RdmaConf rdma;                                       // "rdma": {"isolation": ...}
+    PodSettings pod;                                     // policyRouting, sysctl, ipv6
     IpamConf ipam;
     Dns dns;
     RuntimeConfig runtime;

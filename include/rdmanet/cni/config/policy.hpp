@@ -27,6 +27,10 @@
 //   deviceInfoDirs   where runtimeConfig.CNIDeviceInfoFile may be written (and removed); default
 //                    Multus' ["/var/run/k8s.cni.cncf.io/devinfo", "/run/k8s.cni.cncf.io/devinfo"]
 //   stateDir         attachment state directory; default /var/lib/cni/rdmanet/state
+//   sysctls          fnmatch globs on the "sysctl" keys a network may set, written with IFNAME
+//                    ("net.ipv4.conf.IFNAME.arp_*"); absent = every per-interface key; [] = none.
+//                    policyRouting's own defaults (arp_ignore, arp_announce, rp_filter) are not
+//                    narrowed by it
 // Every list entry of a *Dirs key and logDir/stateDir must be an absolute path without "..".
 // Within devices/masters, each non-empty list is a condition that must hold (AND between lists,
 // OR within one): names ["mlx*"] + vendorIds ["15b3"] means "named mlx* AND made by Mellanox".
@@ -91,6 +95,7 @@ struct NodePolicy {
     std::vector<std::string> ipam_data_dirs = {std::string(kDefaultIpamDataRoot)};
     std::vector<std::string> device_info_dirs = {std::string(kMultusDevInfoDir), std::string(kMultusDevInfoRunDir)};
     std::string state_dir = std::string(kDefaultStateDir);
+    std::optional<std::vector<std::string>> sysctls;   // "sysctls": nullopt = every per-interface key
 
     // What the IPAM layer enforces on the ipam object's file keys.
     ipam::PathLimits ipam_limits() const;
@@ -142,6 +147,10 @@ void audit_line(const NodePolicy& policy, const std::string& line);
 
 // Code 7 "mode X is not allowed on this node" unless policy.modes is absent or lists it.
 void check_mode_allowed(const NodePolicy& policy, std::string_view mode);
+// Refuses (code 7, naming the key) a "sysctl" key the policy's sysctls globs do not match; the
+// key is matched in its IFNAME form ("net.ipv4.conf.IFNAME.arp_ignore").
+void check_sysctl_allowed(const NodePolicy& policy, const std::string& key_with_ifname_placeholder,
+                          const std::string& key_as_written);
 // Code 7 naming `key` ("logFile", "ipam.log_file") and log_dir unless `path` lies inside log_dir
 // (is_path_inside). Empty path = no log, always fine.
 void check_log_file(const NodePolicy& policy, std::string_view key, const std::string& path);

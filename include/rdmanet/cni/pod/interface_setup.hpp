@@ -1,21 +1,51 @@
 #pragma once
-// Addresses, routes and link state of our interface inside the pod netns (like the reference
-// plugins' ipam.ConfigureIface), and their verification for CHECK.
+// The pod side of an attachment, inside the pod netns: per-interface sysctls, addresses, link
+// state, routes (in the main table, or in a table of its own with source rules under
+// policyRouting), waiting until IPv6 addresses are usable; their undo for DEL and their
+// verification for CHECK. The decisions are in pod_plan.hpp; this applies them.
+#include <chrono>
+#include <functional>
+
+#include "rdmanet/cni/config/pod_settings.hpp"
+#include "rdmanet/cni/pod/pod_plan.hpp"
 #include "rdmanet/cni/protocol/result.hpp"
 #include "rdmanet/netns/namespace.hpp"
 #include "rdmanet/netns/rtnl.hpp"
 
 namespace rdmanet::cni {
 
-// Applies every IP of `ipam` whose interface index is `iface` (or unset), sets the link UP, then
-// adds `ipam.routes` (a route without gw uses the gateway of the first address of its family).
-// IPv6 addresses skip DAD so the pod can use them at once. Must run with `pod` opened inside the
-// pod netns; sysctls are written inside `pod_ns`.
-void configure_pod_interface(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, int index,
-                             const std::string& ifname, const Result& ipam, int iface);
+struct PodInterfaceRequest {
+    const netns::NetNamespace& pod_ns;
+    netns::Rtnl& pod;             // opened inside pod_ns
+    int index = 0;                // the link in the pod
+    const std::string& ifname;
+    const Result& ipam;
+    int iface = 0;                // the IPs of `ipam` with this interface index (or none) are ours
+    const PodSettings& settings;
+    bool embedded_ipam = false;   // the addresses come from rdmanet-ipam (DAD may be skipped)
+    // Called with what is about to change, before it changes (the caller saves it in the
+    // attachment state), so that a DEL after a crash half-way undoes it.
+    std::function<void(const PodSetupRecord&)> record;
+    std::chrono::milliseconds dad_bound{10000};
+};
 
-// Throws Error naming the first address or route of `expected` missing on the link.
+// Sysctls (recorded originals first), addresses (IPv6 with IFA_F_NODAD unless DAD runs), link
+// UP, IPv6 DAD finished, then routes and, under policyRouting, the rules; concurrent ADDs into
+// one pod are serialised by NetnsLock while a table is chosen and claimed. An attachment never
+// adds a default route to the main table when the main table has one of that family. Returns the
+// record. Errors: Error(timeout) when DAD does not finish within dad_bound, Error(kernel_failure)
+// for an address DAD found duplicate, KernelError for kernel refusals.
+PodSetupRecord configure_pod_interface(const PodInterfaceRequest& request);
+
+// Undoes `record` in the pod netns: rules, routes of the recorded table on the link (when it is
+// still there), sysctls restored in reverse order. Missing pieces are not errors (DEL is
+// idempotent); anything else throws after every step was tried.
+void undo_pod_setup(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, const std::string& ifname,
+                    const PodSetupRecord& record);
+
+// Throws Error naming the first address, route or rule of `expected` missing: addresses on the
+// link; routes in the recorded table (policyRouting) or the main table; the recorded rules.
 void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname, const Result& expected,
-                         int iface);
+                         int iface, const PodSettings& settings, const PodSetupRecord& record);
 
 }  // namespace rdmanet::cni

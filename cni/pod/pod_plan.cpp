@@ -1,0 +1,215 @@
+#include "rdmanet/cni/pod/pod_plan.hpp"
+
+#include <algorithm>
+#include <linux/rtnetlink.h>
+
+#include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/protocol/error.hpp"
+
+namespace rdmanet::cni {
+
+namespace {
+
+std::optional<base::IpAddress> gateway_of_family(const std::vector<IpConfig>& ips, base::IpAddress::Family family) {
+    for (const auto& ip : ips)
+        if (ip.gateway && ip.gateway->family() == family) return ip.gateway;
+    return std::nullopt;
+}
+
+std::optional<base::IpAddress> address_of_family(const std::vector<IpConfig>& ips, base::IpAddress::Family family) {
+    for (const auto& ip : ips)
+        if (ip.address.address.family() == family) return ip.address.address;
+    return std::nullopt;
+}
+
+netns::RouteInfo to_route_info(const Route& route, const std::vector<IpConfig>& ips, int index) {
+    netns::RouteInfo info;
+    if (route.dst.prefix != 0) info.dst = route.dst.masked();
+    info.family = route.dst.address.af();
+    info.gateway = route.gw;
+    if (!info.gateway) info.gateway = gateway_of_family(ips, route.dst.address.family());
+    info.ifindex = index;
+    info.priority = route.priority.value_or(0);
+    if (route.table) info.table = *route.table;
+    if (route.scope) info.scope = static_cast<int>(*route.scope);
+    info.mtu = route.mtu.value_or(0);
+    info.advmss = route.advmss.value_or(0);
+    return info;
+}
+
+void add_write(std::vector<SysctlWrite>& writes, std::string path, std::string value, std::string origin) {
+    for (auto& w : writes)
+        if (w.path == path) {
+            w.value = std::move(value);
+            w.origin = std::move(origin);
+            return;
+        }
+    writes.push_back(SysctlWrite{std::move(path), std::move(value), std::move(origin)});
+}
+
+}  // namespace
+
+nlohmann::json PodSetupRecord::to_json() const {
+    nlohmann::json j = nlohmann::json::object();
+    if (table) j["table"] = *table;
+    auto rules_json = nlohmann::json::array();
+    for (const auto& r : rules) {
+        nlohmann::json rule = {{"src", r.src ? r.src->str() : ""}, {"table", r.table}};
+        if (r.priority) rule["priority"] = *r.priority;
+        rules_json.push_back(rule);
+    }
+    j["rules"] = rules_json;
+    auto sysctls_json = nlohmann::json::array();
+    for (const auto& s : sysctls) sysctls_json.push_back({{"path", s.path}, {"original", s.original}});
+    j["sysctls"] = sysctls_json;
+    return j;
+}
+
+PodSetupRecord PodSetupRecord::from_json(const nlohmann::json& j) {
+    PodSetupRecord record;
+    if (!j.is_object()) return record;
+    if (auto it = j.find("table"); it != j.end() && it->is_number_unsigned()) record.table = it->get<unsigned>();
+    if (auto it = j.find("rules"); it != j.end() && it->is_array())
+        for (const auto& r : *it) {
+            if (!r.is_object() || !r.contains("src") || !r["src"].is_string() || !r.contains("table") ||
+                !r["table"].is_number_unsigned())
+                continue;
+            auto src = base::IpNetwork::parse(r["src"].get<std::string>());
+            if (!src) continue;
+            netns::RuleInfo rule;
+            rule.family = src->address.af();
+            rule.src = src;
+            rule.table = r["table"].get<unsigned>();
+            if (r.contains("priority") && r["priority"].is_number_unsigned()) rule.priority = r["priority"].get<unsigned>();
+            record.rules.push_back(rule);
+        }
+    if (auto it = j.find("sysctls"); it != j.end() && it->is_array())
+        for (const auto& s : *it) {
+            if (!s.is_object() || !s.contains("path") || !s["path"].is_string() || !s.contains("original") ||
+                !s["original"].is_string())
+                continue;
+            record.sysctls.push_back(Sysctl{s["path"].get<std::string>(), s["original"].get<std::string>()});
+        }
+    return record;
+}
+
+std::vector<IpConfig> own_ips(const Result& ipam, int iface) {
+    std::vector<IpConfig> ips;
+    for (const auto& ip : ipam.ips)
+        if (!ip.interface || *ip.interface == iface) ips.push_back(ip);
+    return ips;
+}
+
+void check_pod_settings(const PodSettings& settings, const std::string& ifname, const NodePolicy& policy) {
+    for (const auto& entry : settings.sysctl) {
+        if (entry.iface != "IFNAME" && entry.iface != ifname)
+            throw Error(ErrorCode::invalid_config,
+                        "sysctl." + entry.key + " names interface \"" + entry.iface + "\", not this attachment's \"" +
+                            ifname + "\"",
+                        "write IFNAME in place of the interface name: " + entry.tree + ".IFNAME." + entry.leaf);
+        check_sysctl_allowed(policy, entry.tree + ".IFNAME." + entry.leaf, entry.key);
+    }
+}
+
+std::vector<SysctlWrite> plan_sysctls(const PodSettings& settings, const std::string& ifname, bool has_v6,
+                                      bool skip_dad_on_v6) {
+    std::vector<SysctlWrite> writes;
+    const std::string v4 = "net/ipv4/conf/" + ifname + "/";
+    const std::string v6 = "net/ipv6/conf/" + ifname + "/";
+    if (settings.policy_routing) {
+        // Answer ARP only for addresses of this interface, from this interface's address, and
+        // accept packets whose reverse path leaves through another rail (docs/configuration.md).
+        add_write(writes, v4 + "arp_ignore", "1", "policyRouting default");
+        add_write(writes, v4 + "arp_announce", "2", "policyRouting default");
+        add_write(writes, v4 + "rp_filter", "2", "policyRouting default");
+    }
+    if (has_v6) {
+        // Before the addresses: with DAD skipped, the link-local address the kernel makes when
+        // IPv6 comes up is not tentative either.
+        if (skip_dad_on_v6) add_write(writes, v6 + "accept_dad", "0", "ipv6.dad");
+        add_write(writes, v6 + "disable_ipv6", "0", "IPv6 address on the interface");
+    }
+    for (const auto& entry : settings.sysctl)
+        add_write(writes, sysctl_path(entry, ifname), entry.value, "sysctl." + entry.key);
+    return writes;
+}
+
+bool skip_dad(const PodSettings& settings, bool embedded_ipam) {
+    if (settings.ipv6_dad) return !*settings.ipv6_dad;
+    return embedded_ipam;
+}
+
+unsigned choose_free_table(const std::vector<unsigned>& route_tables, const std::vector<netns::RuleInfo>& rules) {
+    auto used = [&](unsigned t) {
+        return std::find(route_tables.begin(), route_tables.end(), t) != route_tables.end() ||
+               std::any_of(rules.begin(), rules.end(), [&](const netns::RuleInfo& r) { return r.table == t; });
+    };
+    for (unsigned t = kFirstAutoTable; t != 0; ++t) {
+        if (t >= RT_TABLE_DEFAULT && t <= RT_TABLE_LOCAL) continue;
+        if (!used(t)) return t;
+    }
+    throw Error(ErrorCode::try_again, "policyRouting: every routing table of the pod is in use");
+}
+
+std::vector<netns::RuleInfo> plan_rules(const std::vector<IpConfig>& ips, unsigned table,
+                                        std::optional<unsigned> priority) {
+    std::vector<netns::RuleInfo> rules;
+    for (const auto& ip : ips) {
+        netns::RuleInfo rule;
+        rule.family = ip.address.address.af();
+        rule.src = base::IpNetwork{ip.address.address, ip.address.address.bits()};
+        rule.table = table;
+        rule.priority = priority;
+        rules.push_back(rule);
+    }
+    return rules;
+}
+
+std::vector<netns::RouteInfo> plan_table_routes(const std::vector<IpConfig>& ips, const std::vector<Route>& routes,
+                                                unsigned table, int index, bool add_source_hints) {
+    std::vector<netns::RouteInfo> planned;
+    auto push = [&](netns::RouteInfo r) {
+        const bool dup = std::any_of(planned.begin(), planned.end(), [&](const netns::RouteInfo& p) {
+            return p.dst == r.dst && p.family == r.family && p.priority == r.priority;
+        });
+        if (!dup) planned.push_back(std::move(r));
+    };
+    for (const auto& ip : ips) {
+        netns::RouteInfo subnet;
+        subnet.family = ip.address.address.af();
+        subnet.dst = ip.address.masked();
+        subnet.ifindex = index;
+        subnet.table = table;
+        subnet.scope = RT_SCOPE_LINK;
+        subnet.prefsrc = ip.address.address;
+        push(subnet);
+    }
+    for (const auto& ip : ips) {
+        if (!ip.gateway) continue;
+        netns::RouteInfo def;
+        def.family = ip.gateway->af();
+        def.gateway = ip.gateway;
+        def.ifindex = index;
+        def.table = table;
+        if (add_source_hints) def.prefsrc = ip.address.address;
+        push(def);
+    }
+    for (const auto& route : routes) {
+        auto info = to_route_info(route, ips, index);
+        info.table = table;
+        if (add_source_hints) info.prefsrc = address_of_family(ips, route.dst.address.family());
+        push(info);
+    }
+    return planned;
+}
+
+std::vector<netns::RouteInfo> plan_main_routes(const std::vector<IpConfig>& ips, const std::vector<Route>& routes,
+                                               int index) {
+    std::vector<netns::RouteInfo> planned;
+    for (const auto& route : routes) planned.push_back(to_route_info(route, ips, index));
+    return planned;
+}
+
+bool is_default_route(const netns::RouteInfo& route) { return !route.dst; }
+
+}  // namespace rdmanet::cni
