@@ -67,6 +67,13 @@ std::vector<std::uint8_t> encode_move(std::uint32_t seq, std::uint32_t index, st
     return w.finish();
 }
 
+std::vector<std::uint8_t> encode_rename(std::uint32_t seq, std::uint32_t index, const std::string& name) {
+    detail::NlWriter w(type_of(kCmdSet), kRequestAck, seq);
+    w.put_u32(kAttrDevIndex, index);
+    w.put_string(kAttrDevName, name);
+    return w.finish();
+}
+
 RdmaNetnsMode decode_sys_get_reply(const std::uint8_t* attrs, std::size_t len) {
     std::optional<std::uint8_t> mode;
     const bool well_formed = detail::for_each_attr(attrs, len, [&](std::uint16_t type, const std::uint8_t* d, std::size_t l) {
@@ -134,6 +141,13 @@ public:
         detail::throw_if_failed(
             sock_.transact(rdma_wire::encode_move(seq, index, static_cast<std::uint32_t>(netns_fd)), seq),
             "move RDMA device #" + std::to_string(index) + " to another network namespace (RDMA netlink SET)");
+    }
+
+    void rename_device(std::uint32_t index, const std::string& name) override {
+        const auto seq = sock_.next_seq();
+        detail::throw_if_failed(sock_.transact(rdma_wire::encode_rename(seq, index, name), seq),
+                                "rename RDMA device #" + std::to_string(index) + " to " + name +
+                                    " (RDMA netlink SET)");
     }
 
 private:

@@ -78,6 +78,8 @@ nlohmann::json AttachmentState::to_json() const {
         {"cniArgs", cni_args},
         {"cniPath", cni_path},
     };
+    if (!rdma_device_pod_name.empty()) j["rdmaDevicePodName"] = rdma_device_pod_name;
+    if (roce_gids.is_array() && !roce_gids.empty()) j["roceGids"] = roce_gids;
     if (!netconf.is_null()) j["netconf"] = netconf;
     if (nodename) j["nodename"] = *nodename;
     if (!pod_setup.is_null()) j["podSetup"] = pod_setup;
@@ -102,6 +104,8 @@ AttachmentState AttachmentState::from_json(const nlohmann::json& j) {
     s.host_alias = j.value("hostAlias", "");
     s.rdma_device = j.value("rdmaDevice", "");
     s.child_kind = j.value("childKind", "");
+    s.rdma_device_pod_name = j.value("rdmaDevicePodName", "");
+    if (auto it = j.find("roceGids"); it != j.end() && it->is_array()) s.roce_gids = *it;
     if (j.contains("result") && j["result"].is_object()) s.result = j["result"];
     s.ipam_type = j.value("ipamType", "");
     s.netns_dev = j.value("netnsDev", std::uint64_t{0});

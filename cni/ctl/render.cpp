@@ -9,6 +9,7 @@
 #include <iostream>
 #include <iterator>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -69,7 +70,9 @@ json parse_ipam(const json& spec, const std::string& where) {
     return parsed;
 }
 
-// metaPlugins: the operator writes plugin objects separated by commas, without the brackets.
+// metaPlugins: the operator's field is a string that its template pastes into the "plugins"
+// list after the main plugin, so it holds plugin objects separated by commas, without the
+// brackets. A string that is itself a JSON list ("[{...},{...}]") is accepted too.
 std::vector<json> parse_meta_plugins(const json& spec, const std::string& where) {
     if (!spec.contains("metaPlugins") || spec.at("metaPlugins").is_null()) return {};
     const auto& value = spec.at("metaPlugins");
@@ -78,8 +81,9 @@ std::vector<json> parse_meta_plugins(const json& spec, const std::string& where)
         list = value;
     } else if (value.is_string()) {
         const auto& text = value.get_ref<const std::string&>();
-        if (text.find_first_not_of(" \t\r\n") == std::string::npos) return {};
-        list = json::parse("[" + text + "]", nullptr, false);
+        const auto first = text.find_first_not_of(" \t\r\n");
+        if (first == std::string::npos) return {};
+        list = json::parse(text[first] == '[' ? text : "[" + text + "]", nullptr, false);
         if (list.is_discarded()) fail(where, "spec.metaPlugins is not a comma-separated list of JSON objects");
     } else {
         fail(where, "spec.metaPlugins must be a list of plugin objects or the operator's string form");
@@ -91,6 +95,41 @@ std::vector<json> parse_meta_plugins(const json& spec, const std::string& where)
         plugins.push_back(plugin);
     }
     return plugins;
+}
+
+// sbr and tuning chained after the device plugin (network-operator's metaPlugins) do what rdmanet
+// does itself with policyRouting and sysctl: they fold into the rdmanet plugin object when every
+// key they carry has an rdmanet equivalent. One with another key (tuning's mtu or mac, sbr's
+// gateways) stays chained as written, like every other meta plugin, so the network keeps doing
+// exactly what it did; the result is a conflist only when something stays chained.
+std::vector<json> fold_meta_plugins(ordered& plugin, const std::vector<json>& meta, const std::string& where) {
+    static const std::set<std::string> kCommon = {"type", "name", "cniVersion"};
+    const auto only_keys = [](const json& m, const std::set<std::string>& allowed) {
+        for (const auto& [key, value] : m.items())
+            if (!kCommon.count(key) && !allowed.count(key)) return false;
+        return true;
+    };
+    std::vector<json> chained;
+    bool sbr_folded = false, tuning_folded = false;
+    for (const auto& m : meta) {
+        const std::string type = m.at("type").get<std::string>();
+        if (type == "sbr" && !sbr_folded && only_keys(m, {"table", "addSourceHints"})) {
+            sbr_folded = true;
+            ordered routing = ordered::object();
+            for (const char* key : {"table", "addSourceHints"})
+                if (m.contains(key)) routing[key] = m.at(key);
+            plugin["policyRouting"] = routing.empty() ? ordered(true) : routing;
+        } else if (type == "tuning" && !tuning_folded && only_keys(m, {"sysctl"})) {
+            tuning_folded = true;
+            if (!m.contains("sysctl")) continue;   // a tuning that changes nothing
+            if (!m.at("sysctl").is_object())
+                fail(where, "spec.metaPlugins: tuning's sysctl must be a map of sysctl key to value");
+            plugin["sysctl"] = m.at("sysctl");
+        } else {
+            chained.push_back(m);
+        }
+    }
+    return chained;
 }
 
 // --ipam rdmanet: whereabouts -> rdmanet-ipam, same keys; nv-ipam -> rdmanet-ipam on the same
@@ -249,7 +288,8 @@ json render_operator(const json& doc, const std::string& kind, const RenderOptio
     default_capabilities(plugin, plugin["mode"].get<std::string>(), resource_name);
     auto ipam = convert_ipam(parse_ipam(spec, m.where), options, m.name, m.where);
     if (!ipam.empty()) plugin["ipam"] = ipam;
-    auto config = assemble_config(options.cni_version, m.name, plugin, parse_meta_plugins(spec, m.where));
+    const auto chained = fold_meta_plugins(plugin, parse_meta_plugins(spec, m.where), m.where);
+    auto config = assemble_config(options.cni_version, m.name, plugin, chained);
     return make_nad(m.name, ns, resource_name, config);
 }
 

@@ -14,6 +14,7 @@
 #include "rdmanet/cni/modes/net_conf.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/cni/modes/registry.hpp"
+#include "rdmanet/cni/modes/rdma/roce_gids.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/base/failpoint.hpp"
 #include "rdmanet/cni/plugin/ipam_client.hpp"
@@ -152,6 +153,9 @@ void cmd_add(const Call& call, std::ostream& out) {
     state.cni_path = env.path;
     state.nodename = env.nodename;
 
+    // Refused before anything changes: an rdma.deviceName the pod's RDMA namespace already has.
+    rdma_device_name_precheck(conf, pod_ns, kernel.rdma);
+
     Rollback rollback;
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
     const Result ipam = ipam_add(conf, env, call.policy);
@@ -186,6 +190,8 @@ void cmd_add(const Call& call, std::ostream& out) {
     // Last: the netdev move and its configuration can make a driver delete or re-create the RDMA
     // device moved earlier, so ownership is only known now.
     rdma_isolation_verify_owned(req);
+    // The pod owns the RDMA device (exclusive mode): RoCE v2 GIDs of its addresses in place.
+    if (!link.userspace) roce_gids_add(req, interface_addresses(ipam, 0));
 
     const Result own = own_result(conf, env, link, ipam);
     state.result = result_to_json(own, kLatestVersion);
@@ -300,13 +306,17 @@ void cmd_check(const Call& call) {
     for (const auto& ip : prev.ips)
         if (ip.interface && *ip.interface == index) expected.ips.push_back(ip);
     PodSetupRecord record;
-    if (auto state = call.states.load(conf.name, env.container_id, env.ifname)) {
+    const auto state = call.states.load(conf.name, env.container_id, env.ifname);
+    if (state) {
         expected.routes = result_from_json(state->result).routes;
         record = PodSetupRecord::from_json(state->pod_setup);
     }
     auto link = pod->link_by_name(env.ifname);
     if (!link) return;   // sriov DPDK VF: no netdev, no addresses applied (the mode's check saw to the rest)
     check_pod_interface(*pod, link->index, env.ifname, expected, index, conf.pod, record);
+    if (state)
+        roce_gids_check(CheckRequest{conf, env, call.policy, call.states, kernel, prev.interfaces[index]}, *state,
+                        interface_addresses(expected, index));
 }
 
 void cmd_gc(const Call& call) {

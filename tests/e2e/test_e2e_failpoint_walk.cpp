@@ -220,6 +220,9 @@ TEST_CASE("failpoint walk: sriov Ethernet VF recovers from a kill at every step"
                                      {"vlanProto", "802.1ad"}, {"spoofchk", "off"}, {"trust", "on"},
                                      {"link_state", "enable"}, {"min_tx_rate", 100}, {"max_tx_rate", 1000},
                                      {"mtu", 1400},
+                                     // Renamed in the pod: a kill after the rename must still bring
+                                     // it home as mlx5_7 (walk_sriov_one looks for that name).
+                                     {"rdma", {{"deviceName", "rdma0"}}},
                                      {"runtimeConfig", {{"deviceID", SriovNode::kVfPci}, {"CNIDeviceInfoFile", devinfo}}}});
     const auto conf = plugin_stdin("fp-sriov", "1.1.0", plugin);
     for (const auto step : rdmanet::base::kFailpoints) {

@@ -32,7 +32,7 @@ struct Rig : HostAndPod {
     FakeRdmaSysfs sys;
     netns::Sysfs sysfs{sys.root()};
     FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
-    RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }};
+    RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }, {}};
     netns::RdmaCmConfigfs rdma_cm{sys.configfs_root()};
     Kernel kernel{host_ns, *host_rtnl, pod_ns, *pod_rtnl, sysfs};   // .rdma, .rdma_cm set in the constructor
     NetConf conf;
@@ -389,7 +389,7 @@ struct DevinfoRig : HostAndPod {
     FakeSysfs tree;
     netns::Sysfs sysfs{tree.root()};
     FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
-    RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }};
+    RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }, {}};
     Kernel kernel{host_ns, *host_rtnl, pod_ns, *pod_rtnl, sysfs};
     NetConf conf;
     Environment env;

@@ -63,6 +63,7 @@ TEST_CASE("real kernel: RDMA netlink scenarios", "[.][rdma-real]") {
     SECTION("enumeration and lookup") { sc::enumeration_and_lookup(env); }
     SECTION("move refused in shared mode") { sc::move_refused_in_shared_mode(env); }
     SECTION("exclusive isolation") { sc::exclusive_isolation(env); }
+    SECTION("rename rules") { sc::rename_rules(env); }
 }
 
 TEST_CASE("real kernel: moving the netdev deletes its rxe device", "[.][rdma-real]") {

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "rdmanet/netns/error.hpp"
+#include "rdmanet/netns/rdma_gids.hpp"
 #include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::test {
@@ -144,6 +145,18 @@ void FakeKernelFile::set_rdma_visible(const std::string& device, const std::stri
     fs::create_directory_symlink(function, root / "class/infiniband" / device / "device", ec);
 }
 
+void FakeKernelFile::rename_in_sysfs(const std::string& from, const std::string& to, const std::string& pci,
+                                     bool home) const {
+    if (sysfs_root_.empty()) return;
+    std::error_code ec;
+    const fs::path view = fs::path(sysfs_root_) / kRdmaNetnsView / "class/infiniband";
+    if (fs::exists(view / from, ec)) fs::rename(view / from, view / to, ec);
+    if (home) {
+        set_rdma_visible(from, pci, false);
+        set_rdma_visible(to, pci, true);
+    }
+}
+
 void FakeKernelFile::update(const std::function<void(Model&)>& fn) const {
     if (path_.empty())
         throw std::runtime_error(std::string("fake kernel: ") + kFakeKernelStateEnv +
@@ -156,11 +169,21 @@ void FakeKernelFile::update(const std::function<void(Model&)>& fn) const {
     const json rdma_in = state.value("rdma", json::object());
     model.rdma.load_json(rdma_in);
     model.ipoib = state.value("ipoib", json::array());
-    std::map<std::string, std::string> pci_of;
-    for (const auto& d : rdma_in.value("devices", json::array()))
-        if (d.contains("pci")) pci_of[d.value("name", "")] = d.value("pci", "");
+    // By index: a rename changes the name, never the index.
+    std::map<std::uint64_t, std::string> pci_of;
+    std::map<std::string, std::uint64_t> index_of;
+    for (const auto& d : rdma_in.value("devices", json::array())) {
+        index_of[d.value("name", "")] = d.value("index", std::uint64_t{0});
+        if (d.contains("pci")) pci_of[d.value("index", std::uint64_t{0})] = d.value("pci", "");
+    }
     model.rdma.on_host_visibility = [&](const std::string& device, bool home) {
-        set_rdma_visible(device, pci_of[device], home);
+        set_rdma_visible(device, pci_of[index_of[device]], home);
+    };
+    model.rdma.on_rename = [&](const std::string& from, const std::string& to) {
+        const auto index = index_of[from];
+        index_of.erase(from);
+        index_of[to] = index;
+        rename_in_sysfs(from, to, pci_of[index], model.rdma.owner_of(to) == model.rdma.init_id());
     };
     // A device bound to a netdev (soft-RoCE) is deleted by its driver once that netdev has left
     // the caller's namespace (the plugin's and the test's: the initial one of this fake).
@@ -176,7 +199,7 @@ void FakeKernelFile::update(const std::function<void(Model&)>& fn) const {
     for (const auto& [pf, change] : model.vf.log) vf_log.push_back(pf + ": vf " + std::to_string(change.vf) + " " + change.describe());
     json rdma = model.rdma.to_json();
     for (auto& d : rdma["devices"])
-        if (auto it = pci_of.find(d.value("name", "")); it != pci_of.end()) d["pci"] = it->second;
+        if (auto it = pci_of.find(d.value("index", std::uint64_t{0})); it != pci_of.end()) d["pci"] = it->second;
     state["rdma"] = rdma;
     json& calls = state["rdmaCalls"];
     if (!calls.is_array()) calls = json::array();
@@ -223,6 +246,9 @@ public:
     void move_device(std::uint32_t index, int netns_fd) override {
         file_.update([&](FakeKernelFile::Model& m) { m.rdma.open_view(ns_)->move_device(index, netns_fd); });
     }
+    void rename_device(std::uint32_t index, const std::string& name) override {
+        file_.update([&](FakeKernelFile::Model& m) { m.rdma.open_view(ns_)->rename_device(index, name); });
+    }
 
 private:
     const FakeKernelFile& file_;
@@ -257,8 +283,17 @@ FakeKernelServices::FakeKernelServices(const std::string& path, const std::strin
     : file_(path, sysfs_root),
       vf_(std::make_unique<FileVfControl>(file_)),
       rdma_{[this](const netns::NetNamespace& ns) -> std::unique_ptr<netns::RdmaNetlink> {
-          return std::make_unique<FileRdmaView>(file_, netns_id_of_fd(ns.fd()));
-      }},
+                return std::make_unique<FileRdmaView>(file_, netns_id_of_fd(ns.fd()));
+            },
+            [this](const netns::NetNamespace& ns, const std::string& device) {
+                // What a sysfs mounted in `ns` shows: the device only while `ns` sees it.
+                bool visible = false;
+                const ino_t id = netns_id_of_fd(ns.fd());
+                file_.update([&](FakeKernelFile::Model& m) { visible = m.rdma.visible_in(device, id); });
+                if (!visible || file_.sysfs_root().empty()) return netns::RdmaGidTable{};
+                return netns::read_gid_table(netns::Sysfs((fs::path(file_.sysfs_root()) / kRdmaNetnsView).string()),
+                                             device);
+            }},
       ipoib_(std::make_unique<FileIpoibLinks>(file_, host)) {}
 
 FakeKernelServices::~FakeKernelServices() = default;

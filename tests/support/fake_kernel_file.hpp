@@ -23,6 +23,13 @@
 // fake sysfs tree (RDMANET_FAKE_SYSFS_ROOT): a device that leaves the initial namespace disappears from
 // class/infiniband and the function's infiniband/ dir, and reappears when it comes back, as the
 // kernel's host view does in exclusive mode.
+//
+// RDMA GID tables as a pod sees them: sysfs' class/infiniband is namespace-tagged, so the plugin
+// reads a device inside a pod from a sysfs mounted in the pod's namespace. The fake's stand-in for
+// that view is <RDMANET_FAKE_SYSFS_ROOT>/rdma-netns (kRdmaNetnsView): class/infiniband/<name>/
+// ports/<p>/{link_layer,gids/<i>,gid_attrs/types/<i>}, laid out by tests; it is read only while
+// the asking namespace sees the device, and a rename renames the device's directory there (and in
+// the host tree while the device is home).
 #include <functional>
 #include <string>
 
@@ -42,6 +49,8 @@ namespace rdmanet::test {
 inline constexpr const char* kFakeKernelStateEnv = "RDMANET_FAKE_KERNEL_STATE";
 // rdmanet-fakekernel reads sysfs under this root instead of /sys (a fake PCI/RDMA tree).
 inline constexpr const char* kFakeSysfsRootEnv = "RDMANET_FAKE_SYSFS_ROOT";
+// Below the fake sysfs root: the sysfs view of namespaces that own RDMA devices (see above).
+inline constexpr const char* kRdmaNetnsView = "rdma-netns";
 // <build>/test-bin: test-only executables (rdmanet-fakekernel), kept apart from the product's bin/.
 std::string test_bin_dir();
 
@@ -53,6 +62,7 @@ public:
     explicit FakeKernelFile(std::string path, std::string sysfs_root = "");
 
     const std::string& path() const { return path_; }
+    const std::string& sysfs_root() const { return sysfs_root_; }
     // The file as it is now ({} when it does not exist yet).
     nlohmann::json read() const;
     // Replaces the file atomically (used by tests to lay out the starting point).
@@ -71,6 +81,7 @@ public:
 
 private:
     void set_rdma_visible(const std::string& device, const std::string& pci, bool visible) const;
+    void rename_in_sysfs(const std::string& from, const std::string& to, const std::string& pci, bool home) const;
     std::string path_;
     std::string sysfs_root_;
     ino_t init_netns_;

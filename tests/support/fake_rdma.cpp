@@ -94,6 +94,12 @@ ino_t FakeRdmaKernel::owner_of(const std::string& name) const {
     return 0;
 }
 
+bool FakeRdmaKernel::visible_in(const std::string& name, ino_t id) const {
+    for (const auto& d : devices_)
+        if (d.name == name) return mode_ == RdmaNetnsMode::shared || d.owner == id;
+    return false;
+}
+
 class FakeRdmaView final : public netns::RdmaNetlink {
 public:
     FakeRdmaView(FakeRdmaKernel& k, ino_t ns) : k_(k), ns_(ns) {}
@@ -133,6 +139,19 @@ public:
         it->owner = target;
         const bool is_home = target == k_.init_;
         if (was_home != is_home && k_.on_host_visibility) k_.on_host_visibility(it->name, is_home);
+    }
+
+    void rename_device(std::uint32_t index, const std::string& name) override {
+        auto it = std::find_if(k_.devices_.begin(), k_.devices_.end(),
+                               [&](const auto& d) { return d.index == index && visible(d); });
+        k_.calls_.push_back("rename " + (it == k_.devices_.end() ? "#" + std::to_string(index) : it->name) + " " + name);
+        if (it == k_.devices_.end() || name.empty()) throw KernelError(EINVAL, "rename RDMA device (fake)");
+        if (it->name == name) return;
+        for (const auto& d : k_.devices_)
+            if (d.name == name) throw KernelError(EEXIST, "rename RDMA device " + it->name + " to " + name + " (fake)");
+        const std::string from = it->name;
+        it->name = name;
+        if (k_.on_rename) k_.on_rename(from, name);
     }
 
 private:

@@ -10,6 +10,10 @@
 //   - SET+NET_NS_FD: EINVAL for an index the caller's namespace does not see, EOPNOTSUPP in
 //     shared mode or for a device that cannot disassociate (rxe); else the device changes owner
 //     and disappears from the old namespace's view (and, with a sysfs hook, from its sysfs);
+//   - SET+DEV_NAME (rename): EINVAL for an empty name or an index the caller does not see; the
+//     current name is a no-op; EEXIST when any device of the node has the name, whatever
+//     namespace holds it (ib_device_rename checks every device); the new name is what every view
+//     that sees the device lists from then on.
 //   - a software device bound to a netdev (rxe; bind_to_netdev) is deleted by its driver when that
 //     netdev leaves the initial namespace (NETDEV_UNREGISTER), wherever the RDMA device is: it
 //     vanishes from every view, and on_deleted lets a fake sysfs tree drop it too. The fake checks
@@ -70,11 +74,15 @@ public:
     ino_t init_id() const { return init_; }
     // Owner namespace of a device by name; 0 when unknown.
     ino_t owner_of(const std::string& name) const;
+    // Whether a view from namespace `id` lists the device `name` (not logged as a call).
+    bool visible_in(const std::string& name, ino_t id) const;
     // Every request as "sys_get", "sys_set exclusive", "get", "move rxe0" (in order).
     const std::vector<std::string>& calls() const { return calls_; }
     // Called when a device leaves (false) or returns to (true) the initial namespace, e.g. to
     // remove/restore it in a fake sysfs tree as the kernel's host view does.
     std::function<void(const std::string& device, bool in_init_ns)> on_host_visibility;
+    // Called after a rename, e.g. to rename the device's entries in a fake sysfs tree.
+    std::function<void(const std::string& from, const std::string& to)> on_rename;
 
     // The mode and the devices as JSON, and back (the file-backed fake of the test-only plugin
     // binary, support/fake_kernel_file.hpp): {"mode": "shared"|"exclusive", "devices": [{"index",

@@ -152,6 +152,36 @@ void bound_device_deleted_with_netdev(Env& env, const std::function<void()>& net
     CHECK_FALSE(sees(env.host, env.device));
 }
 
+void rename_rules(Env& env) {
+    const std::string renamed = "rdmanet-ren0";
+    auto device = env.host.device_by_name(env.device);
+    REQUIRE(device);
+    struct RenameBack {
+        netns::RdmaNetlink& nl;
+        std::uint32_t index;
+        std::string name;
+        ~RenameBack() {
+            try {
+                nl.rename_device(index, name);
+            } catch (...) {
+            }
+        }
+    } back{env.host, device->index, env.device};
+    CHECK(errno_of([&] { env.host.rename_device(device->index, env.device); }) == 0);
+    CHECK(errno_of([&] { env.host.rename_device(device->index, ""); }) == EINVAL);
+    REQUIRE(errno_of([&] { env.host.rename_device(device->index, renamed); }) == 0);
+    CHECK(sees(env.host, renamed));
+    CHECK_FALSE(sees(env.host, env.device));
+    CHECK(env.host.device_by_name(renamed)->index == device->index);
+    for (const auto& other : env.host.devices())
+        if (other.index != device->index) {
+            CHECK(errno_of([&] { env.host.rename_device(device->index, other.name); }) == EEXIST);
+            break;
+        }
+    CHECK(errno_of([&] { env.host.rename_device(device->index, env.device); }) == 0);
+    CHECK(sees(env.host, env.device));
+}
+
 void run_all(Env& env) {
     mode_read(env);
     mode_set_roundtrip(env);
@@ -159,6 +189,7 @@ void run_all(Env& env) {
     enumeration_and_lookup(env);
     move_refused_in_shared_mode(env);
     exclusive_isolation(env);
+    rename_rules(env);
 }
 
 }  // namespace rdmanet::test::rdma_scenarios

@@ -47,6 +47,11 @@ void move_refused_in_shared_mode(Env& env);
 // host's view, appears in the namespace's, and comes back when moved from inside. Ends shared.
 void exclusive_isolation(Env& env);
 
+// Rename (`rdma dev set <dev> name <new>`): the device is listed under the new name only, the
+// current name is a no-op, an empty name is EINVAL, a name another device of the node has is
+// EEXIST (when the node has another device); renamed back at the end, even on failure.
+void rename_rules(Env& env);
+
 // All of the above in order.
 void run_all(Env& env);
 

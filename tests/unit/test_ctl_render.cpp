@@ -454,3 +454,78 @@ TEST_CASE("render: the command prints YAML or JSON, errors on stderr with exit 1
     CHECK(out2.str().empty());
     CHECK_THAT(err2.str(), Catch::StartsWith("rdmanetctl render: cannot read /nonexistent/net.yaml"));
 }
+
+// network-operator (2026) chains sbr and tuning after the device plugin through metaPlugins, a
+// string its template pastes into the plugins list: objects separated by commas, no brackets.
+TEST_CASE("render: metaPlugins sbr and tuning fold into policyRouting and sysctl", "[ctl][render][rails]") {
+    const auto nad = render_one(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: MacvlanNetwork
+metadata:
+  name: rail-3
+spec:
+  networkNamespace: training
+  master: ens3f0np0
+  mode: bridge
+  mtu: 9000
+  ipam: '{"type": "nv-ipam", "poolName": "rail-3"}'
+  metaPlugins: |
+    {"type": "sbr"},
+    {"type": "tuning", "sysctl": {"net.ipv4.conf.IFNAME.arp_ignore": "1",
+                                  "net.ipv4.conf.IFNAME.arp_announce": "2",
+                                  "net.ipv4.conf.IFNAME.rp_filter": "0"}}
+)");
+    const auto config = config_of(nad);
+    // One plugin, not a conflist: nothing is left to chain.
+    CHECK_FALSE(config.contains("plugins"));
+    CHECK(config["type"] == "rdmanet");
+    CHECK(config["mode"] == "macvlan");
+    CHECK(config["master"] == "ens3f0np0");
+    CHECK(config["policyRouting"] == true);
+    CHECK(config["sysctl"] == json({{"net.ipv4.conf.IFNAME.arp_ignore", "1"},
+                                    {"net.ipv4.conf.IFNAME.arp_announce", "2"},
+                                    {"net.ipv4.conf.IFNAME.rp_filter", "0"}}));
+    CHECK(config["ipam"] == json({{"type", "nv-ipam"}, {"poolName", "rail-3"}}));
+    CHECK(nad["metadata"]["namespace"] == "training");
+}
+
+TEST_CASE("render: sbr's table is kept, unmappable and other meta plugins stay chained", "[ctl][render][rails]") {
+    const auto config = config_of(render_one(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: HostDeviceNetwork
+metadata: {name: rail-0}
+spec:
+  resourceName: hostdev-rail0
+  ipam: '{"type": "whereabouts", "range": "192.168.50.0/24"}'
+  metaPlugins: '{"type":"sbr","table":101}, {"type":"tuning","sysctl":{"net.ipv4.conf.IFNAME.arp_ignore":"1"}}, {"type":"bandwidth","ingressRate":1000,"ingressBurst":100}'
+)"));
+    REQUIRE(config["plugins"].size() == 2);
+    const auto& rdmanet = config["plugins"][0];
+    CHECK(rdmanet["type"] == "rdmanet");
+    CHECK(rdmanet["policyRouting"] == json({{"table", 101}}));
+    CHECK(rdmanet["sysctl"] == json({{"net.ipv4.conf.IFNAME.arp_ignore", "1"}}));
+    CHECK(config["plugins"][1]["type"] == "bandwidth");
+
+    // A bracketed list in the string is accepted too; a tuning that also sets the MTU and an sbr
+    // with gateways cannot fold without changing the network: chained as written.
+    const auto kept = config_of(render_one(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: HostDeviceNetwork
+metadata: {name: rail-1}
+spec:
+  resourceName: hostdev-rail1
+  metaPlugins: '[{"type":"tuning","mtu":4000,"sysctl":{"net.ipv4.conf.IFNAME.arp_ignore":"1"}},{"type":"sbr","gateways":["10.0.0.1"]}]'
+)"));
+    REQUIRE(kept["plugins"].size() == 3);
+    CHECK_FALSE(kept["plugins"][0].contains("sysctl"));
+    CHECK_FALSE(kept["plugins"][0].contains("policyRouting"));
+    CHECK(kept["plugins"][1]["mtu"] == 4000);
+    CHECK(kept["plugins"][2]["gateways"] == json::array({"10.0.0.1"}));
+
+    CHECK_THAT(render_error(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: HostDeviceNetwork
+metadata: {name: rail-2}
+spec: {resourceName: hostdev, metaPlugins: '{"type":"tuning","sysctl":["net.ipv4.conf.IFNAME.arp_ignore"]}'}
+)"), Catch::Contains("sysctl"));
+}

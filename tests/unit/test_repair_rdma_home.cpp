@@ -35,7 +35,7 @@ TEST_CASE("repair: an exclusive-mode RDMA device must be back in the host before
     tree.add_vf("0000:af:00.0", 0, kVf, std::string("vfx"));
     tree.add_rdma_device(kVf, "mlx5_7");
     const netns::Sysfs sysfs = tree.sysfs();
-    const cni::RdmaAccess access{[&](const netns::NetNamespace& ns) { return kernel.open_in(ns); }};
+    const cni::RdmaAccess access{[&](const netns::NetNamespace& ns) { return kernel.open_in(ns); }, {}};
     cni::KernelServices services;
     services.rdma = &access;
     services.sysfs = &sysfs;

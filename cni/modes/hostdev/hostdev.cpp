@@ -109,7 +109,7 @@ void write_hostdev_device_info(const AddRequest& req) {
         spdlog::info("device-info file {} not written: {} is not a PCI function", *file, req.state.host_ifname);
         return;
     }
-    std::string rdma = req.state.rdma_device;
+    std::string rdma = req.state.rdma_device_in_pod();
     if (rdma.empty()) {
         const auto devices = netns::pci_rdma_devices(req.kernel.sysfs, pci);
         if (!devices.empty()) rdma = devices.front();

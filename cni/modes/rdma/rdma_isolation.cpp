@@ -103,8 +103,15 @@ RdmaDecision decide_rdma_isolation(const RdmaFacts& f) {
 
 const RdmaAccess& kernel_rdma_access() {
     static const RdmaAccess access{[](const netns::NetNamespace& ns) {
-        return netns::in_netns(ns, [] { return netns::open_rdma_netlink(); });
-    }};
+                                       return netns::in_netns(ns, [] { return netns::open_rdma_netlink(); });
+                                   },
+                                   [](const netns::NetNamespace& ns, const std::string& device) {
+                                       netns::RdmaGidTable table;
+                                       netns::with_netns_sysfs(ns, [&](const netns::Sysfs& view) {
+                                           table = netns::read_gid_table(view, device);
+                                       });
+                                       return table;
+                                   }};
     return access;
 }
 
@@ -170,6 +177,55 @@ void apply_roce_tos(const AddRequest& req, const std::string& device, unsigned c
     spdlog::info("rdma isolation: default_roce_tos {} set on {} port(s) of {}", static_cast<unsigned>(tos), ports, device);
 }
 
+void log_name_not_applied(const RdmaConf& conf, const std::string& why) {
+    if (!conf.device_name.empty())
+        spdlog::warn("rdma.deviceName {} not applied: {}", conf.device_name, why);
+}
+
+// rdma.deviceName: the device, already in the pod, gets its pod name from a socket inside the
+// pod. Recorded before the rename so that DEL (or a crash right after) looks for either name.
+void rename_in_pod(const AddRequest& req, const RdmaAccess& access, netns::RdmaNetlink& pod_nl,
+                   const netns::RdmaDeviceInfo& device) {
+    const std::string& wanted = req.conf.rdma.device_name;
+    if (wanted.empty() || wanted == device.name) return;
+    req.state.rdma_device_pod_name = wanted;
+    req.save_state();
+    const netns::NetNamespace& pod_ns = req.kernel.pod_ns;
+    const std::string original = device.name;
+    req.rollback.push("rename RDMA device " + wanted + " back to " + original, [&access, &pod_ns, wanted, original] {
+        auto in_pod = access.open_in(pod_ns);
+        if (auto dev = in_pod->device_by_name(wanted)) in_pod->rename_device(dev->index, original);
+    });
+    try {
+        pod_nl.rename_device(device.index, wanted);
+    } catch (const netns::KernelError& e) {
+        if (e.errno_value() == EEXIST)
+            throw Error(ErrorCode::invalid_config,
+                        "rdma.deviceName \"" + wanted + "\" is already the name of another RDMA device of this node",
+                        "RDMA device names are unique node-wide on this kernel, whatever namespace holds the "
+                        "device: give each rail of a pod its own name, and pods sharing a node different names");
+        throw Error(ErrorCode::kernel_failure,
+                    "could not rename RDMA device " + original + " to " + wanted + " in the pod: " +
+                        std::strerror(e.errno_value()));
+    }
+    spdlog::info("rdma isolation: renamed RDMA device {} to {} in the pod", original, wanted);
+}
+
+// DEL: the device's host name back before it goes home. A name now taken in the host view (a
+// new device got it meanwhile) leaves the pod's name: logged, the device still goes home.
+void restore_name(netns::RdmaNetlink& nl, const netns::RdmaDeviceInfo& device, const std::string& original,
+                  const char* where) {
+    if (device.name == original) return;
+    try {
+        nl.rename_device(device.index, original);
+        spdlog::info("rdma isolation: renamed RDMA device {} back to {} ({})", device.name, original, where);
+    } catch (const netns::KernelError& e) {
+        if (e.errno_value() != EEXIST) throw;
+        spdlog::warn("rdma isolation: cannot rename RDMA device {} back to {}: the name is taken; left as {}",
+                     device.name, original, device.name);
+    }
+}
+
 void log_tos_not_applied(const RdmaConf& conf, const std::string& why) {
     if (conf.tos)
         spdlog::warn("rdma.tos {} not applied: {} (the node's setting stays)", static_cast<unsigned>(*conf.tos), why);
@@ -183,6 +239,10 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         log_tos_not_applied(req.conf.rdma, "rdma.isolation is off");
         return;
     }
+    const auto not_owned = [&req](const std::string& why) {
+        log_tos_not_applied(req.conf.rdma, why);
+        log_name_not_applied(req.conf.rdma, why);
+    };
     const auto& sysfs = req.kernel.sysfs;
 
     RdmaFacts facts;
@@ -198,7 +258,7 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
     }
     if (facts.devices.empty() && policy == RdmaIsolation::auto_) {
         spdlog::debug("rdma isolation: {} has no RDMA device", facts.subject);
-        log_tos_not_applied(req.conf.rdma, facts.subject + " has no RDMA device");
+        not_owned(facts.subject + " has no RDMA device");
         return;   // nothing to isolate: do not even open RDMA netlink
     }
 
@@ -217,7 +277,7 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         throw Error(ErrorCode::invalid_config, decision.message, decision.hint);
     if (decision.step == RdmaStep::nothing) {
         log_decision(decision);
-        log_tos_not_applied(req.conf.rdma, "the pod does not own the RDMA device");
+        not_owned("the pod does not own the RDMA device");
         return;
     }
 
@@ -229,7 +289,7 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         if (policy == RdmaIsolation::required)
             throw Error(ErrorCode::device_busy, msg, "it may already belong to another pod");
         spdlog::warn("rdma isolation: {}: not moved", msg);
-        log_tos_not_applied(req.conf.rdma, "the pod does not own the RDMA device");
+        not_owned("the pod does not own the RDMA device");
         return;
     }
 
@@ -254,21 +314,43 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
                      move_failure_hint(e.errno_value()));
         req.state.rdma_device.clear();
         req.save_state();
-        log_tos_not_applied(req.conf.rdma, "the pod does not own the RDMA device");
+        not_owned("the pod does not own the RDMA device");
         return;
     }
 
     // `required` means the pod ends up owning it: check from the pod's side.
     auto pod_nl = access.open_in(pod_ns);
-    if (!pod_nl->device_by_name(name)) {
+    const auto in_pod = pod_nl->device_by_name(name);
+    if (!in_pod) {
         const std::string msg = "RDMA device " + name + " is not visible in the pod after the move";
         if (policy == RdmaIsolation::required) throw Error(ErrorCode::kernel_failure, msg);
         spdlog::warn("rdma isolation: {}", msg);
-        log_tos_not_applied(req.conf.rdma, msg);
+        not_owned(msg);
         return;
     }
     spdlog::info("rdma isolation: moved RDMA device {} into {}", name, req.env.netns);
-    if (req.conf.rdma.tos) apply_roce_tos(req, name, *req.conf.rdma.tos);
+    rename_in_pod(req, access, *pod_nl, *in_pod);
+    if (req.conf.rdma.tos) apply_roce_tos(req, req.state.rdma_device_in_pod(), *req.conf.rdma.tos);
+}
+
+void rdma_device_name_precheck(const NetConf& conf, const netns::NetNamespace& pod_ns, const RdmaAccess* rdma) {
+    const std::string& wanted = conf.rdma.device_name;
+    if (wanted.empty() || conf.rdma.isolation == RdmaIsolation::off) return;
+    auto pod_nl = open_or_null(access_of(rdma), pod_ns);
+    if (!pod_nl) return;   // no RDMA netlink: nothing will be moved or renamed
+    std::vector<netns::RdmaDeviceInfo> seen;
+    try {
+        seen = pod_nl->devices();
+    } catch (const netns::KernelError& e) {
+        if (e.errno_value() == EINVAL || e.errno_value() == EOPNOTSUPP) return;
+        throw;
+    }
+    for (const auto& device : seen)
+        if (device.name == wanted)
+            throw Error(ErrorCode::invalid_config,
+                        "rdma.deviceName \"" + wanted + "\" is already used by an RDMA device in the pod's network "
+                            "namespace",
+                        "every RDMA attachment of a pod needs its own rdma.deviceName (e.g. rdma0, rdma1, ...)");
 }
 
 void rdma_isolation_verify_owned(const AddRequest& req) {
@@ -300,6 +382,12 @@ void rdma_isolation_verify_owned(const AddRequest& req) {
 
 void rdma_isolation_check_child(const AddRequest& req, const std::string& parent_netdev) {
     const RdmaIsolation policy = req.conf.rdma.isolation;
+    if (!req.conf.rdma.device_name.empty())
+        throw Error(ErrorCode::invalid_config,
+                    "rdma.deviceName is set, but mode " + req.conf.mode + " gives the pod a child interface of " +
+                        parent_netdev + ", and a child never owns its parent's RDMA device",
+                    "rdma.deviceName needs a whole function (mode hostdev or sriov) in exclusive RDMA netns mode; "
+                    "remove it for this network");
     if (policy == RdmaIsolation::off) return;
     RdmaFacts facts;
     facts.policy = policy;
@@ -320,20 +408,34 @@ void rdma_isolation_check_child(const AddRequest& req, const std::string& parent
 void rdma_isolation_del(const DelRequest& req) {
     if (!req.state || req.state->rdma_device.empty()) return;
     const std::string& name = req.state->rdma_device;
+    const std::string& pod_name = req.state->rdma_device_pod_name;
+    const auto& access = access_of(req.rdma);
+    // Under the pod's name when it got one (or the rename was under way), else the host's.
+    const auto find = [&](netns::RdmaNetlink& nl) {
+        std::optional<netns::RdmaDeviceInfo> device;
+        if (!pod_name.empty()) device = nl.device_by_name(pod_name);
+        if (!device) device = nl.device_by_name(name);
+        return device;
+    };
     if (!req.pod_ns) {
         spdlog::info("rdma isolation: pod netns gone, the kernel returned {} to the host", name);
+        if (pod_name.empty()) return;
+        // It came home under the pod's name: give it its own back.
+        auto host_nl = open_or_null(access, req.host_ns);
+        if (!host_nl || read_mode(host_nl.get()) != RdmaNetnsMode::exclusive) return;
+        if (auto device = host_nl->device_by_name(pod_name)) restore_name(*host_nl, *device, name, "in the host");
         return;
     }
-    const auto& access = access_of(req.rdma);
     auto pod_nl = open_or_null(access, *req.pod_ns);
     if (!pod_nl) return;
     // In shared mode every namespace sees every device: visible there does not mean owned.
     if (read_mode(pod_nl.get()) != RdmaNetnsMode::exclusive) return;
-    auto device = pod_nl->device_by_name(name);
+    auto device = find(*pod_nl);
     if (!device) {
         spdlog::info("rdma isolation: {} is not in the pod (already returned or never moved)", name);
         return;
     }
+    restore_name(*pod_nl, *device, name, "in the pod");
     try {
         pod_nl->move_device(device->index, req.host_ns.fd());
     } catch (const netns::KernelError& e) {

@@ -114,6 +114,32 @@ void write_device_info(const std::vector<std::string>& allowed_dirs, const std::
     }
 }
 
+void add_rdma_to_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path,
+                             const std::string& rdma_device, const nlohmann::json& roce_gids) {
+    const ParentDir parent = open_parent(allowed_dirs, path, ipam::CreateDirs::no);
+    if (!parent.dir) return;
+    const std::string body = read_existing(parent, path);
+    if (body.empty()) return;
+    nlohmann::json info;
+    try {
+        info = parse_json_bounded(body);
+    } catch (const std::exception& e) {
+        spdlog::warn("device-info file {} unreadable ({}): RDMA details not added", path, e.what());
+        return;
+    }
+    if (!info.is_object() || !info.contains("pci") || !info["pci"].is_object()) {
+        spdlog::info("device-info file {} describes no PCI function: RDMA details not added", path);
+        return;
+    }
+    if (!rdma_device.empty()) info["pci"]["rdma-device"] = rdma_device;
+    info["pci"]["roce-gids"] = roce_gids;
+    try {
+        base::write_file_atomically(parent.dir.get(), parent.leaf, info.dump(), 0600);
+    } catch (const std::system_error& e) {
+        throw Error(ErrorCode::io_failure, "cannot write device-info file " + path + ": " + e.what());
+    }
+}
+
 void remove_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path) {
     if (path.empty()) return;
     if (ipam::containing_dir(path, allowed_dirs).empty()) {

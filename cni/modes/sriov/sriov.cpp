@@ -247,7 +247,7 @@ PodLink sriov_add(const AddRequest& req) {
     // ---- Multus device-info file --------------------------------------------------------------
     if (req.conf.runtime.device_info_file && !req.conf.runtime.device_info_file->empty()) {
         const std::string path = *req.conf.runtime.device_info_file;
-        std::string rdma = req.state.rdma_device;
+        std::string rdma = req.state.rdma_device_in_pod();
         if (rdma.empty()) {
             const auto devices = netns::pci_rdma_devices(kernel.sysfs, vf.pci);
             if (!devices.empty()) rdma = devices.front();

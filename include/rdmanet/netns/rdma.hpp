@@ -35,7 +35,11 @@ struct RdmaDeviceInfo {
 //                      CAP_NET_ADMIN;
 //   move_device():     EOPNOTSUPP in shared mode or when the driver cannot disassociate (rxe),
 //                      EINVAL for an index this namespace does not see, EPERM without
-//                      CAP_NET_ADMIN over the target.
+//                      CAP_NET_ADMIN over the target;
+//   rename_device():   EEXIST when another RDMA device already has the name (the kernel's
+//                      check, ib_device_rename, looks at every device of the node, whatever
+//                      namespace holds it), EINVAL for an empty name or an index this namespace
+//                      does not see; renaming to the current name is a no-op.
 class RdmaNetlink {
 public:
     virtual ~RdmaNetlink() = default;
@@ -43,6 +47,7 @@ public:
     virtual void set_netns_mode(RdmaNetnsMode mode) = 0;              // SYS_SET
     virtual std::vector<RdmaDeviceInfo> devices() = 0;                // GET, dump
     virtual void move_device(std::uint32_t index, int netns_fd) = 0;  // SET + NET_NS_FD
+    virtual void rename_device(std::uint32_t index, const std::string& name) = 0;   // SET + DEV_NAME
 
     // Name -> index through devices(); nullopt when this namespace does not see it.
     std::optional<RdmaDeviceInfo> device_by_name(const std::string& name);
@@ -66,6 +71,8 @@ std::vector<std::uint8_t> encode_sys_get(std::uint32_t seq);
 std::vector<std::uint8_t> encode_sys_set(std::uint32_t seq, RdmaNetnsMode mode);
 std::vector<std::uint8_t> encode_get_dump(std::uint32_t seq);
 std::vector<std::uint8_t> encode_move(std::uint32_t seq, std::uint32_t index, std::uint32_t netns_fd);
+// `rdma dev set <dev> name <new>`: DEV_INDEX + DEV_NAME (NUL-terminated).
+std::vector<std::uint8_t> encode_rename(std::uint32_t seq, std::uint32_t index, const std::string& name);
 
 // Decoders for the payload of one reply message (attributes after the nlmsghdr). They ignore
 // attributes they do not know (kernels add new ones) and throw KernelError(EPROTO) when the

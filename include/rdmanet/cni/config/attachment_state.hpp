@@ -49,6 +49,16 @@ struct AttachmentState {
     // rdma.isolation: the RDMA device moved (or about to be moved) into the pod, by its host name;
     // empty when none. DEL moves it back only if the pod still owns it.
     std::string rdma_device;
+    // rdma.deviceName: the name it was given inside the pod, "" when it kept its host name.
+    // Recorded before the rename, so DEL and the node agent look for it under either name.
+    std::string rdma_device_pod_name;
+    // The RoCE v2 GIDs of the pod's addresses in that device's table at ADD
+    // ([{"address", "gid", "port", "index"}]), for CHECK and the device-info file.
+    nlohmann::json roce_gids = nlohmann::json::array();
+    // The RDMA device's name as the pod sees it.
+    const std::string& rdma_device_in_pod() const {
+        return rdma_device_pod_name.empty() ? rdma_device : rdma_device_pod_name;
+    }
     // ipoib: the link kind created for the pod ("ipoib"; a test stand-in's kind under fakes), so
     // that DEL deletes only what it created.
     std::string child_kind;

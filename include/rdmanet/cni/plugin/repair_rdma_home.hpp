@@ -4,7 +4,8 @@
 //
 // In exclusive RDMA netns mode the kernel returns a pod's RDMA device to the initial namespace
 // when the namespace is freed (the RDMA core's pernet exit moves the devices of a dying netns
-// back to init_net, keeping their names), at the same time as it hands back a physical netdev.
+// back to init_net, keeping their names: a device renamed by rdma.deviceName comes home under
+// the pod's name, and the repair's teardown renames it back), at the same time as it hands back a physical netdev.
 // A netns whose path is gone is not necessarily freed: a leftover process, an open fd or a bind
 // mount elsewhere keeps it, and with it the VF's netdev and RDMA device. Undoing the attachment
 // then would release the VF to the next pod while its devices sit in an unreachable namespace,

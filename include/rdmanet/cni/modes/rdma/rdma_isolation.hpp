@@ -19,6 +19,7 @@
 #include "rdmanet/cni/config/rdma_conf.hpp"
 #include "rdmanet/netns/namespace.hpp"
 #include "rdmanet/netns/rdma.hpp"
+#include "rdmanet/netns/rdma_gids.hpp"
 
 namespace rdmanet::cni {
 
@@ -28,6 +29,9 @@ struct RdmaAccess {
     // Opens RDMA netlink inside `ns` (a socket sees only its own namespace's devices in
     // exclusive mode, so the way back is opened inside the pod).
     std::function<std::unique_ptr<netns::RdmaNetlink>(const netns::NetNamespace& ns)> open_in;
+    // Reads the GID table of `device` as the namespace `ns` sees it (netns/rdma_gids.hpp); null =
+    // the real kernel's sysfs, mounted from inside `ns`.
+    std::function<netns::RdmaGidTable(const netns::NetNamespace& ns, const std::string& device)> gids_in;
 };
 const RdmaAccess& kernel_rdma_access();
 
@@ -72,7 +76,9 @@ struct RdmaFunction {
 // rebind (the device may have a new name) and BEFORE the netdev moves. Reads the netns mode,
 // and in exclusive mode moves the function's RDMA device into req.kernel.pod_ns; records its
 // name in req.state.rdma_device (saved through req.save_state before the move) and pushes the
-// move back on req.rollback. Throws Error when `required` cannot be met; with `auto` a failed
+// move back on req.rollback. With rdma.deviceName it then renames the device inside the pod
+// (recorded in req.state.rdma_device_pod_name first, undone on rollback); a name another device
+// of the node holds (EEXIST) is invalid_config. Throws Error when `required` cannot be met; with `auto` a failed
 // move is logged as a warning and ADD goes on. Touches nothing when the function has no RDMA
 // device and the policy is not `required`.
 void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function);
@@ -84,14 +90,22 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function);
 // happened (ADD's rollback then undoes the rest); `auto` logs a warning and forgets the device.
 void rdma_isolation_verify_owned(const AddRequest& req);
 
+// ADD, before anything changes (IPAM, devices): rdma.deviceName must not be taken by an RDMA
+// device the pod's namespace already sees (another rail renamed to it, or in shared mode any
+// device of the node). Throws Error invalid_config (7) naming the key.
+void rdma_device_name_precheck(const NetConf& conf, const netns::NetNamespace& pod_ns, const RdmaAccess* rdma);
+
 // ADD of a child backend (macvlan, ipoib) on `parent_netdev`: never moves anything. Throws Error
 // when the policy is `required` (a child cannot own its parent's RDMA device); in exclusive mode
-// with `auto` it logs a warning that the pod will not see the parent's RDMA device.
+// with `auto` it logs a warning that the pod will not see the parent's RDMA device. rdma.deviceName
+// is refused (invalid_config) for the same reason.
 void rdma_isolation_check_child(const AddRequest& req, const std::string& parent_netdev);
 
 // DEL: returns state->rdma_device to the host from a socket inside the pod namespace, when the
 // pod still owns it (exclusive mode, visible there). Nothing to do when the pod namespace is gone
-// (the kernel returned it) or nothing was moved. Throws KernelError only for real failures
+// (the kernel returned it) or nothing was moved. A device renamed by rdma.deviceName gets its
+// host name back first (inside the pod; or in the host, when the kernel already returned it
+// under the pod's name). Throws KernelError only for real failures
 // (EPERM ...), so that DEL is retried; never because something is already gone. Call it AFTER
 // the netdev has been returned.
 void rdma_isolation_del(const DelRequest& req);

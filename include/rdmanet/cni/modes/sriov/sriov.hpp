@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "rdmanet/cni/modes/sriov/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/modes/sriov/state.hpp"
@@ -140,6 +142,13 @@ void rebind_vf(const netns::Sysfs& sysfs, const std::string& pci, const std::str
 // otherwise), and nothing below that directory is followed if it is a symlink (code 5).
 void write_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path, const std::string& pci,
                        const std::string& pf_pci, const std::string& rdma_device);
+// The RDMA part of a device-info file written before (by write_device_info, or Multus' copy of
+// the device plugin's): pci.rdma-device = `rdma_device` (the name the pod sees) and the
+// extension pci.roce-gids = `roce_gids` ([{"address","gid","port","index"}], the RoCE v2 GID of
+// each pod address). Nothing is written when the file does not exist (no file was asked for, or
+// the device is not a PCI function). Same confinement and errors as write_device_info.
+void add_rdma_to_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path,
+                             const std::string& rdma_device, const nlohmann::json& roce_gids);
 // Missing is fine; a path outside `allowed_dirs` (recorded under another policy) is left alone
 // with a warning. Never throws: it runs in DEL and in rollbacks.
 void remove_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path);
