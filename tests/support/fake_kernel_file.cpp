@@ -188,7 +188,7 @@ void FakeKernelFile::update(const std::function<void(Model&)>& fn) const {
     // A device bound to a netdev (soft-RoCE) is deleted by its driver once that netdev has left
     // the caller's namespace (the plugin's and the test's: the initial one of this fake).
     model.rdma.netdev_in_init = [](const std::string& netdev) { return ::if_nametoindex(netdev.c_str()) != 0; };
-    model.rdma.on_deleted = [&](const std::string& device) { set_rdma_visible(device, pci_of[device], false); };
+    model.rdma.on_deleted = [&](const std::string& device) { set_rdma_visible(device, pci_of[index_of[device]], false); };
     model.rdma.reap_dead_namespaces(live_netns_ids());
 
     fn(model);

@@ -359,8 +359,12 @@ void rdma_isolation_verify_owned(const AddRequest& req) {
     const auto& access = access_of(req.kernel.rdma);
     auto pod_nl = access.open_in(req.kernel.pod_ns);
     auto host_nl = access.open_in(req.kernel.host_ns);
-    const bool in_pod = pod_nl->device_by_name(name).has_value();
-    const bool in_host = host_nl->device_by_name(name).has_value();
+    // With rdma.deviceName the pod knows the device by its new name; a device that went home or
+    // was re-created may carry either name.
+    const std::string& pod_name = req.state.rdma_device_in_pod();
+    const bool in_pod = pod_nl->device_by_name(pod_name).has_value();
+    const bool in_host = host_nl->device_by_name(name).has_value() ||
+                         (pod_name != name && host_nl->device_by_name(pod_name).has_value());
     if (in_pod && !in_host) {
         spdlog::debug("rdma isolation: the pod owns RDMA device {} at the end of ADD", name);
         return;
@@ -377,6 +381,7 @@ void rdma_isolation_verify_owned(const AddRequest& req) {
                     "rdma.isolation to \"auto\"");
     spdlog::warn("rdma isolation: {}; the pod gets the netdev without its RDMA device", what);
     req.state.rdma_device.clear();
+    req.state.rdma_device_pod_name.clear();
     req.save_state();
 }
 
