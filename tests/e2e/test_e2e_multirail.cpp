@@ -260,7 +260,7 @@ TEST_CASE("4 rails in one subnet on one L2: only the owning rail answers ARP", "
     CHECK(own_rules(fab.pod).empty());
 }
 
-TEST_CASE("8 rails added concurrently get 8 tables; DEL removes exactly one rail's routing",
+TEST_CASE("8 rails added concurrently get 8 tables, DEL removes exactly one rail's routing",
           "[e2e][macvlan][multirail]") {
     Workspace ws;
     Fabric fab;

@@ -39,7 +39,8 @@ mkdir -p "$cache"
 tarball=$cache/$suite-minbase.tar
 if [[ ! -s $tarball ]]; then
   echo "== making the Debian 11 ($suite) root filesystem with mmdebstrap (cached in $tarball)"
-  mmdebstrap --quiet --variant=minbase "$suite" "$tarball.part" http://deb.debian.org/debian
+  # --format=tar: mmdebstrap picks the format from the name, and "*.part" would make a directory.
+  mmdebstrap --quiet --variant=minbase --format=tar "$suite" "$tarball.part" http://deb.debian.org/debian
   mv "$tarball.part" "$tarball"
 fi
 

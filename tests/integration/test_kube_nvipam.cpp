@@ -184,7 +184,7 @@ TEST_CASE("nv-ipam CIDRPool /31 (peer as gateway, and both addresses without one
     CHECK(again.json["ips"][0]["address"] == "10.30.0.2/24");   // released by the DEL
 }
 
-TEST_CASE("nv-ipam: exclusions and perNodeExclusions are never handed out; a full block is a clear error",
+TEST_CASE("nv-ipam: exclusions and perNodeExclusions are never handed out, a full block is a clear error",
           "[kube][integration][nvipam]") {
     TestApiServer server;
     Env env(server);

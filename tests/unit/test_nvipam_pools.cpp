@@ -328,7 +328,7 @@ TEST_CASE("nv-ipam nodeSelector: In, NotIn, Exists, DoesNotExist, Gt, Lt, matchF
     CHECK_FALSE(matches(NodeSelector{{SelectorTerm{}}}, {{"a", "b"}}, "n"));   // an empty term matches nothing
 }
 
-TEST_CASE("nv-ipam status: written sorted by node name in nv-ipam's shape; bad entries skipped on read", "[nvipam]") {
+TEST_CASE("nv-ipam status: written sorted by node name in nv-ipam's shape, bad entries skipped on read", "[nvipam]") {
     Pool p = parse_pool(cidrpool({{"cidr", "10.0.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}},
                                  {{{"nodeName", "b"}, {"prefix", "10.0.0.0/24"}, {"gateway", "10.0.0.1"}},
                                   {{"nodeName", "c"}, {"prefix", "garbage"}},
@@ -345,7 +345,7 @@ TEST_CASE("nv-ipam status: written sorted by node name in nv-ipam's shape; bad e
           json::parse(R"([{"nodeName":"z","startIP":"10.0.0.1","endIP":"10.0.0.10"}])"));
 }
 
-TEST_CASE("nv-ipam CNI keys: poolName list, poolType, poolNamespace; typos and mixes are code 7", "[nvipam]") {
+TEST_CASE("nv-ipam CNI keys: poolName list, poolType, poolNamespace, typos and mixes are code 7", "[nvipam]") {
     const IpamConfig c = parse_ipam_config({{"type", "rdmanet-ipam"}, {"poolName", "rail1-v4, rail1-v6"},
                                             {"poolType", "cidrpool"}, {"poolNamespace", "nvidia-network-operator"}});
     CHECK(c.nv.enabled);
