@@ -40,24 +40,7 @@ void Rtnl::add_address(int index, const base::IpNetwork& address, bool nodad) {
 
 std::vector<base::IpNetwork> Rtnl::addresses(int index) {
     std::vector<base::IpNetwork> result;
-    impl_->dump(
-        "dump addresses of link #" + std::to_string(index),
-        [] {
-            ifaddrmsg ifa{};
-            ifa.ifa_family = AF_UNSPEC;
-            return detail::new_message(RTM_GETADDR, NLM_F_DUMP, &ifa, sizeof ifa);
-        },
-        [&] { result.clear(); },
-        [&](nl_msg* reply) {
-            if (nlmsg_hdr(reply)->nlmsg_type != RTM_NEWADDR) return;
-            // Cheap filter on the fixed header before libnl builds an object.
-            const auto* ifa = static_cast<const ifaddrmsg*>(nlmsg_data(nlmsg_hdr(reply)));
-            if (static_cast<int>(ifa->ifa_index) != index) return;
-            NlObjPtr<rtnl_addr> addr = detail::parse_as<rtnl_addr>(reply, "RTM_NEWADDR");
-            // libnl reports IPv6's lone IFA_ADDRESS as the local address too.
-            auto ip = detail::ip_from_nl_addr(rtnl_addr_get_local(addr.get()));
-            if (ip) result.push_back(base::IpNetwork{*ip, rtnl_addr_get_prefixlen(addr.get())});
-        });
+    for (const AddressState& state : address_states(index)) result.push_back(state.address);
     return result;
 }
 
@@ -73,9 +56,11 @@ std::vector<AddressState> Rtnl::address_states(int index) {
         [&] { result.clear(); },
         [&](nl_msg* reply) {
             if (nlmsg_hdr(reply)->nlmsg_type != RTM_NEWADDR) return;
+            // Cheap filter on the fixed header before libnl builds an object.
             const auto* ifa = static_cast<const ifaddrmsg*>(nlmsg_data(nlmsg_hdr(reply)));
             if (static_cast<int>(ifa->ifa_index) != index) return;
             NlObjPtr<rtnl_addr> addr = detail::parse_as<rtnl_addr>(reply, "RTM_NEWADDR");
+            // libnl reports IPv6's lone IFA_ADDRESS as the local address too.
             auto ip = detail::ip_from_nl_addr(rtnl_addr_get_local(addr.get()));
             if (!ip) return;
             // libnl reads IFA_FLAGS (32 bits) when present, else the header's 8 bits.
