@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "rdmanet/cni/ctl/admin.hpp"
 
@@ -83,6 +84,11 @@ std::string collection_path(const json& obj) {
 
 const char* const kWhereaboutsPlurals[] = {"ippools", "overlappingrangeipreservations", "nodeslicepools"};
 const std::string kWhereabouts = "/apis/whereabouts.cni.cncf.io/v1alpha1";
+// nv-ipam's pools: rdmanet-ipam's other datastore (ipam.poolName). Their CRDs are in deploy/crds/
+// but outside kustomization.yaml (a cluster with nv-ipam has them already); the test server
+// applies them too.
+const char* const kNvIpamPlurals[] = {"ippools", "cidrpools"};
+const std::string kNvIpam = "/apis/nv-ipam.nvidia.com/v1alpha1";
 
 }  // namespace
 
@@ -236,7 +242,8 @@ void RealApiServer::apply_project_manifests(bool crds) const {
     create_from_yaml(deploy + "/namespace.yaml");
     if (crds) {
         for (const char* f : {"whereabouts.cni.cncf.io_ippools.yaml", "whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml",
-                              "whereabouts.cni.cncf.io_nodeslicepools.yaml"})
+                              "whereabouts.cni.cncf.io_nodeslicepools.yaml", "nv-ipam.nvidia.com_ippools.yaml",
+                              "nv-ipam.nvidia.com_cidrpools.yaml"})
             create_from_yaml(deploy + "/crds/" + f);
     }
     create_from_yaml(deploy + "/rbac.yaml");
@@ -248,10 +255,12 @@ void RealApiServer::apply_project_manifests(bool crds) const {
         }
     };
     if (crds) {
-        for (const char* plural : kWhereaboutsPlurals) {
-            wait_for(std::string(plural) + " CRD not Established", [&] {
-                auto r = request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + std::string(plural) +
-                                            ".whereabouts.cni.cncf.io");
+        std::vector<std::string> crd_names;
+        for (const char* plural : kWhereaboutsPlurals) crd_names.push_back(std::string(plural) + ".whereabouts.cni.cncf.io");
+        for (const char* plural : kNvIpamPlurals) crd_names.push_back(std::string(plural) + ".nv-ipam.nvidia.com");
+        for (const std::string& crd : crd_names) {
+            wait_for(crd + " CRD not Established", [&] {
+                auto r = request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd);
                 if (r.status != 200) return false;
                 for (const auto& c : r.body["status"].value("conditions", json::array()))
                     if (c.value("type", "") == "Established" && c.value("status", "") == "True") return true;
@@ -263,6 +272,9 @@ void RealApiServer::apply_project_manifests(bool crds) const {
         std::this_thread::sleep_for(std::chrono::seconds(2));
         wait_for("RBAC does not grant the rdmanet service account its IPPools", [&] {
             return request_as(rdmanet_token_, "GET", kWhereabouts + "/namespaces/kube-system/ippools").status == 200;
+        });
+        wait_for("RBAC does not grant the rdmanet service account nv-ipam's CIDRPools", [&] {
+            return request_as(rdmanet_token_, "GET", kNvIpam + "/namespaces/kube-system/cidrpools").status == 200;
         });
     }
     wait_for("RBAC does not grant the rdmanet service account its nodes", [&] {
@@ -303,6 +315,7 @@ void RealApiServer::reset() const {
         }
     };
     for (const char* plural : kWhereaboutsPlurals) delete_all(kWhereabouts + "/" + plural, kWhereabouts);
+    for (const char* plural : kNvIpamPlurals) delete_all(kNvIpam + "/" + plural, kNvIpam);
     delete_all("/api/v1/pods", "/api/v1");
     delete_all("/api/v1/nodes", "/api/v1");
 }
@@ -330,7 +343,7 @@ std::map<std::string, long> RealApiServer::request_counts() const {
         const std::string text = m[1];
         for (auto it = std::sregex_iterator(text.begin(), text.end(), label); it != std::sregex_iterator(); ++it)
             labels[(*it)[1]] = (*it)[2];
-        const bool counted = labels["group"] == "whereabouts.cni.cncf.io" ||
+        const bool counted = labels["group"] == "whereabouts.cni.cncf.io" || labels["group"] == "nv-ipam.nvidia.com" ||
                              (labels["group"].empty() && (labels["resource"] == "pods" || labels["resource"] == "nodes"));
         const auto verb = method.find(labels["verb"]);
         if (!counted || verb == method.end()) continue;

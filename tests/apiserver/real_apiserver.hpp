@@ -13,7 +13,7 @@
 // (system:serviceaccount:rdmanet-system:rdmanet) and one RBAC grants nothing (forbidden_token()); kube-apiserver on a free port of 127.0.0.1 with
 // RBAC on and only the NamespaceLifecycle admission plugin (ServiceAccount admission would refuse
 // every pod without a controller-manager). Once /readyz answers, deploy/namespace.yaml,
-// deploy/crds/*.yaml and deploy/rbac.yaml are created, the CRDs waited on until Established and
+// deploy/crds/*.yaml (nv-ipam's too, which kustomization.yaml leaves out) and deploy/rbac.yaml are created, the CRDs waited on until Established and
 // the service account's access until RBAC grants it. Both processes are stopped by PID when the
 // object goes away and get SIGKILL should the test process die first.
 //
@@ -90,10 +90,11 @@ public:
     void create_from_yaml(const std::string& path) const;
 
     // Back to the state after start: every IPPool, OverlappingRangeIPReservation and NodeSlicePool,
-    // pod and node deleted (namespaces stay). For test cases sharing one server.
+    // nv-ipam IPPool and CIDRPool, pod and node deleted (namespaces stay). For test cases sharing one server.
     void reset() const;
 
-    // Requests served so far on whereabouts' resources, pods and nodes, by method as the in-repo
+    // Requests served so far on whereabouts' and nv-ipam's resources (status included), pods and
+    // nodes, by method as the in-repo
     // server counts them (a list or watch is a GET), from the server's own apiserver_request_total
     // in /metrics; the admin's requests are counted too. Compare before and after an operation.
     std::map<std::string, long> request_counts() const;

@@ -3,7 +3,7 @@
 // the in-repo TestApiServer (default; a fresh one per test case) or, with
 // RDMANET_TEST_APISERVER=real, the process's one real kube-apiserver + etcd
 // (RealApiServer::shared(), reset to empty at each test case: its IPPools, reservations, node
-// slice pools, pods and nodes deleted). Test cases that need what only the in-repo server can do
+// slice pools, nv-ipam pools, pods and nodes deleted). Test cases that need what only the in-repo server can do
 // (fault injection, outages, freezing) take TestApiServer directly and carry the [inrepo] tag;
 // the real-server ctest entries run "~[inrepo]".
 #include <map>
@@ -36,7 +36,7 @@ public:
     }
     void ensure_namespace(const std::string& ns) const override { server_->ensure_namespace(ns); }
 
-    // Requests served so far on whereabouts' resources, pods and nodes, by HTTP method, and their
+    // Requests served so far on whereabouts' and nv-ipam's resources, pods and nodes, by HTTP method, and their
     // total ("requests"), in the shape of the in-repo server's /_test/stats: {"requests":N,
     // "by_method":{"GET":..}}. The real server counts from its /metrics (lists and watches as GET).
     json stats() const;
