@@ -26,11 +26,11 @@ EOF
 }
 # drive <verb> <conflist> <netns-name> <container-id>: one libcni call (result or error on stdout).
 drive() {
-  RDMANET_POLICY_FILE=$LAB_POLICY cni-driver "$1" --conflist "$2" --netns "/run/netns/$3" --ifname net1 \
+  RDMANET_POLICY_FILE=$LAB_POLICY cni-driver "$1" --conflist "$2" --netns "/run/netns/$3" --ifname "${LAB_IFNAME:-net1}" \
     --container-id "$4" --cni-path "$BUILD_DIR/bin" --cache-dir /lab/cache
 }
 attach() { _r=$(drive add "$@") || { echo "$_r"; return 1; }; echo "$_r"; }
-pod_ipv4() { ip -n "$1" -4 -o addr show dev net1 | awk '{print $4}' | cut -d/ -f1 | head -n1; }
+pod_ipv4() { ip -n "$1" -4 -o addr show dev "${2:-net1}" | awk '{print $4}' | cut -d/ -f1 | head -n1; }
 has_ipv4() { [ -n "$(pod_ipv4 "$1")" ]; }
 
 # The RoCE v2 GID of an IPv4 address as sysfs prints it (::ffff:a.b.c.d), and the index of the
@@ -212,6 +212,80 @@ check "shared macvlan: DEL p4 through libcni" drive del /lab/conf/mv.conflist p4
 ip netns del p3
 ip netns del p4
 ip link del mvl0
+
+# ---- 3b. multi-rail: 2 pods x 2 rails, policyRouting, rxe per rail ------------------------------
+
+# Each rail is its own L2 (a veth pair, one end per pod, hostdev) and subnet; pod p5 gets ra0 as
+# net1 and rb0 as net2, p6 gets ra1 and rb1. rdmanet installs a table and a `from <addr>` rule per
+# attachment; rdma_cm resolves the peer through the pod's routing, so each rail's RoCE traffic must
+# leave through that rail's interface.
+ip link add ra0 type veth peer name ra1
+ip link add rb0 type veth peer name rb1
+ip netns add p5
+ip netns add p6
+conflist /lab/conf/mr-a5.conflist lab73-ra 10.84.0.0/24 '"mode":"hostdev","device":"ra0","policyRouting":true' auto
+conflist /lab/conf/mr-a6.conflist lab73-ra 10.84.0.0/24 '"mode":"hostdev","device":"ra1","policyRouting":true' auto
+conflist /lab/conf/mr-b5.conflist lab73-rb 10.84.1.0/24 '"mode":"hostdev","device":"rb0","policyRouting":true' auto
+conflist /lab/conf/mr-b6.conflist lab73-rb 10.84.1.0/24 '"mode":"hostdev","device":"rb1","policyRouting":true' auto
+attach_if() { LAB_IFNAME=$1; shift; attach "$@"; _r=$?; LAB_IFNAME=net1; return $_r; }
+drive_del_if() { LAB_IFNAME=$1; shift; drive del "$@"; _r=$?; LAB_IFNAME=net1; return $_r; }
+check "multi-rail: ADD rail a (ra0) into p5 as net1, policyRouting" attach_if net1 /lab/conf/mr-a5.conflist p5 c-p5
+check "multi-rail: ADD rail b (rb0) into p5 as net2, policyRouting" attach_if net2 /lab/conf/mr-b5.conflist p5 c-p5
+check "multi-rail: ADD rail a (ra1) into p6 as net1, policyRouting" attach_if net1 /lab/conf/mr-a6.conflist p6 c-p6
+check "multi-rail: ADD rail b (rb1) into p6 as net2, policyRouting" attach_if net2 /lab/conf/mr-b6.conflist p6 c-p6
+A5=$(pod_ipv4 p5 net1) B5=$(pod_ipv4 p5 net2) A6=$(pod_ipv4 p6 net1) B6=$(pod_ipv4 p6 net2)
+echo "LAB-INFO: multi-rail: p5 net1 $A5 net2 $B5, p6 net1 $A6 net2 $B6"
+for _pod in p5 p6; do ip -n "$_pod" rule show | sed "s/^/LAB-INFO: multi-rail: $_pod rule: /"; done
+# Rule and route per rail: `from <rail addr>` rule, and the lookup from that address picks the rail.
+for _t in "p5 net1 $A5 $A6" "p5 net2 $B5 $B6" "p6 net1 $A6 $A5" "p6 net2 $B6 $B5"; do
+  set -- $_t
+  check "multi-rail: $1 has a 'from $3 lookup' rule for $2" output_has "from $3 lookup" ip -n "$1" rule show
+  check "multi-rail: $1: ip route get $4 from $3 picks $2" output_has "dev $2" ip -n "$1" route get "$4" from "$3"
+  _tab=$(ip -n "$1" rule show | awk -v a="$3" '$2 == "from" && $3 == a {print $5; exit}')
+  check "multi-rail: $1: table ${_tab:-?} of the $3 rule routes through $2" \
+    output_has "dev $2" ip -n "$1" route show table "${_tab:-none}"
+done
+for _t in "p5 net1 a $A5" "p5 net2 b $B5" "p6 net1 a $A6" "p6 net2 b $B6"; do
+  set -- $_t
+  check "multi-rail: rdma link add rxe_$1$3 type rxe netdev $2, inside $1" \
+    ip netns exec "$1" rdma link add "rxe_$1$3" type rxe netdev "$2"
+  check "multi-rail: rxe_$1$3's GID table holds $4 (rail $3) as RoCE v2" retry 10 has_gid "rxe_$1$3" "$4"
+done
+if_bytes() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3_bytes"; } # <pod> <if> <tx|rx>
+# rail_traffic <rail> <used-if> <other-if> <server-ip>: ib_write_bw -R 64 KiB x 20 from p6 (client)
+# to p5 (server) over rail <rail>'s rxe devices; the client's tx and the server's rx bytes on the
+# used interface grow by at least the payload, the other rail's by under a tenth of it.
+rail_traffic() {
+  _rail=$1 _used=$2 _other=$3 _ip=$4 _payload=$((65536 * 20))
+  _ct0=$(if_bytes p6 "$_used" tx) _co0=$(if_bytes p6 "$_other" tx)
+  _sr0=$(if_bytes p5 "$_used" rx) _so0=$(if_bytes p5 "$_other" rx)
+  run_pair p5 p6 ib_write_bw -R -F -d "rxe_p5$_rail" -s 65536 -n 20 -- \
+    ib_write_bw -R -F -d "rxe_p6$_rail" -s 65536 -n 20 "$_ip" || return 1
+  bw_line_ok /tmp/cli.out 65536 20 || return 1
+  _ct=$(($(if_bytes p6 "$_used" tx) - _ct0)) _co=$(($(if_bytes p6 "$_other" tx) - _co0))
+  _sr=$(($(if_bytes p5 "$_used" rx) - _sr0)) _so=$(($(if_bytes p5 "$_other" rx) - _so0))
+  echo "payload $_payload; p6 tx: $_used +$_ct, $_other +$_co; p5 rx: $_used +$_sr, $_other +$_so"
+  echo "LAB-INFO: multi-rail rail $_rail: payload $_payload; p6 tx $_used +$_ct $_other +$_co; p5 rx $_used +$_sr $_other +$_so" >"/tmp/mr-$_rail.info"
+  [ "$_ct" -ge "$_payload" ] && [ "$_sr" -ge "$_payload" ] &&
+    [ "$_co" -lt $((_payload / 10)) ] && [ "$_so" -lt $((_payload / 10)) ]
+}
+check "multi-rail: rail a: ib_write_bw -R 64 KiB x 20 p6 -> $A5 leaves through net1 (tx/rx counters), not net2" \
+  rail_traffic a net1 net2 "$A5"
+check "multi-rail: rail b: ib_write_bw -R 64 KiB x 20 p6 -> $B5 leaves through net2 (tx/rx counters), not net1" \
+  rail_traffic b net2 net1 "$B5"
+cat /tmp/mr-a.info /tmp/mr-b.info 2>/dev/null
+for _d in p5a p5b; do ip netns exec p5 rdma link delete "rxe_$_d" 2>/dev/null; done
+for _d in p6a p6b; do ip netns exec p6 rdma link delete "rxe_$_d" 2>/dev/null; done
+check "multi-rail: DEL p5 net2" drive_del_if net2 /lab/conf/mr-b5.conflist p5 c-p5
+check "multi-rail: DEL p5 net1" drive_del_if net1 /lab/conf/mr-a5.conflist p5 c-p5
+check "multi-rail: DEL p6 net2" drive_del_if net2 /lab/conf/mr-b6.conflist p6 c-p6
+check "multi-rail: DEL p6 net1" drive_del_if net1 /lab/conf/mr-a6.conflist p6 c-p6
+check "multi-rail: DEL removed p5's rail rules" output_lacks "from 10.84." ip -n p5 rule show
+check "multi-rail: DEL removed p6's rail rules" output_lacks "from 10.84." ip -n p6 rule show
+ip netns del p5
+ip netns del p6
+ip link del ra0 2>/dev/null
+ip link del rb0 2>/dev/null
 
 # ---- 4. exclusive mode --------------------------------------------------------------------------
 
