@@ -25,8 +25,9 @@ TEST_CASE("with_netns_sysfs shows the namespace's own class entries, privately",
     std::vector<std::string> seen;
     netns::with_netns_sysfs(hp.pod_ns, [&](const netns::Sysfs& sysfs) {
         seen = netns::sorted_entry_names(sysfs.root() + "/class/net");
-        // A GID table read through the same view: no RDMA device here, so none exists.
-        CHECK_FALSE(netns::read_gid_table(sysfs, "rxe0").exists);
+        // A GID table read through the same view: a device no node has, so none exists (a real
+        // name such as rxe0 would be seen here in shared RDMA netns mode, from every namespace).
+        CHECK_FALSE(netns::read_gid_table(sysfs, "rdmanet-none0").exists);
     });
     CHECK(std::find(seen.begin(), seen.end(), veth.name_a()) != seen.end());
     CHECK(std::find(seen.begin(), seen.end(), "lo") != seen.end());

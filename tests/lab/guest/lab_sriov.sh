@@ -400,6 +400,11 @@ if [ -x /lab/fp-bin/rdmanet ] && [ -s /lab/failpoints ]; then
       add_after_slice_publish)
         check "sriov failpoint $step: a Kubernetes-store step, not reached with the local store: the armed ${step%%_*} runs to the end, DEL restores VF 0, netdevs, device-info, pool, state" \
           failpoint_then_del "$step" "c-fp$_n" 0 ;;
+      # Reached only when the attachment changes routing or sysctls in the pod (policyRouting,
+      # sysctl); this walk's network sets neither (the e2e walks run it with policyRouting on).
+      add_after_pod_record)
+        check "sriov failpoint $step: a pod-routing step, not reached without policyRouting or sysctl: the armed add runs to the end, DEL restores VF 0, netdevs, device-info, pool, state" \
+          failpoint_then_del "$step" "c-fp$_n" 0 ;;
       *)
         check "sriov failpoint $step: the armed ${step%%_*} is killed there; DEL, DEL again: VF 0, netdevs, device-info, pool, state as before" \
           failpoint_then_del "$step" "c-fp$_n" 1 ;;
