@@ -48,20 +48,29 @@ std::string base64(const std::string& in) {
 
 }  // namespace
 
+// In a forked child: stdout and stderr to `log` (appended), then exec argv; never returns.
+// search_path: look argv[0] up in PATH (execvp) instead of taking it as a path (execv).
+[[noreturn]] static void exec_logged_child(const std::vector<std::string>& argv, const std::string& log, bool search_path) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (search_path)
+        execvp(args[0], args.data());
+    else
+        execv(args[0], args.data());
+    _exit(127);
+}
+
 void run_or_throw(const std::vector<std::string>& argv, const std::string& log) {
     const pid_t pid = fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
-        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        std::vector<char*> args;
-        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        _exit(127);
+        exec_logged_child(argv, log, true);
     }
     int status = 0;
     waitpid(pid, &status, 0);
@@ -77,16 +86,7 @@ pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log)
     if (pid == 0) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) _exit(127);   // the parent died before prctl
-        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        std::vector<char*> args;
-        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execv(args[0], args.data());
-        _exit(127);
+        exec_logged_child(argv, log, false);
     }
     return pid;
 }
