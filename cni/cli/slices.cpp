@@ -80,7 +80,7 @@ ApiView read_api(const ipam::kube::KubeConfig& config, std::chrono::milliseconds
     ApiView view;
     auto list = [&](std::string_view plural) {
         const std::string path = collection_path(config.namespace_, plural);
-        const HttpResponse r = api.call("GET", path);
+        const HttpResponse r = api.call("GET", path, {}, "application/json", RequestOptions{{}, false, kMaxListBody});
         if (r.status != 200) api.fail("GET " + path, r);
         const json body = json::parse(r.body, nullptr, false);
         if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) {

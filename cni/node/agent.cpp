@@ -22,6 +22,7 @@
 #include "rdmanet/cni/node/pod_scope.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/access_denied_record.hpp"
+#include "rdmanet/ipam/kube/kube_store.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
 #include "rdmanet/ipam/nvipam/node_block.hpp"
 #include "rdmanet/base/fd.hpp"
@@ -73,6 +74,7 @@ public:
         }
         if (kube_config_) {
             publish_slice_backlog();
+            finish_deferred_releases();
             recheck_slices();
             refresh_nv_blocks();
         }
@@ -140,6 +142,22 @@ private:
                 err_ << "agent: nv-ipam " << line << '\n';
         } catch (const std::exception& e) {
             err_ << "agent: re-reading nv-ipam pools: " << e.what() << '\n';
+        }
+    }
+
+    // Single-pool mode: releases a DEL could not have the API server take (no answer in its
+    // budget, a refusal) wait in the node's backlog; every pass finishes them, oldest first.
+    void finish_deferred_releases() {
+        try {
+            const auto r = ipam::kube::finish_deferred_releases(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget);
+            metrics_.record_deferred_releases(r.published, r.remaining);
+            if (r.published > 0) out_ << "finished " << r.published << " release(s) DEL had deferred\n";
+            if (r.access_denied) ++refused_;
+            if (!r.error.empty())
+                err_ << "agent: error: " << r.remaining << " release(s) deferred by DEL still wait for the API server: "
+                     << r.error << '\n';
+        } catch (const std::exception& e) {
+            err_ << "agent: finishing deferred releases: " << e.what() << '\n';
         }
     }
 

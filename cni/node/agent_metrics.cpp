@@ -52,6 +52,11 @@ void AgentMetrics::record_slice_publish(int published, int remaining, std::size_
     slice_pending_ = static_cast<std::uint64_t>(remaining);
 }
 
+void AgentMetrics::record_deferred_releases(int finished, int remaining) {
+    deferred_finished_ += static_cast<std::uint64_t>(finished);
+    deferred_pending_ = static_cast<std::uint64_t>(remaining);
+}
+
 void AgentMetrics::record_kube_access(int refused, bool node_record) {
     access_refused_total_ += static_cast<std::uint64_t>(refused);
     access_denied_ = refused > 0 || node_record;
@@ -99,6 +104,13 @@ std::string AgentMetrics::render(const std::vector<PoolUsage>& pools) const {
     t.family("rdmanet_slice_backlog_changes", "gauge",
              "Node-slice changes still waiting for the API server after the agent's last pass.");
     t.sample("rdmanet_slice_backlog_changes", {}, static_cast<double>(slice_pending_));
+    t.family("rdmanet_ipam_deferred_releases", "gauge",
+             "Single-pool IPAM releases a DEL left to the agent (the API server did not take them) still "
+             "waiting after the agent's last pass.");
+    t.sample("rdmanet_ipam_deferred_releases", {}, static_cast<double>(deferred_pending_));
+    t.family("rdmanet_ipam_deferred_releases_finished_total", "counter",
+             "Single-pool IPAM releases deferred by DEL that the agent finished.");
+    t.sample("rdmanet_ipam_deferred_releases_finished_total", {}, static_cast<double>(deferred_finished_));
     t.family("rdmanet_kube_access_denied", "gauge",
              "1 while the Kubernetes API server refuses this node's credentials or permissions (401/403) in "
              "the agent's last pass or the node's last node-slice CNI call: fix the kubeconfig or the RBAC.");

@@ -99,6 +99,11 @@ void embedded_ipam_del(const NetConf& conf, const Environment& env, const NodePo
             // doctor and the agent's metrics).
             spdlog::error("rdmanet-ipam: {}", e.msg);
             return;
+        } catch (const ipam::ReleaseDeferred& e) {
+            // Single-pool mode: the API server did not take the release within DEL's budget; it is
+            // recorded for the node agent, and the runtime retrying DEL would wait just the same.
+            spdlog::error("rdmanet-ipam: {}", e.msg);
+            return;
         }
         spdlog::info("rdmanet-ipam: released {} {}", env.container_id, env.ifname);
     });
@@ -113,9 +118,13 @@ void embedded_ipam_gc(const NetConf& conf, const Environment& env, const NodePol
     translating_errors([&] {
         std::vector<ipam::AttachmentId> valid;
         for (const auto& a : *conf.valid_attachments) valid.push_back({a.container_id, a.ifname});
-        for (const auto& released : ipam::gc(ipam_config(conf, env, policy, ipam::Strictness::lenient), conf.name, valid))
-            spdlog::info("rdmanet-ipam GC: released {} of {} {}", released.ip.str(), released.owner.container_id,
-                         released.owner.ifname);
+        try {
+            for (const auto& released : ipam::gc(ipam_config(conf, env, policy, ipam::Strictness::lenient), conf.name, valid))
+                spdlog::info("rdmanet-ipam GC: released {} of {} {}", released.ip.str(), released.owner.container_id,
+                             released.owner.ifname);
+        } catch (const ipam::ReleaseDeferred& e) {
+            spdlog::error("rdmanet-ipam GC: {}", e.msg);
+        }
     });
 }
 

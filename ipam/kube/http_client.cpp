@@ -22,10 +22,10 @@ struct HttpClient::Impl {
     long connects = 0;
 
     // One exchange on `connection`; the parsed answer, or TransportError.
-    HttpResponse exchange(const std::string& request, bool discard_success, Clock::time_point deadline,
+    HttpResponse exchange(const std::string& request, const RequestOptions& options, Clock::time_point deadline,
                           bool& answer_started) {
         connection->write_all(request, deadline);
-        ResponseParser parser(discard_success);
+        ResponseParser parser(options.discard_success_body, options.max_body);
         std::array<char, 16 * 1024> buf;
         try {
             while (!parser.done()) {
@@ -59,6 +59,10 @@ HttpClient::HttpClient(const KubeConfig& config) : impl_(std::make_unique<Impl>(
         impl_->url = parse_server_url(config.server);
     } catch (const std::invalid_argument& e) {
         config_error(config.source + ": server " + config.server + ": " + e.what());
+    }
+    if (!header_value_safe(config.token)) {
+        config_error(config.source + ": the bearer token contains a control character (CR, LF, ...), which would "
+                                     "end the Authorization header: refused (check the token's file for stray bytes)");
     }
     if (!impl_->url.tls && !config.token.empty()) {
         config_error(config.source + ": refusing to send a bearer token over plain http to " + config.server);
@@ -98,7 +102,7 @@ HttpResponse HttpClient::send(std::string_view method, const std::string& path, 
         }
         bool answer_started = false;
         try {
-            return s.exchange(request, options.discard_success_body, deadline, answer_started);
+            return s.exchange(request, options, deadline, answer_started);
         } catch (const TransportError& e) {
             s.connection.reset();
             const bool silent_close = e.kind == TransportFailure::send || e.kind == TransportFailure::receive ||

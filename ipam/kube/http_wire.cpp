@@ -25,11 +25,20 @@ std::string_view trim_header_space(std::string_view s) {
     return s;
 }
 
+std::string too_large(std::size_t limit, const std::string& got) {
+    return "a body larger than " + std::to_string(limit >> 20) + " MiB (" + got + "), more than any answer to this "
+           "request holds (etcd stores at most 1.5 MiB per object): refused unread";
+}
+
 bool all_digits(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 }  // namespace
+
+bool header_value_safe(std::string_view value) {
+    return std::none_of(value.begin(), value.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
 
 std::string ServerUrl::host_header() const {
     const std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
@@ -39,6 +48,8 @@ std::string ServerUrl::host_header() const {
 
 ServerUrl parse_server_url(std::string_view url) {
     ServerUrl u;
+    // The host and path go into the Host header and the request line.
+    if (!header_value_safe(url)) throw std::invalid_argument("the server URL contains a control character (CR, LF, ...)");
     if (url.starts_with("https://")) {
         url.remove_prefix(8);
     } else if (url.starts_with("http://")) {
@@ -135,6 +146,15 @@ std::size_t ResponseParser::feed(std::string_view data) {
             }
             pending_.append(rest.substr(0, nl));
             used += nl + 1;
+            // Framing lines count too: toward the headers' bound before the body, the body's after
+            // (an endless run of empty chunks or trailers is as unbounded as an endless body).
+            if (state_ == State::status_line || state_ == State::headers) {
+                header_bytes_ += pending_.size() + 1;
+                if (header_bytes_ > kMaxHeaderBytes) throw ProtocolError("status and header lines longer than 1 MiB in all");
+            } else {
+                body_bytes_ += pending_.size() + 1;
+                if (body_bytes_ > max_body_) throw ProtocolError(too_large(max_body_, "chunked"));
+            }
             std::string text = std::move(pending_);
             pending_.clear();
             if (!text.empty() && text.back() == '\r') text.pop_back();
@@ -155,6 +175,7 @@ void ResponseParser::line(std::string_view text) {
         if (code.size() != 3 || !all_digits(code)) throw ProtocolError("a status line without a status code");
         http10_ = text.substr(0, sp) == "HTTP/1.0";
         response_ = ParsedResponse{};
+        body_bytes_ = 0;
         response_.status = std::stol(std::string(code));
         response_.keep_alive = !http10_;
         chunked_ = false;
@@ -234,6 +255,7 @@ void ResponseParser::headers_done() {
         state_ = State::chunk_size;
     } else if (content_length_) {
         remaining_ = *content_length_;
+        if (remaining_ > max_body_) throw ProtocolError(too_large(max_body_, "Content-Length " + std::to_string(remaining_)));
         if (keep_body_) response_.body.reserve(static_cast<std::size_t>(std::min(remaining_, kMaxReserve)));
         state_ = remaining_ == 0 ? State::done : State::body_length;
     } else {
@@ -243,6 +265,8 @@ void ResponseParser::headers_done() {
 }
 
 void ResponseParser::append_body(std::string_view data) {
+    body_bytes_ += data.size();
+    if (body_bytes_ > max_body_) throw ProtocolError(too_large(max_body_, "more"));
     if (keep_body_) response_.body.append(data);
 }
 

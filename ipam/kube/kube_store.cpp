@@ -21,6 +21,8 @@
 #include "rdmanet/ipam/core/runs.hpp"
 #include "rdmanet/ipam/kube/size_limit.hpp"
 #include "rdmanet/ipam/kube/response_json.hpp"
+#include "rdmanet/ipam/kube/slice_backlog.hpp"
+#include "rdmanet/ipam/kube/slice_publisher.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -195,6 +197,9 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
     const PoolKey key = request.pool();
     const Owner& owner = request.owner;
     journal_add(request.network, {owner.container_id, owner.ifname});
+    // A release DEL left for the agent is this attachment's: the ADD takes its entry over (it
+    // re-uses what the pool still holds for it), so the record must not release it later.
+    drop_deferred({owner.container_id, owner.ifname});
     // Decisions need every taken offset but only this attachment's own entries.
     const EntrySelector mine{owner.container_id, owner.podref, owner.ifname};
     MemoryRuns foreign;   // offsets whose reservation another pod holds (an overlapping pool has them)
@@ -289,26 +294,91 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
 
 std::vector<Allocation> KubeStore::release(std::span<const PoolKey> pools, const AttachmentId& attachment) {
     std::vector<Allocation> released;
-    const EntrySelector mine{attachment.container_id, {}, attachment.ifname};
+    std::string deferred;   // why the API server did not take a pool's release (recorded for the agent)
     for (const PoolKey& key : pools) {
-        for (int attempt = 0;; ++attempt) {
-            auto pool = read_pool(key, &mine);
-            if (!pool) break;
-            const auto entries = pool->held_by_attachment(attachment);
-            if (entries.empty()) break;
-            // Reservations first: see kube_store.hpp (a crash in between leaves what DEL finds).
-            for (const auto& [offset, owner] : entries) drop_reservation(key.network_name, address_of(key, offset), owner);
-            base::failpoint(base::Failpoint::del_after_reservation_drop);
-            std::vector<PoolChange> changes;
-            for (const auto& entry : entries) changes.push_back({entry.first, std::nullopt, entry.second});
-            if (patch_pool(*pool, changes)) {
-                for (const auto& [offset, owner] : entries) released.push_back(make_allocation(key, offset, owner, "", false));
-                break;
-            }
-            api_.backoff(attempt, "IPPool " + key.name() + " changed by concurrent writers");
+        try {
+            auto r = release_in(key, attachment);
+            released.insert(released.end(), r.begin(), r.end());
+        } catch (const IpamError& e) {
+            // A configuration error is the caller's to fix; anything the API server did (or did not
+            // answer) within the budget is left to the node agent rather than wedge the teardown.
+            if (e.code == codes::invalid_config || backlog_dir().empty()) throw;
+            defer_release(key, attachment);
+            deferred += (deferred.empty() ? "" : "; ") + ("IPPool " + key.name() + ": " + e.msg);
         }
     }
     journal_remove("", attachment);
+    if (!deferred.empty()) {
+        throw ReleaseDeferred("DEL of " + attachment.container_id + " " + attachment.ifname + ": the Kubernetes API "
+                              "server did not take the release (" + deferred + "); recorded in " + backlog_dir() +
+                              " for the node agent (rdmanetctl agent) to finish once the API server answers");
+    }
+    return released;
+}
+
+void KubeStore::defer_release(const PoolKey& key, const AttachmentId& attachment) {
+    SliceBacklog backlog(backlog_dir());
+    for (const auto& [marker, change] : backlog.pending())
+        if (change.pool == key && change.container_id == attachment.container_id && change.ifname == attachment.ifname) return;
+    backlog.add(SliceChange{SliceChange::Op::remove, ns(), key, attachment.container_id, attachment.ifname, "", {}});
+}
+
+void KubeStore::drop_deferred(const AttachmentId& attachment) {
+    if (backlog_dir().empty()) return;
+    SliceBacklog backlog(backlog_dir());
+    if (backlog.empty()) return;
+    for (const auto& [marker, change] : backlog.pending())
+        if (change.container_id == attachment.container_id && change.ifname == attachment.ifname) backlog.remove(marker);
+}
+
+std::string deferred_releases_dir(const std::string& data_dir) { return data_dir + "/kubernetes/backlog"; }
+
+PublishReport finish_deferred_releases(const KubeConfig& kubeconfig, const std::string& data_dir,
+                                       std::chrono::milliseconds budget) {
+    PublishReport report;
+    SliceBacklog backlog(deferred_releases_dir(data_dir));
+    if (backlog.empty()) return report;
+    const auto pending = backlog.pending();
+    const Deadline deadline = Deadline::in(budget);
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+        const auto& [marker, change] = pending[i];
+        KubeConfig config = kubeconfig;
+        config.namespace_ = change.ns;
+        try {
+            KubeStore store(config, deadline, "");
+            const PoolKey keys[] = {change.pool};
+            store.release(keys, AttachmentId{change.container_id, change.ifname});
+            backlog.remove(marker);
+            ++report.published;
+        } catch (const IpamError& e) {
+            report.remaining = static_cast<int>(pending.size() - i);
+            report.error = e.msg;
+            if (const auto* denied = dynamic_cast<const AccessDenied*>(&e)) report.access_denied = denied->http;
+            return report;
+        }
+    }
+    return report;
+}
+
+std::vector<Allocation> KubeStore::release_in(const PoolKey& key, const AttachmentId& attachment) {
+    std::vector<Allocation> released;
+    const EntrySelector mine{attachment.container_id, {}, attachment.ifname};
+    for (int attempt = 0;; ++attempt) {
+        auto pool = read_pool(key, &mine);
+        if (!pool) break;
+        const auto entries = pool->held_by_attachment(attachment);
+        if (entries.empty()) break;
+        // Reservations first: see kube_store.hpp (a crash in between leaves what DEL finds).
+        for (const auto& [offset, owner] : entries) drop_reservation(key.network_name, address_of(key, offset), owner);
+        base::failpoint(base::Failpoint::del_after_reservation_drop);
+        std::vector<PoolChange> changes;
+        for (const auto& entry : entries) changes.push_back({entry.first, std::nullopt, entry.second});
+        if (patch_pool(*pool, changes)) {
+            for (const auto& [offset, owner] : entries) released.push_back(make_allocation(key, offset, owner, "", false));
+            break;
+        }
+        api_.backoff(attempt, "IPPool " + key.name() + " changed by concurrent writers");
+    }
     return released;
 }
 
@@ -323,7 +393,7 @@ std::optional<Allocation> KubeStore::find(const PoolKey& key, std::string_view p
 
 std::vector<json> KubeStore::list(std::string_view plural) {
     const std::string path = collection_path(ns(), plural);
-    const HttpResponse r = api_.call("GET", path);
+    const HttpResponse r = api_.call("GET", path, {}, "application/json", RequestOptions{{}, false, kMaxListBody});
     if (r.status != 200) api_.fail("GET " + path, r);
     json body = response_object(r, "GET " + path);
     std::vector<json> out;
@@ -396,9 +466,18 @@ std::vector<Allocation> KubeStore::gc(std::string_view network, std::span<const 
         AttachmentId a{name.substr(0, colon), name.substr(colon + 1)};
         if (!keep.contains(a)) stale.push_back(std::move(a));
     }
+    int deferred = 0;
     for (const auto& a : stale) {
-        auto r = release(pools, a);
-        released.insert(released.end(), r.begin(), r.end());
+        try {
+            auto r = release(pools, a);
+            released.insert(released.end(), r.begin(), r.end());
+        } catch (const ReleaseDeferred&) {
+            ++deferred;   // recorded for the agent; reported once, after the others
+        }
+    }
+    if (deferred > 0) {
+        throw ReleaseDeferred("GC: the Kubernetes API server did not take " + std::to_string(deferred) +
+                              " release(s); recorded in " + backlog_dir() + " for the node agent to finish");
     }
     return released;
 }

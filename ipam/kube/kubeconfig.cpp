@@ -1,6 +1,7 @@
 // kubeconfig and in-cluster configuration: see kubeconfig.hpp.
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -11,11 +12,24 @@
 
 #include "rdmanet/ipam/core/confined_file.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
+#include "rdmanet/ipam/kube/http_wire.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::ipam::kube {
 
 namespace {
+
+// A token goes into the Authorization header as it is: a CR or LF in it would end that header and
+// start another (header injection), so it is refused where it is read, naming where it came from.
+constexpr const char* kUnsafeToken = "contains a control character (CR, LF, ...) after trimming: a bearer token is "
+                                     "one line of printable text; refused so that it cannot end the Authorization header";
+
+// The namespace goes into every request's path: a Kubernetes namespace name (an RFC 1123 label).
+bool namespace_name(std::string_view ns) {
+    if (ns.empty() || ns.size() > 63 || ns.front() == '-' || ns.back() == '-') return false;
+    return std::all_of(ns.begin(), ns.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+}
+constexpr const char* kBadNamespace = "is not a namespace name (lower-case letters, digits and '-', at most 63)";
 
 std::string trim_yaml_space(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
@@ -49,6 +63,7 @@ public:
         KubeConfig c;
         c.source = "kubeconfig " + path_;
         const std::string ns = scalar(context, "namespace", "context \"" + current + "\" namespace");
+        if (!ns.empty() && !namespace_name(ns)) fail("context \"" + current + "\" namespace " + kBadNamespace);
         if (!ns.empty()) c.namespace_ = ns;
 
         YAML::Node cluster = named(root, "clusters", cluster_name, "cluster");
@@ -56,6 +71,8 @@ public:
         c.server = scalar(cluster, "server", where + " server");
         while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
         if (c.server.empty()) fail(where + " has no server");
+        if (!header_value_safe(c.server)) fail(where + " server contains a control character (CR, LF, ...): refused, it "
+                                                      "would reach the Host header and the request line");
         if (c.server.rfind("https://", 0) != 0 && c.server.rfind("http://", 0) != 0) {
             fail(where + " server \"" + c.server + "\" must be an https:// URL");
         }
@@ -71,8 +88,12 @@ public:
                                             "token, tokenFile or a client certificate");
             }
             c.token = trim_yaml_space(scalar(user, "token", uw + " token"));
+            if (!header_value_safe(c.token)) fail(uw + " token " + kUnsafeToken);
             const std::string token_file = scalar(user, "tokenFile", uw + " tokenFile");
-            if (c.token.empty() && !token_file.empty()) c.token = trim_yaml_space(files_.read(resolve(token_file), uw + " tokenFile"));
+            if (c.token.empty() && !token_file.empty()) {
+                c.token = trim_yaml_space(files_.read(resolve(token_file), uw + " tokenFile"));
+                if (!header_value_safe(c.token)) fail(uw + " tokenFile " + resolve(token_file) + " " + kUnsafeToken);
+            }
             c.client_cert_pem = data_or_file(user, "client-certificate-data", "client-certificate", uw);
             c.client_key_pem = data_or_file(user, "client-key-data", "client-key", uw);
             if (c.client_cert_pem.empty() != c.client_key_pem.empty()) {
@@ -218,8 +239,12 @@ std::optional<KubeConfig> in_cluster_config(const std::optional<std::string>& se
     if (h.find(':') != std::string::npos) h = "[" + h + "]";   // IPv6 service address
     c.server = "https://" + h + ":" + (service_port && !service_port->empty() ? *service_port : "443");
     c.token = trim_yaml_space(*token);
+    if (!header_value_safe(c.token)) config_error("in-cluster service account token " + dir + "/token " + kUnsafeToken);
     c.ca_pem = read_optional(dir + "/ca.crt").value_or("");
-    if (auto ns = read_optional(dir + "/namespace"); ns && !trim_yaml_space(*ns).empty()) c.namespace_ = trim_yaml_space(*ns);
+    if (auto ns = read_optional(dir + "/namespace"); ns && !trim_yaml_space(*ns).empty()) {
+        c.namespace_ = trim_yaml_space(*ns);
+        if (!namespace_name(c.namespace_)) config_error("in-cluster service account namespace " + dir + "/namespace " + kBadNamespace);
+    }
     c.source = "in-cluster service account " + dir;
     return c;
 }

@@ -8,6 +8,7 @@
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/core/naming.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
+#include "rdmanet/ipam/kube/slice_reclaim.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -31,7 +32,7 @@ base::IpAddress ip_of(const PoolKey& key, uint128 offset) {
 }  // namespace
 
 std::vector<std::string> live_pods(KubeApi& api, std::optional<std::string_view> node) {
-    const HttpResponse r = api.call("GET", "/api/v1/pods");
+    const HttpResponse r = api.call("GET", "/api/v1/pods", {}, "application/json", RequestOptions{{}, false, kMaxListBody});
     if (r.status != 200) api.fail("GET /api/v1/pods", r);
     auto body = json::parse(r.body, nullptr, false);
     std::vector<std::string> pods;
@@ -65,7 +66,7 @@ namespace {
 std::set<std::string> slice_pool_names(KubeStore& store) {
     KubeApi& api = store.api();
     const std::string path = collection_path(store.ns(), kNodeSlicePools);
-    const HttpResponse r = api.call("GET", path);
+    const HttpResponse r = api.call("GET", path, {}, "application/json", RequestOptions{{}, false, kMaxListBody});
     if (r.status == 404 && !object_not_found(parse_status(r.status, r.body))) return {};
     if (r.status != 200) api.fail("GET " + path, r);
     const json body = json::parse(r.body, nullptr, false);
@@ -74,8 +75,13 @@ std::set<std::string> slice_pool_names(KubeStore& store) {
     for (const auto& item : body["items"]) {
         const auto nsp = parse_stored_node_slice_pool(item);
         if (!nsp) continue;
+        // The slice IPPool is named after the network's network_name, which the NodeSlicePool's
+        // name equals only when network_name is set (unset: the pool is "<node>-<slice>" and the
+        // NodeSlicePool carries the network's name): every name the slice can have, as reclaim
+        // looks them up.
         for (const auto& e : nsp->entries) {
-            if (!e.node.empty()) names.insert(slice_pool_key(nsp->name, e.node, e.slice).name());
+            if (e.node.empty()) continue;
+            for (const auto& key : slice_pool_candidates(nsp->name, e.node, e.slice)) names.insert(key.name());
         }
     }
     return names;

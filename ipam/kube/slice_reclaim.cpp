@@ -141,7 +141,7 @@ std::vector<PoolKey> slice_pool_candidates(const std::string& pool_name, const s
 constexpr std::string_view kMetadataListOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
 std::vector<std::string> list_nodes(KubeApi& api) {
-    const HttpResponse r = api.call("GET", "/api/v1/nodes", {}, "application/json", RequestOptions{kMetadataListOnly, false});
+    const HttpResponse r = api.call("GET", "/api/v1/nodes", {}, "application/json", RequestOptions{kMetadataListOnly, false, kMaxListBody});
     if (r.status != 200) api.fail("GET /api/v1/nodes", r);
     const json body = response_object(r, "GET /api/v1/nodes");
     std::vector<std::string> nodes;
@@ -157,7 +157,7 @@ std::vector<std::string> list_nodes(KubeApi& api) {
 SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_run) {
     SliceReclaimReport report;
     const std::string list_path = collection_path(ns, kNodeSlicePools);
-    const HttpResponse r = api.call("GET", list_path);
+    const HttpResponse r = api.call("GET", list_path, {}, "application/json", RequestOptions{{}, false, kMaxListBody});
     // No NodeSlicePool CRD: no network uses node_slice_size, nothing to reclaim.
     if (r.status == 404 && !object_not_found(parse_status(r.status, r.body))) return report;
     if (r.status != 200) api.fail("GET " + list_path, r);

@@ -39,11 +39,6 @@ std::optional<IpAddress> gateway_for(const Pool& pool, const StaticAllocation& s
     return s.gateway ? s.gateway : computed_gateway(pool, s.prefix);
 }
 
-bool overlaps(const NodeAllocation& a, const IpAddress& start, const IpAddress& end) {
-    if (a.start.family() != start.family()) return false;
-    return !(a.end < start || end < a.start);
-}
-
 // Adds [lo, hi] (addresses) clipped to `r`'s CIDR as offsets.
 void exclude(Range& r, const IpAddress& lo, const IpAddress& hi) {
     const IpAddress net = r.cidr.first(), top = r.cidr.last();
@@ -93,35 +88,59 @@ bool valid_allocation(const Pool& pool, const NodeAllocation& a) {
     return a.gateway == computed_gateway(pool, a.prefix);
 }
 
+const NodeAllocation* overlapping_allocation(const Pool& pool, const NodeAllocation& mine) {
+    for (const auto& a : pool.allocations) {
+        if (a.node == mine.node || a.start.family() != mine.start.family()) continue;
+        if (!(a.end < mine.start || mine.end < a.start)) return &a;
+    }
+    return nullptr;
+}
+
 std::optional<NodeAllocation> next_allocation(const Pool& pool, const std::string& node) {
     if (const NodeAllocation* mine = pool.allocation_of(node); mine && valid_allocation(pool, *mine)) return *mine;
-    std::vector<NodeAllocation> others;
-    for (const auto& a : pool.allocations)
-        if (a.node != node) others.push_back(a);
-    auto taken = [&](const IpAddress& start, const IpAddress& end) {
-        return std::any_of(others.begin(), others.end(), [&](const NodeAllocation& a) { return overlaps(a, start, end); });
-    };
     const IpAddress net = pool.subnet.first();
+    const uint128 base = net.to_u128();
     const uint128 pool_last = pool.subnet.last().to_u128();
-    if (pool.type == PoolType::ippool) {
-        for (uint128 k = 0;; ++k) {
-            const uint128 start = net.to_u128() + 1 + k * pool.block_size;
-            const uint128 end = start + (pool.block_size - 1);
-            if (end > pool_last || end < start || (net.is_v4() && end == pool_last)) return std::nullopt;
-            const IpAddress s = IpAddress::from_u128(net.family(), start), e = IpAddress::from_u128(net.family(), end);
-            if (taken(s, e)) continue;
-            return NodeAllocation{node, s, e, IpNetwork{s, s.bits()}, std::nullopt};
-        }
+    // What the other nodes hold (and, in a CIDRPool, the static prefixes), as sorted disjoint
+    // offsets from the network address: one sort, then one pass over the candidates that jumps
+    // past each held run, so a claim costs O(n log n) in the nodes of the pool, not one scan of
+    // every allocation per candidate.
+    std::vector<Interval> held;
+    held.reserve(pool.allocations.size() + pool.statics.size());
+    auto hold = [&](const IpAddress& lo, const IpAddress& hi) {
+        if (lo.family() != net.family() || hi < lo || hi.to_u128() < base || lo.to_u128() > pool_last) return;
+        held.push_back({lo.to_u128() < base ? 0 : lo.to_u128() - base, std::min(hi.to_u128(), pool_last) - base});
+    };
+    for (const auto& a : pool.allocations)
+        if (a.node != node) hold(a.start, a.end);
+    if (pool.type == PoolType::cidrpool) {
+        if (const StaticAllocation* s = static_of(pool, node))
+            return NodeAllocation{node, s->prefix.first(), s->prefix.last(), s->prefix, gateway_for(pool, *s)};
+        for (const auto& s : pool.statics) hold(s.prefix.first(), s.prefix.last());
     }
-    if (const StaticAllocation* s = static_of(pool, node))
-        return NodeAllocation{node, s->prefix.first(), s->prefix.last(), s->prefix, gateway_for(pool, *s)};
-    const uint128 step = size_of(IpNetwork{net, pool.node_prefix});
-    for (uint128 k = 0;; ++k) {
-        const uint128 start = net.to_u128() + k * step;
-        if (start > pool_last || (k != 0 && start <= net.to_u128())) return std::nullopt;
-        const IpNetwork prefix{IpAddress::from_u128(net.family(), start), pool.node_prefix};
-        if (static_prefix(pool, prefix) || taken(prefix.first(), prefix.last())) continue;
-        return NodeAllocation{node, prefix.first(), prefix.last(), prefix, computed_gateway(pool, prefix)};
+    held = merge_intervals(std::move(held));
+    // Candidate k covers offsets [first + k * step, first + k * step + size - 1].
+    const bool ippool = pool.type == PoolType::ippool;
+    const uint128 first = ippool ? 1 : 0;
+    const uint128 step = ippool ? uint128{pool.block_size} : size_of(IpNetwork{net, pool.node_prefix});
+    const uint128 span = pool_last - base;   // the last offset
+    auto run = held.begin();
+    for (uint128 k = 0;;) {
+        if (step != 0 && k > (span - std::min(span, first)) / step) return std::nullopt;
+        const uint128 lo = first + k * step;
+        const uint128 hi = lo + (step - 1);
+        if (hi > span || hi < lo || (ippool && net.is_v4() && hi == span)) return std::nullopt;
+        while (run != held.end() && run->hi < lo) ++run;
+        if (run != held.end() && run->lo <= hi) {
+            // Held: the next candidate is the first that starts after this run.
+            if (run->hi == span) return std::nullopt;
+            k = (run->hi - first) / step + 1;
+            continue;
+        }
+        const IpAddress s = IpAddress::from_u128(net.family(), base + lo), e = IpAddress::from_u128(net.family(), base + hi);
+        if (ippool) return NodeAllocation{node, s, e, IpNetwork{s, s.bits()}, std::nullopt};
+        const IpNetwork prefix{s, pool.node_prefix};
+        return NodeAllocation{node, s, e, prefix, computed_gateway(pool, prefix)};
     }
 }
 

@@ -73,7 +73,13 @@ NodeBlock fetch(kube::KubeApi& api, const PoolRef& ref, const std::string& node,
     return b;
 }
 
-bool outage(const IpamError& e) { return e.code == codes::try_again || e.code == codes::io_failure; }
+// An API server that does not answer (or fails) is an outage the cached block rides out; one that
+// refuses this node's credentials (401) or permissions (403) is not: that holds until an admin
+// fixes them, and serving from the cache would hide it until the cache is all that is left.
+bool outage(const IpamError& e) {
+    if (dynamic_cast<const AccessDenied*>(&e)) return false;
+    return e.code == codes::try_again || e.code == codes::io_failure;
+}
 
 }  // namespace
 

@@ -204,8 +204,19 @@ std::uint64_t host_count(const IpNetwork& n) {
     return host_bits >= 63 ? UINT64_MAX : (std::uint64_t{1} << host_bits);
 }
 
+// A subnet holding the unspecified address (0.0.0.0, ::) hands it out: every /0 pool does, and so
+// does any other subnet that starts there (0.0.0.0/8 with /32 node subnets gives the first node
+// 0.0.0.0/32). No host has that address; the webhook lets it through, rdmanet does not.
+void refuse_unspecified(const Reader& r, const IpNetwork& subnet, const std::string& field) {
+    if (subnet.first().to_u128() != 0) return;
+    r.fail(field, q(subnet.str()) + " holds the unspecified address " + subnet.first().str() + ", which is no host's address" +
+                      (subnet.prefix == 0 ? " (prefix length 0 is every address of the family)" : "") +
+                      ": use a subnet of host addresses");
+}
+
 void parse_ippool_spec(const Reader& r, const json& spec, Pool& p) {
     p.subnet = r.network(spec, "subnet", "spec.subnet");
+    refuse_unspecified(r, p.subnet, "spec.subnet");
     const auto size = r.integer(spec, "perNodeBlockSize", "spec.perNodeBlockSize");
     if (!size || *size < 2) r.fail("spec.perNodeBlockSize", "must be at least 2");
     p.block_size = static_cast<std::uint64_t>(*size);
@@ -227,6 +238,7 @@ void parse_ippool_spec(const Reader& r, const json& spec, Pool& p) {
 
 void parse_cidrpool_spec(const Reader& r, const json& spec, Pool& p) {
     p.subnet = r.network(spec, "cidr", "spec.cidr");
+    refuse_unspecified(r, p.subnet, "spec.cidr");
     const int bits = p.subnet.address.bits();
     if (const auto gi = r.integer(spec, "gatewayIndex", "spec.gatewayIndex")) {
         if (*gi < 0) r.fail("spec.gatewayIndex", "must not be negative");
@@ -241,6 +253,10 @@ void parse_cidrpool_spec(const Reader& r, const json& spec, Pool& p) {
     const IpNetwork first_subnet{p.subnet.address, p.node_prefix};
     if (p.gateway_index && !gateway_at(first_subnet, *p.gateway_index))
         r.fail("spec.gatewayIndex", std::to_string(*p.gateway_index) + ": gateway index is outside of the node prefix");
+    // A single-address node subnet whose address is the gateway leaves the node nothing to hand out.
+    if (p.gateway_index && p.node_prefix == bits)
+        r.fail("spec.gatewayIndex", std::to_string(*p.gateway_index) + " with spec.perNodeNetworkPrefix " + std::to_string(bits) +
+                                        ": the node subnet's only address is the gateway, which leaves no address to hand out");
     p.exclusions = parse_exclusions(r, spec, p.subnet);
     const std::uint64_t count = host_count(first_subnet);
     p.node_exclusions = parse_index_exclusions(r, spec, count == UINT64_MAX ? UINT64_MAX : count - 1, "subnet");
@@ -259,6 +275,8 @@ void parse_cidrpool_spec(const Reader& r, const json& spec, Pool& p) {
                 const auto ip = IpAddress::parse(*gw);
                 if (!ip) r.fail(f + ".gateway", q(*gw) + " is not a valid IP");
                 if (!s.prefix.contains(*ip)) r.fail(f + ".gateway", q(*gw) + " is outside of the node prefix");
+                if (s.prefix.prefix == bits)
+                    r.fail(f + ".gateway", q(*gw) + " is the " + s.prefix.str() + " prefix's only address, which leaves no address to hand out");
                 s.gateway = *ip;
             }
             if (!s.node.empty() && !nodes.insert(s.node).second)
@@ -319,14 +337,29 @@ const NodeAllocation* Pool::allocation_of(std::string_view node) const {
 Pool parse_pool(const json& object, PoolType type) {
     Pool p;
     p.type = type;
-    const json md = object.is_object() ? object.value("metadata", json::object()) : json::object();
-    p.name = md.is_object() ? md.value("name", "") : "";
-    p.ns = md.is_object() ? md.value("namespace", "") : "";
-    p.resource_version = md.is_object() ? md.value("resourceVersion", "") : "";
+    // Members by reference: a pool's status holds an entry per node (tens of thousands), and an
+    // unread field may be deep; neither is copied.
+    static const json kEmpty = json::object();
+    auto member = [&object](const char* key) -> const json& {
+        return object.is_object() && object.contains(key) ? object[key] : kEmpty;
+    };
+    const json& md = member("metadata");
+    // Read as text only when they are text: a number where a name belongs is named as such, not
+    // reported as the JSON library's type error.
+    auto md_text = [&md](const char* key) {
+        return md.is_object() && md.contains(key) && md[key].is_string() ? md[key].get<std::string>() : std::string();
+    };
+    p.name = md_text("name");
+    p.ns = md_text("namespace");
+    p.resource_version = md_text("resourceVersion");
     const std::string where = p.where();
     const Reader r{where};
+    if (!object.is_object()) r.fail("(the object)", "must be a JSON object");
+    if (!md.is_object()) r.fail("metadata", "must be an object");
+    for (const char* key : {"name", "namespace", "resourceVersion"})
+        if (md.contains(key) && !md[key].is_string()) r.fail(std::string("metadata.") + key, "must be a string");
     if (!valid_pool_name(p.name)) r.fail("metadata.name", q(p.name) + ": invalid pool name, should be compatible with CNI network name");
-    const json spec = object.value("spec", json::object());
+    const json& spec = member("spec");
     if (!spec.is_object()) r.fail("spec", "must be an object");
     if (spec.contains("defaultGateway") && !spec["defaultGateway"].is_null()) {
         if (!spec["defaultGateway"].is_boolean()) r.fail("spec.defaultGateway", "must be true or false");
@@ -338,7 +371,7 @@ Pool parse_pool(const json& object, PoolType type) {
         parse_cidrpool_spec(r, spec, p);
     }
     if (spec.contains("nodeSelector") && !spec["nodeSelector"].is_null()) p.selector = parse_selector(r, spec["nodeSelector"]);
-    const json status = object.value("status", json::object());
+    const json& status = member("status");
     if (status.is_object() && status.contains("allocations") && status["allocations"].is_array()) {
         for (const auto& e : status["allocations"])
             if (auto a = parse_allocation(e, type)) p.allocations.push_back(std::move(*a));

@@ -9,6 +9,14 @@ namespace rdmanet::ipam::nvipam {
 
 using nlohmann::json;
 
+namespace {
+
+std::string span_of(const Pool& pool, const NodeAllocation& a) {
+    return pool.type == PoolType::ippool ? "block " + a.start.str() + "-" + a.end.str() : "subnet " + a.prefix.str();
+}
+
+}  // namespace
+
 std::string PoolRef::path() const {
     return "/apis/" + std::string(kGroup) + "/" + std::string(kVersion) + "/namespaces/" + ns + "/" +
            std::string(plural(type)) + "/" + name;
@@ -51,8 +59,14 @@ Claimed claim_allocation(kube::KubeApi& api, const PoolRef& ref, const std::stri
     for (int attempt = 0;; ++attempt) {
         json object = get_pool(api, ref);
         Pool pool = parse_pool(object, ref.type);
-        if (const NodeAllocation* mine = pool.allocation_of(node); mine && valid_allocation(pool, *mine))
+        if (const NodeAllocation* mine = pool.allocation_of(node); mine && valid_allocation(pool, *mine)) {
+            if (const NodeAllocation* other = overlapping_allocation(pool, *mine))
+                config_error(pool.where() + ": status.allocations: node " + node + "'s " + span_of(pool, *mine) +
+                             " overlaps node " + other->node + "'s " + span_of(pool, *other) +
+                             ": a block another node holds is not used; correct the pool's status (nv-ipam's "
+                             "controller keeps one of the two) before this node hands out addresses");
             return Claimed{pool, *mine, false, std::move(object)};
+        }
         if (pool.selector && !selector_checked) {
             const auto labels = node_labels(api, node);
             if (!labels || !matches(*pool.selector, *labels, node))

@@ -223,7 +223,8 @@ void TestApiServer::set_faults(const json& faults) const {
 json TestApiServer::stats() const { return request("GET", "/_test/stats").body; }
 
 void TestApiServer::set_outage(Outage mode) const {
-    const char* name = mode == Outage::drop ? "drop" : mode == Outage::hang ? "hang" : "off";
+    static const char* const names[] = {"off", "drop", "hang", "endless", "trickle", "unauthorized", "forbidden"};
+    const char* name = names[static_cast<int>(mode)];
     auto r = request("POST", "/_test/outage", json{{"mode", name}}.dump());
     if (r.status != 200) throw std::runtime_error(std::string("setting outage ") + name + " failed");
 }

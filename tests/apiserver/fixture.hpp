@@ -104,8 +104,9 @@ public:
     json stats() const;                          // GET /_test/stats
 
     // API-server outages, objects kept (main.cpp explains the modes): drop closes every API
-    // request's connection unanswered, hang holds requests unanswered, off ends the outage.
-    enum class Outage { off, drop, hang };
+    // request's connection unanswered, hang holds requests unanswered, off ends the outage;
+    // endless, trickle, unauthorized and forbidden answer every API request that way.
+    enum class Outage { off, drop, hang, endless, trickle, unauthorized, forbidden };
     void set_outage(Outage mode) const;
     // SIGSTOP/SIGCONT the server process: it accepts no request at all, control endpoints
     // included (the kernel still completes TCP handshakes into the listen backlog).

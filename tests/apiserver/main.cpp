@@ -18,6 +18,9 @@
 //        from a server that is restarting behind a load balancer); hang: requests are held
 //        unanswered until the outage ends and then dropped unapplied (a wedged server; clients
 //        run into their timeouts). off: normal service again, objects as they were.
+//        Misbehaving answers to every API request, objects untouched: "endless" (200 whose
+//        chunked JSON body never ends, until the client hangs up), "trickle" (200 whose body
+//        comes one byte per 200 ms, for at most 60 s), "unauthorized" (401), "forbidden" (403).
 // --forbidden-token: a token that authenticates an identity RBAC grants nothing (user
 // "system:serviceaccount:rdmanet-system:forbidden"): discovery is served, every API request is
 // answered 403 Forbidden as the kube-apiserver words it.
@@ -181,6 +184,7 @@ json discovery_resources(const apiserver::ResourceStore& store, const std::strin
 
 // Discovery and version: what kubectl reads before it acts.
 Reply forbidden(const httplib::Request& req);
+bool misbehave(const std::string& mode, httplib::Response& res);
 
 bool serve_discovery(Server& s, const httplib::Request& req, httplib::Response& res) {
     const std::string& p = req.path;
@@ -328,8 +332,10 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
         } else if (req.path == "/_test/outage" && req.method == "POST") {
             json j = json::parse(req.body, nullptr, false);
             const std::string mode = j.is_object() ? j.value("mode", "") : "";
-            if (mode != "off" && mode != "drop" && mode != "hang") {
-                send(res, {400, apiserver::status_object(400, "BadRequest", "mode must be off, drop or hang")});
+            static const std::set<std::string> modes{"off", "drop", "hang", "endless", "trickle", "unauthorized", "forbidden"};
+            if (!modes.count(mode)) {
+                send(res, {400, apiserver::status_object(400, "BadRequest",
+                                                         "mode must be off, drop, hang, endless, trickle, unauthorized or forbidden")});
                 return;
             }
             {
@@ -356,6 +362,7 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
         const bool held = s.outage == "hang";
         // At most 30 s: a held request occupies one of the server's worker threads.
         if (held) s.outage_over.wait_for(lock, std::chrono::seconds(30), [&] { return s.outage != "hang"; });
+        if (const std::string mode = s.outage; !held && misbehave(mode, res)) return;
         if (s.outage != "off" || held) {
             lock.unlock();
             drop_connection(req);
@@ -397,6 +404,36 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
         return;
     }
     serve_api(s, req, res);
+}
+
+// The misbehaving answers of /_test/outage (see the header); false for the other modes.
+bool misbehave(const std::string& mode, httplib::Response& res) {
+    if (mode == "unauthorized") {
+        send(res, {401, apiserver::status_object(401, "Unauthorized", "Unauthorized")});
+    } else if (mode == "forbidden") {
+        send(res, {403, apiserver::status_object(403, "Forbidden", "forbidden (injected)")});
+    } else if (mode == "endless") {
+        res.status = 200;
+        res.set_chunked_content_provider("application/json", [](std::size_t offset, httplib::DataSink& sink) {
+            static const std::string head = "{\"kind\":\"IPPool\",\"padding\":[";
+            static const std::string more(64 * 1024, ' ');
+            return offset == 0 ? sink.write(head.data(), head.size()) : sink.write(more.data(), more.size());
+        });
+    } else if (mode == "trickle") {
+        res.status = 200;
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        res.set_chunked_content_provider("application/json", [until](std::size_t, httplib::DataSink& sink) {
+            if (std::chrono::steady_clock::now() >= until) {
+                sink.done();
+                return true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            return sink.write(" ", 1);
+        });
+    } else {
+        return false;
+    }
+    return true;
 }
 
 // 403 as the kube-apiserver's RBAC authorizer words it for an identity granted nothing.

@@ -170,3 +170,24 @@ TEST_CASE("rdmanetctl reconcile: entries of slice IPPools are summarised in one 
     CHECK_THAT(r.out, Catch::Contains("5 entries of node-slice IPPools have no reservation"));
     CHECK_THAT(r.out, Catch::Contains("5 allocations kept, 0 released"));
 }
+
+// Without network_name the NodeSlicePool carries the network's name ("kubenet") while the slice
+// IPPools are named "<node>-<slice>" alone; a node whose own name has dashes ("rn-node-b") must
+// not make them look like an unrelated pool of another network.
+TEST_CASE("rdmanetctl reconcile --dry-run: slice IPPools without network_name are recognised",
+          "[kube][integration][slices][reconcile]") {
+    ServerUnderTest server;
+    Env env(server);
+    const json conf = env.conf("10.94.0.0/24", {{"node_slice_size", "/26"}});
+    for (int i = 0; i < 3; ++i) {
+        server.create_pod_on("ns", "pod-r" + std::to_string(i), "rn-node-b");
+        REQUIRE(call_on(env, "rn-node-b", "ADD", conf, "r" + std::to_string(i)).exit_code == 0);
+    }
+    server.create_node("rn-node-b");
+    REQUIRE(server.request("GET", kApi + "/ippools/rn-node-b-10.94.0.0-26").status == 200);
+    const auto r = env.ctl({"reconcile", "--dry-run", "--kubeconfig", env.kubeconfig});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("no reservation (left alone)") == std::string::npos);
+    CHECK_THAT(r.out, Catch::Contains("3 entries of node-slice IPPools have no reservation"));
+}

@@ -87,6 +87,18 @@ TEST_CASE("agent metrics: refused Kubernetes credentials show as a gauge and a c
     CHECK(scrape().value("rdmanet_kube_access_denied_total") == 2.0);
 }
 
+TEST_CASE("agent metrics: single-pool releases DEL deferred show as a gauge and a counter", "[unit][agent]") {
+    AgentMetrics m;
+    auto scrape = [&] { return rdmanet::test::parse_prometheus_text(m.render({})); };
+    CHECK(scrape().value("rdmanet_ipam_deferred_releases") == 0.0);
+    m.record_deferred_releases(0, 3);   // the API server still refuses: three wait
+    CHECK(scrape().value("rdmanet_ipam_deferred_releases") == 3.0);
+    m.record_deferred_releases(2, 1);
+    m.record_deferred_releases(1, 0);
+    CHECK(scrape().value("rdmanet_ipam_deferred_releases") == 0.0);
+    CHECK(scrape().value("rdmanet_ipam_deferred_releases_finished_total") == 3.0);
+}
+
 TEST_CASE("agent: label values are escaped as the text format requires", "[unit][agent]") {
     CHECK(escape_label_value("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
     CHECK(format_sample_value(3) == "3");

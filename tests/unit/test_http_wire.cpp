@@ -90,3 +90,51 @@ TEST_CASE("http wire: broken framing and lost answers are errors", "[kube][http]
     CHECK_THROWS_AS(ResponseParser().feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n"), ProtocolError);
     CHECK_THROWS_AS(ResponseParser().feed("HTTP/1.1 200 OK\r\n" + std::string(70000, 'x')), ProtocolError);
 }
+
+// An answer that never ends (or claims to be huge) is refused while it is read, at the limit the
+// request was given: memory stays at the limit, never at whatever the server sends.
+TEST_CASE("http wire: bodies past the request's limit are refused while read", "[kube][http][hostile]") {
+    constexpr std::size_t kLimit = 1 << 20;
+    const std::string piece(64 * 1024, ' ');
+    auto endless = [&](const std::string& head, const std::string& framed_piece) {
+        ResponseParser p(false, kLimit);
+        p.feed(head);
+        std::size_t fed = 0;
+        try {
+            for (;; fed += framed_piece.size()) {
+                p.feed(framed_piece);
+                REQUIRE(fed < 4 * kLimit);   // refused long before this
+            }
+        } catch (const ProtocolError& e) {
+            CHECK_THAT(e.what(), Catch::Contains("a body larger than 1 MiB"));
+        }
+        CHECK(fed <= kLimit + framed_piece.size());
+    };
+    endless("HTTP/1.1 200 OK\r\n\r\n", piece);                                      // until close
+    endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "10000\r\n" + piece + "\r\n");                                          // endless chunks
+    endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "0;x\r\n");     // endless trailers
+    endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "0\r\n" + std::string(60, 'x') + "\r\n");                               // trailers
+    // A Content-Length past the limit is refused before any of the body arrives.
+    CHECK_THROWS_WITH(ResponseParser(false, kLimit).feed("HTTP/1.1 200 OK\r\nContent-Length: 1048577\r\n\r\n"),
+                      Catch::Contains("Content-Length 1048577"));
+    // The limit holds for a dropped success body too (the connection would still read it).
+    ResponseParser dropped(true, kLimit);
+    dropped.feed("HTTP/1.1 200 OK\r\n\r\n");
+    CHECK_THROWS_AS([&] { for (int i = 0; i < 64; ++i) dropped.feed(piece); }(), ProtocolError);
+    // Exactly at the limit is fine.
+    ResponseParser at(false, kLimit);
+    at.feed("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kLimit) + "\r\n\r\n");
+    for (std::size_t i = 0; i < kLimit / piece.size(); ++i) at.feed(piece);
+    CHECK(at.done());
+    CHECK(at.take().body.size() == kLimit);
+    // Endless header lines stop at 1 MiB in all.
+    ResponseParser headers;
+    headers.feed("HTTP/1.1 200 OK\r\n");
+    CHECK_THROWS_WITH([&] { for (int i = 0; i < 100000; ++i) headers.feed("X-Padding: " + std::string(100, 'p') + "\r\n"); }(),
+                      Catch::Contains("header lines longer than 1 MiB"));
+    // The default is one object's limit; lists are given theirs.
+    CHECK(kMaxObjectBody >= (3u << 19));   // etcd's 1.5 MiB object fits
+    CHECK(kMaxListBody > kMaxObjectBody);
+}

@@ -246,3 +246,42 @@ TEST_CASE("base64: standard and URL alphabets, whitespace, optional padding", "[
     CHECK_FALSE(base64_decode("aGVs*G8").has_value());
     CHECK(base64_decode("") == "");
 }
+
+// A token (or anything else that reaches a header or the request line) with CR/LF would let the
+// file's author add headers of their own to every request: refused when read, naming the source.
+TEST_CASE("kubeconfig: tokens and namespaces that would inject headers are refused where read",
+          "[kube][kubeconfig][hostile]") {
+    const std::string cluster = "    server: https://10.0.0.1:6443\n";
+    // YAML double-quoted escapes put the raw bytes into the scalar.
+    CHECK_THAT(error_of(config(cluster, "    token: \"abc\\r\\nX-Injected: 1\"\n")),
+               Catch::Contains("/etc/cni/kc") && Catch::Contains("user \"u1\" token") && Catch::Contains("control character"));
+    CHECK_THAT(error_of(config(cluster, "    token: \"abc\\u0000def\"\n")), Catch::Contains("control character"));
+    CHECK_THAT(error_of(config(cluster, "    token: \"a\\tb\"\n")), Catch::Contains("control character"));
+    MapFiles files;
+    files.files["/etc/cni/tok"] = "abc\r\nX-Injected: 1\n";
+    CHECK_THAT(error_of(config(cluster, "    tokenFile: tok\n"), files),
+               Catch::Contains("tokenFile /etc/cni/tok") && Catch::Contains("control character"));
+    files.files["/etc/cni/tok"] = "good-token\r\n";   // a trailing line end is trimmed, as before
+    CHECK(parse_kubeconfig(config(cluster, "    tokenFile: tok\n"), "/etc/cni/kc", files).token == "good-token");
+    CHECK_THAT(error_of(config("    server: \"https://10.0.0.1:6443/x\\r\\nX-Injected: 1\"\n", "    token: t\n")),
+               Catch::Contains("/etc/cni/kc"));
+    CHECK_THAT(error_of(config(cluster, "    token: t\n", "    namespace: \"kube-system HTTP/1.1\\r\\nX: 1\"\n")),
+               Catch::Contains("namespace") && Catch::Contains("not a namespace name"));
+
+    char tmpl[] = "/tmp/rdmanet-sa-hostile-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl));
+    const std::string dir = tmpl;
+    std::ofstream(dir + "/token") << "sa\r\nX-Injected: 1\n";
+    try {
+        in_cluster_config("10.96.0.1", "443", dir);
+        FAIL("a token with CR/LF was accepted");
+    } catch (const IpamError& e) {
+        CHECK(e.code == codes::invalid_config);
+        CHECK_THAT(e.msg, Catch::Contains(dir + "/token") && Catch::Contains("control character"));
+    }
+    std::ofstream(dir + "/token") << "sa\n";
+    std::ofstream(dir + "/namespace") << "ns\r\nX: 1";
+    CHECK_THROWS_WITH(in_cluster_config("10.96.0.1", "443", dir), Catch::Contains(dir + "/namespace"));
+    for (const char* f : {"/token", "/namespace"}) std::remove((dir + f).c_str());
+    ::rmdir(dir.c_str());
+}

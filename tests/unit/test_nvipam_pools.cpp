@@ -4,10 +4,16 @@
 // exclusions, perNodeExclusions) and routes, node selectors. Fixtures in nv-ipam's shape.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/nvipam/blocks.hpp"
 #include "rdmanet/ipam/nvipam/pool.hpp"
+#include "fuzz/nvipam_pool_check.hpp"
 
 using namespace rdmanet::ipam;
 using namespace rdmanet::ipam::nvipam;
@@ -375,4 +381,140 @@ TEST_CASE("nv-ipam CNI keys: poolName list, poolType, poolNamespace, typos and m
     CHECK_THAT(refused({{"poolName", "../etc"}}).second, Catch::Contains("is not a pool name"));
     CHECK_THAT(refused({{"poolName", "a"}, {"range", "10.0.0.0/24"}}).second, Catch::Contains("ipam.range cannot be combined"));
     CHECK_THAT(refused({{"poolName", "a"}, {"poolNamespace", "Bad_NS"}}).second, Catch::Contains("ipam.poolNamespace"));
+}
+
+// Hostile or broken pools: what would hand out an address no host has, or a block another node
+// holds, is refused with code 7 naming the pool and the field.
+TEST_CASE("nv-ipam hostile pools: unusable prefixes refused, naming pool and field", "[nvipam][hostile]") {
+    auto refused = [](const json& o, PoolType type, const std::string& field) {
+        const auto [code, msg] = refusal(o, type);
+        INFO(msg);
+        CHECK(code == codes::invalid_config);
+        CHECK_THAT(msg, Catch::Contains("kube-system/pool1") && Catch::Contains(field));
+        CHECK_THAT(msg, !Catch::Contains("json.exception"));
+    };
+    // /0 pools: every address, 0.0.0.0/32 or ::/128 the first node's.
+    refused(cidrpool({{"cidr", "0.0.0.0/0"}, {"perNodeNetworkPrefix", 32}}), PoolType::cidrpool, "spec.cidr");
+    refused(cidrpool({{"cidr", "::/0"}, {"perNodeNetworkPrefix", 128}}), PoolType::cidrpool, "spec.cidr");
+    refused(cidrpool({{"cidr", "0.0.0.0/8"}, {"perNodeNetworkPrefix", 32}}), PoolType::cidrpool, "spec.cidr");
+    refused(ippool({{"subnet", "0.0.0.0/0"}, {"perNodeBlockSize", 10}}), PoolType::ippool, "spec.subnet");
+    refused(ippool({{"subnet", "::/0"}, {"perNodeBlockSize", 10}}), PoolType::ippool, "spec.subnet");
+    CHECK_THAT(refusal(cidrpool({{"cidr", "0.0.0.0/0"}, {"perNodeNetworkPrefix", 32}}), PoolType::cidrpool).second,
+               Catch::Contains("unspecified address 0.0.0.0") && Catch::Contains("prefix length 0"));
+    // A single-address node subnet that is its own gateway: nothing left to hand out.
+    refused(cidrpool({{"cidr", "10.0.0.0/24"}, {"perNodeNetworkPrefix", 32}, {"gatewayIndex", 0}}), PoolType::cidrpool,
+            "spec.gatewayIndex");
+    refused(cidrpool({{"cidr", "fd00::/120"}, {"perNodeNetworkPrefix", 128}, {"gatewayIndex", 0}}), PoolType::cidrpool,
+            "spec.gatewayIndex");
+    refused(cidrpool({{"cidr", "10.0.0.0/24"}, {"perNodeNetworkPrefix", 32},
+                      {"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.7/32"}, {"gateway", "10.0.0.7"}}}}}),
+            PoolType::cidrpool, "spec.staticAllocations[0].gateway");
+    // Still served: /31 with the peer as gateway, /32 without one, a pool next to 0.0.0.0.
+    CHECK(refusal(cidrpool({{"cidr", "10.0.0.0/24"}, {"perNodeNetworkPrefix", 31}, {"gatewayIndex", 0}}), PoolType::cidrpool).first == 0);
+    CHECK(refusal(cidrpool({{"cidr", "10.0.0.0/24"}, {"perNodeNetworkPrefix", 32}}), PoolType::cidrpool).first == 0);
+    CHECK(refusal(ippool({{"subnet", "1.0.0.0/24"}, {"perNodeBlockSize", 10}}), PoolType::ippool).first == 0);
+}
+
+TEST_CASE("nv-ipam hostile pools: type errors name the field, never the JSON library", "[nvipam][hostile]") {
+    auto named = [](json o, PoolType type, const std::string& field) {
+        const auto [code, msg] = refusal(o, type);
+        INFO(msg);
+        CHECK(code == codes::invalid_config);
+        CHECK_THAT(msg, Catch::Contains(field) && !Catch::Contains("json.exception"));
+    };
+    json o = ippool({{"subnet", "10.0.0.0/24"}, {"perNodeBlockSize", 10}});
+    for (const char* key : {"name", "namespace", "resourceVersion"}) {
+        json bad = o;
+        bad["metadata"][key] = 5;
+        named(bad, PoolType::ippool, std::string("metadata.") + key);
+    }
+    json md = o;
+    md["metadata"] = 7;
+    named(md, PoolType::ippool, "metadata");
+    named(json(42), PoolType::ippool, "must be a JSON object");
+    named(json::array(), PoolType::cidrpool, "must be a JSON object");
+    json spec = o;
+    spec["spec"]["subnet"] = 10;
+    named(spec, PoolType::ippool, "spec.subnet");
+    spec = o;
+    spec["spec"]["perNodeBlockSize"] = "10";
+    named(spec, PoolType::ippool, "spec.perNodeBlockSize");
+    spec = cidrpool({{"cidr", "10.0.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"staticAllocations", {{{"nodeName", 3}, {"prefix", "10.0.1.0/24"}}}}});
+    named(spec, PoolType::cidrpool, "spec.staticAllocations[0].nodeName");
+}
+
+TEST_CASE("nv-ipam hostile pools: a block another node holds too is never used", "[nvipam][hostile]") {
+    const json spec = {{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 100}};
+    const Pool p = parse_pool(ippool(spec, {{{"nodeName", "n1"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
+                                            {{"nodeName", "n2"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
+                                            {{"nodeName", "n3"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}}),
+                              PoolType::ippool);
+    const NodeAllocation* other = overlapping_allocation(p, *p.allocation_of("n1"));
+    REQUIRE(other);
+    CHECK(other->node == "n2");
+    CHECK_FALSE(overlapping_allocation(p, *p.allocation_of("n3")));
+    const Pool c = parse_pool(cidrpool({{"cidr", "10.0.0.0/16"}, {"perNodeNetworkPrefix", 24}},
+                                       {{{"nodeName", "a"}, {"prefix", "10.0.1.0/24"}}, {{"nodeName", "b"}, {"prefix", "10.0.1.0/24"}}}),
+                              PoolType::cidrpool);
+    CHECK(overlapping_allocation(c, *c.allocation_of("b"))->node == "a");
+}
+
+// The claim's order at scale, against the straightforward rule (the first candidate no other
+// entry overlaps): random pools with holes, misaligned entries, statics and both families.
+TEST_CASE("nv-ipam claim order: the one-pass claim picks what a scan of every entry picks", "[nvipam]") {
+    std::mt19937 rng(1234);
+    auto reference = [](const Pool& pool, const std::string& node) -> std::optional<IpAddress> {
+        const IpAddress net0 = pool.subnet.first();
+        const bool ippool = pool.type == PoolType::ippool;
+        const uint128 step = ippool ? uint128{pool.block_size} : uint128{1} << (net0.bits() - pool.node_prefix);
+        for (uint128 k = 0;; ++k) {
+            const uint128 lo = net0.to_u128() + (ippool ? 1 : 0) + k * step, hi = lo + step - 1;
+            if (hi > pool.subnet.last().to_u128() || (ippool && net0.is_v4() && hi == pool.subnet.last().to_u128())) return std::nullopt;
+            bool taken = false;
+            for (const auto& a : pool.allocations)
+                taken = taken || (a.node != node && !(a.end.to_u128() < lo || hi < a.start.to_u128()));
+            for (const auto& s : pool.statics) taken = taken || (s.prefix.first().to_u128() == lo);
+            if (!taken) return IpAddress::from_u128(net0.family(), lo);
+        }
+    };
+    for (int round = 0; round < 200; ++round) {
+        const bool ip = round % 2 == 0;
+        Pool p = ip ? parse_pool(ippool({{"subnet", round % 4 == 0 ? "10.1.0.0/22" : "fd00:1::/118"}, {"perNodeBlockSize", 7}}), PoolType::ippool)
+                    : parse_pool(cidrpool({{"cidr", round % 4 == 1 ? "10.2.0.0/22" : "fd00:2::/118"}, {"perNodeNetworkPrefix", round % 4 == 1 ? 28 : 124},
+                                           {"staticAllocations", {{{"prefix", round % 4 == 1 ? "10.2.0.32/28" : "fd00:2::20/124"}}}}}),
+                                 PoolType::cidrpool);
+        const uint128 base = p.subnet.first().to_u128();
+        const int entries = static_cast<int>(rng() % 120);
+        for (int i = 0; i < entries; ++i) {
+            const uint128 s = base + rng() % 1000, len = rng() % 20;
+            const IpAddress a = IpAddress::from_u128(p.subnet.address.family(), s), b = IpAddress::from_u128(p.subnet.address.family(), s + len);
+            p.allocations.push_back({"o" + std::to_string(i), a, b, IpNetwork{a, a.bits()}, std::nullopt});
+        }
+        const auto got = next_allocation(p, "me");
+        const auto want = reference(p, "me");
+        INFO("round " << round);
+        REQUIRE(got.has_value() == want.has_value());
+        if (got) CHECK(got->start == *want);
+    }
+}
+
+// The fuzz target's seed corpus at full size (libFuzzer cuts inputs to 8 KiB): deep and large
+// pools, a /0, overlapping status, wrong types - each a pool or a clean IpamError.
+TEST_CASE("nv-ipam pool objects: the fuzz corpus replayed whole", "[nvipam][hostile][fuzz]") {
+    const std::filesystem::path dir = RDMANET_SOURCE_DIR "/tests/fuzz/corpus/fuzz_nvipam_pool";
+    int files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        std::ifstream in(entry.path());
+        std::stringstream text;
+        text << in.rdbuf();
+        INFO(entry.path().string());
+        rdmanet::fuzz::check_nvipam_pool(text.str());
+        ++files;
+    }
+    CHECK(files >= 8);
+    // The corpus's overlapping status is refused by the claim, and its /0 by the parser.
+    const json overlap = json::parse(std::ifstream(dir / "overlap.json"));
+    const Pool p = parse_pool(overlap, PoolType::ippool);
+    CHECK(overlapping_allocation(p, *p.allocation_of("fuzz-node")));
+    CHECK(refusal(json::parse(std::ifstream(dir / "slash0.json")), PoolType::cidrpool).first == codes::invalid_config);
 }

@@ -38,6 +38,8 @@ public:
     void set_attachments(std::map<std::string, std::size_t> by_mode) { attachments_ = std::move(by_mode); }
     // One publication of the node-slice backlog (the Kubernetes datastore's node slices).
     void record_slice_publish(int published, int remaining, std::size_t conflicts);
+    // Single-pool releases DEL deferred (kube_store.hpp): finished this pass, still waiting.
+    void record_deferred_releases(int finished, int remaining);
     // One pass's view of the node's Kubernetes credentials: `refused` API requests of the agent
     // answered 401/403 in it; `node_record`: the node's record says the last CNI call or agent
     // request with them was refused (access_denied_record.hpp).
@@ -54,6 +56,8 @@ private:
     std::uint64_t slice_published_ = 0;
     std::uint64_t slice_conflicts_ = 0;
     std::uint64_t slice_pending_ = 0;
+    std::uint64_t deferred_finished_ = 0;
+    std::uint64_t deferred_pending_ = 0;
     std::uint64_t access_refused_total_ = 0;
     bool access_denied_ = false;
     CallStats calls_;

@@ -37,6 +37,14 @@ struct AccessDenied : IpamError {
         : IpamError(codes::io_failure, std::move(msg_)), http(http_), released_locally(released_locally_) {}
 };
 
+// DEL (or GC) could not have the API server take a release (no answer in the verb's budget, a
+// refusal, a broken answer): the attachment's node journal entry is gone and a record of the
+// release waits in the node's backlog for the node agent; the runtime retrying DEL would change
+// nothing, so DEL succeeds and logs this as an error.
+struct ReleaseDeferred : IpamError {
+    explicit ReleaseDeferred(std::string msg_) : IpamError(codes::io_failure, std::move(msg_)) {}
+};
+
 [[noreturn]] inline void config_error(std::string msg) { throw IpamError(codes::invalid_config, std::move(msg)); }
 
 }  // namespace rdmanet::ipam

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "rdmanet/ipam/kube/http_wire.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 
 namespace rdmanet::ipam::kube {
@@ -22,6 +23,7 @@ struct HttpResponse {
 struct RequestOptions {
     std::string_view accept;             // "" = application/json
     bool discard_success_body = false;   // a 2xx answer's body is read and dropped, not stored
+    std::size_t max_body = kMaxObjectBody;   // one object; a LIST passes kMaxListBody (http_wire.hpp)
 };
 
 enum class TransportFailure { resolve, connect, timeout, tls_handshake, tls_verification, send, receive, protocol };

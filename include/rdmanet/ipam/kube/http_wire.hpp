@@ -24,9 +24,23 @@ struct ServerUrl {
 };
 ServerUrl parse_server_url(std::string_view url);
 
+// Whether `value` can go into a header line as it is: no control character (CR and LF would end
+// the header and start another one: header injection), no DEL. Checked where a value is read
+// (kubeconfig, token files), with an error naming its source, and again when a request is built.
+bool header_value_safe(std::string_view value);
+
 // The request line, headers and body. `headers` are complete "Name: value" lines without CRLF.
 std::string format_request(std::string_view method, std::string_view target, const std::vector<std::string>& headers,
                            std::string_view body, bool with_body);
+
+// Bounds on what one answer may hold, enforced while it is read (an answer past them is refused
+// with ProtocolError, never buffered): etcd refuses a request larger than 1.5 MiB (its default
+// --max-request-bytes, which the kube-apiserver inherits as its object limit), so one object as
+// the API server answers it (JSON of what etcd stores, a Status) is below 4 MiB with room for
+// re-encoding; a list holds many objects. Headers are not bodies: 64 KiB a line, 1 MiB in all.
+inline constexpr std::size_t kMaxObjectBody = 4u << 20;
+inline constexpr std::size_t kMaxListBody = 256u << 20;
+inline constexpr std::size_t kMaxHeaderBytes = 1u << 20;
 
 struct ParsedResponse {
     long status = 0;
@@ -43,7 +57,9 @@ struct ProtocolError : std::runtime_error {
 class ResponseParser {
 public:
     // `discard_success_body`: a 2xx answer's body is read (to keep the connection usable) and dropped.
-    explicit ResponseParser(bool discard_success_body = false) : discard_success_(discard_success_body) {}
+    // `max_body`: a body (kept or dropped) longer than this is a ProtocolError naming the limit.
+    explicit ResponseParser(bool discard_success_body = false, std::size_t max_body = kMaxObjectBody)
+        : discard_success_(discard_success_body), max_body_(max_body) {}
 
     // Takes bytes in order; returns how many it used (fewer than given only once done()).
     std::size_t feed(std::string_view data);
@@ -62,6 +78,9 @@ private:
 
     State state_ = State::status_line;
     bool discard_success_;
+    std::size_t max_body_;
+    unsigned long long body_bytes_ = 0;     // of the current answer, kept or dropped
+    std::size_t header_bytes_ = 0;          // status and header lines of the current answer
     bool keep_body_ = true;
     bool started_ = false;
     bool http10_ = false;

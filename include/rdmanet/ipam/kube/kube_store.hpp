@@ -19,6 +19,12 @@
 //        finds by container id + ifname; the other order would leave a reservation nothing points to.
 //   So a process killed at any point leaves either nothing, or a pool entry (with or without its
 //   reservation) that the runtime's DEL or `rdmanetctl reconcile` removes.
+//   A DEL the API server does not take within the verb's budget (no answer, a trickle, 5xx, a
+//   garbage body, 401/403) never wedges the pod's teardown: the release is recorded in the node's
+//   backlog (<journal dir>/backlog, the marker format of node slices, slice_backlog.hpp) and DEL
+//   fails with ReleaseDeferred, which the plugin logs as an error and answers with success; the
+//   node agent finishes the record every pass (finish_deferred_releases), and an ADD of the same
+//   attachment takes the entry over and drops the record.
 // Entries written by whereabouts itself are read and respected like ours (same keys), and ours are
 // valid whereabouts objects.
 //
@@ -31,6 +37,7 @@
 // first records the attachment in a node-local journal (<data_dir>/kubernetes/<network>/
 // <container id>:<ifname>), each DEL removes it, and GC releases the journalled attachments that
 // are not in the valid list.
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -40,6 +47,15 @@
 #include "rdmanet/ipam/core/store.hpp"
 
 namespace rdmanet::ipam::kube {
+
+// The node's deferred single-pool releases (see above), oldest first, within `budget`: each
+// record's release is done against the API server and the record removed. The report's
+// `remaining` counts what is left (the API server still unreachable or refusing).
+struct PublishReport;
+PublishReport finish_deferred_releases(const KubeConfig& kubeconfig, const std::string& data_dir,
+                                       std::chrono::milliseconds budget);
+// <data_dir>/kubernetes/backlog: where DEL records the releases the API server did not take.
+std::string deferred_releases_dir(const std::string& data_dir);
 
 class KubeStore final : public Store {
 public:
@@ -82,6 +98,11 @@ private:
     void unwind(const PoolKey& key, uint128 offset, const Owner& owner);
     void journal_add(std::string_view network, const AttachmentId& a);
     void journal_remove(std::string_view network, const AttachmentId& a);
+    // The backlog of releases DEL could not finish ("" without a journal: rdmanetctl, benchmarks).
+    std::string backlog_dir() const { return journal_dir_.empty() ? std::string() : journal_dir_ + "/backlog"; }
+    void defer_release(const PoolKey& key, const AttachmentId& attachment);
+    std::vector<Allocation> release_in(const PoolKey& key, const AttachmentId& attachment);
+    void drop_deferred(const AttachmentId& attachment);
 
     KubeApi api_;
     std::string journal_dir_;

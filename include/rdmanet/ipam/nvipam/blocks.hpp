@@ -29,6 +29,11 @@ std::optional<base::IpAddress> gateway_at(const base::IpNetwork& subnet, std::ui
 // the pool, the computed or static gateway, not another node's static prefix).
 bool valid_allocation(const Pool& pool, const NodeAllocation& a);
 
+// Another node's status entry that shares an address with `mine`, or nullptr. nv-ipam's controller
+// keeps only one of two overlapping entries; a node must never hand out addresses of a block
+// another node holds too, so such a status is refused rather than used (one pass, O(n)).
+const NodeAllocation* overlapping_allocation(const Pool& pool, const NodeAllocation& mine);
+
 // The block/subnet `node` gets next: its valid allocation when status has one, else the first
 // free in the controller's order. nullopt when none is free.
 std::optional<NodeAllocation> next_allocation(const Pool& pool, const std::string& node);
