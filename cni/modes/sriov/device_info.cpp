@@ -16,7 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rdmanet/base/atomic_file.hpp"
-#include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/cni/protocol/json.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/ipam/core/confined_file.hpp"
