@@ -389,9 +389,11 @@ void handle_verb(const EnvLookup& lookup, const KernelServices& services, const 
     if (strict) check_mode_allowed(policy, conf.mode);
     // Before anything changes: a literal runtimeConfig in the NAD must not make the root plugin
     // write a file anywhere on the node.
-    if (env.command == Command::add && conf.runtime.device_info_file)
+    if (env.command == Command::add && conf.runtime.device_info_file) {
         check_path_in(policy, "runtimeConfig.CNIDeviceInfoFile", *conf.runtime.device_info_file,
                       policy.device_info_dirs);
+        check_not_device_plugin_info_file(policy, "runtimeConfig.CNIDeviceInfoFile", *conf.runtime.device_info_file);
+    }
     spdlog::info("{} mode {} netns {}", command_name(env.command), conf.mode.empty() ? "(none)" : conf.mode, env.netns);
     const StateStore states(policy);
     const netns::Sysfs real_sysfs("/sys");

@@ -92,6 +92,25 @@ void check_path_in(const NodePolicy& policy, std::string_view key, const std::st
            "node policy: " + (policy.source.empty() ? std::string("built-in defaults") : policy.source));
 }
 
+bool is_device_plugin_info_file(std::string_view path, const std::vector<std::string>& device_info_dirs) {
+    std::vector<std::string> bases = device_info_dirs;
+    bases.emplace_back(kMultusDevInfoDir);
+    bases.emplace_back(kMultusDevInfoRunDir);
+    for (const auto& base : bases)
+        if (ipam::is_path_inside(path, base + "/dp")) return true;
+    return false;
+}
+
+void check_not_device_plugin_info_file(const NodePolicy& policy, std::string_view key, const std::string& path) {
+    if (!is_device_plugin_info_file(path, policy.device_info_dirs)) return;
+    refuse(policy, ErrorCode::invalid_config,
+           std::string(key) + " " + text::quote(path) +
+               " is a device plugin's or DRA driver's device-info file (the dp/ directory), which the plugin "
+               "must not rewrite or remove: leave CNIDeviceInfoFile to Multus, which passes a file of the "
+               "cni/ directory",
+           "device-info files below dp/ belong to the device plugin or DRA driver");
+}
+
 void check_log_file(const NodePolicy& policy, std::string_view key, const std::string& path) {
     check_path_in(policy, key, path, {policy.log_dir});
 }

@@ -117,6 +117,7 @@ CniOutcome drive(const Workspace& ws, const std::map<std::string, std::string>& 
     req.cache_dir = ws.cache_dir();
     req.cap_args = call.cap_args;
     req.args = call.args;
+    req.single_plugin = call.single_plugin;
     req.cni_path = test_bin_dir() + ":" + default_cni_path();
     return run_driver(req, env);
 }

@@ -98,6 +98,7 @@ struct FakeKernelCall {
     std::string ifname = "net1";
     std::string cap_args;
     std::string args;
+    bool single_plugin = false;   // `conflist` is one plugin configuration (DriverRequest::single_plugin)
 };
 CniOutcome drive(const Workspace& ws, const std::map<std::string, std::string>& env, const FakeKernelCall& call);
 

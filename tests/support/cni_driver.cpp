@@ -44,7 +44,7 @@ std::string CniOutcome::describe() const {
 CniOutcome run_driver(const DriverRequest& req, const std::map<std::string, std::string>& env,
                       std::chrono::milliseconds timeout) {
     std::vector<std::string> argv = {bin_dir() + "/cni-driver", req.verb,
-                                     "--conflist", req.conflist,
+                                     req.single_plugin ? "--conf" : "--conflist", req.conflist,
                                      "--netns", req.netns,
                                      "--ifname", req.ifname,
                                      "--container-id", req.container_id,

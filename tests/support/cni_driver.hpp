@@ -40,6 +40,7 @@ struct CniOutcome {
 struct DriverRequest {
     std::string verb;           // add | check | del
     std::string conflist;       // path of the conflist file
+    bool single_plugin = false; // `conflist` names ONE plugin configuration: AddNetwork, not AddNetworkList
     std::string netns;
     std::string ifname = "net1";
     std::string container_id;

@@ -239,6 +239,28 @@ TEST_CASE("config checks: modes, log file, allowed dirs (code 7, key and place n
     CHECK(e.msg().find("/etc/cni/net.d") != std::string::npos);
 }
 
+TEST_CASE("device-info files of a device plugin or DRA driver (dp/) are never the plugin's", "[unit][policy]") {
+    NodePolicy p;
+    p.audit_log.clear();
+    // The driver's file (resourceName/deviceID, '/' turned into '-') and Multus' CNI-side copy.
+    const std::string dp = "/var/run/k8s.cni.cncf.io/devinfo/dp/nvidia.com-rdma_vf-0000:3b:00.2-device.json";
+    const std::string cni = "/var/run/k8s.cni.cncf.io/devinfo/cni/rdma-net-abc_net1-device.json";
+    CHECK(is_device_plugin_info_file(dp, p.device_info_dirs));
+    CHECK(is_device_plugin_info_file("/run/k8s.cni.cncf.io/devinfo//dp/x-device.json", p.device_info_dirs));
+    CHECK_FALSE(is_device_plugin_info_file(cni, p.device_info_dirs));
+    CHECK_FALSE(is_device_plugin_info_file("/var/run/k8s.cni.cncf.io/devinfo/dp", p.device_info_dirs));
+    // A policy that moves the tree: its dp/ is the driver's too, and so stay the standard ones.
+    CHECK(is_device_plugin_info_file("/srv/devinfo/dp/a-device.json", {"/srv/devinfo"}));
+    CHECK(is_device_plugin_info_file(dp, {"/srv/devinfo"}));
+    CHECK_FALSE(is_device_plugin_info_file("/srv/devinfo/cni/a-device.json", {"/srv/devinfo"}));
+
+    CHECK_NOTHROW(check_not_device_plugin_info_file(p, "runtimeConfig.CNIDeviceInfoFile", cni));
+    const Error e = refusal_of([&] { check_not_device_plugin_info_file(p, "runtimeConfig.CNIDeviceInfoFile", dp); });
+    CHECK(e.code() == 7);
+    CHECK(e.msg().starts_with("runtimeConfig.CNIDeviceInfoFile \"" + dp + "\""));
+    CHECK(e.msg().find("cni/ directory") != std::string::npos);
+}
+
 TEST_CASE("IPAM path limits: every file key checked, only when enforced", "[unit][policy]") {
     using rdmanet::ipam::check_path_limits;
     const NodePolicy p;

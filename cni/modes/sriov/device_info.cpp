@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rdmanet/base/atomic_file.hpp"
+#include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/cni/protocol/json.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/ipam/core/confined_file.hpp"
@@ -38,6 +39,10 @@ struct ParentDir {
 
 ParentDir open_parent(const std::vector<std::string>& allowed_dirs, const std::string& path,
                       ipam::CreateDirs create) {
+    if (is_device_plugin_info_file(path, allowed_dirs))
+        throw Error(ErrorCode::invalid_config,
+                    "CNIDeviceInfoFile " + path + " is a device plugin's or DRA driver's device-info file (dp/): "
+                    "the plugin never writes it");
     const std::string base = ipam::containing_dir(path, allowed_dirs);
     const auto slash = path.find_last_of('/');
     if (base.empty() || slash == std::string::npos || slash + 1 == path.size())
@@ -146,6 +151,11 @@ void remove_device_info(const std::vector<std::string>& allowed_dirs, const std:
         // Recorded by an ADD under another policy: not ours to delete any more.
         spdlog::warn("device-info file {} left: outside the node policy's deviceInfoDirs ({})", path,
                      ipam::join_dirs(allowed_dirs));
+        return;
+    }
+    if (is_device_plugin_info_file(path, allowed_dirs)) {
+        // Recorded by an ADD that predates the refusal of such paths: the driver's file stays.
+        spdlog::warn("device-info file {} left: it is the device plugin's or DRA driver's (dp/)", path);
         return;
     }
     try {

@@ -3,12 +3,16 @@
 // filtering, result cache, prevResult on CHECK/DEL), so the plugin is tested against the code
 // that runtimes actually link instead of against our own reading of the spec.
 //
+// With --conf instead of --conflist it drives ONE plugin configuration (no list) through
+// AddNetwork/CheckNetwork/DelNetwork: the call DRA drivers make that run a single plugin from a
+// NetworkAttachmentDefinition (dra-driver-sriov in STANDALONE mode).
+//
 // Usage:
 //
-//	cni-driver <add|check|del> --conflist FILE --netns PATH --ifname IF --container-id ID
+//	cni-driver <add|check|del> (--conflist FILE | --conf FILE) --netns PATH --ifname IF --container-id ID
 //	    [--cni-path P] [--cap-args JSON] [--args "K=V;K=V"] [--cache-dir DIR] [--timeout DUR]
 //
-// Success: add prints the result (converted to the list's cniVersion) on stdout; check and del
+// Success: add prints the result (converted to the list's or config's cniVersion) on stdout; check and del
 // print nothing. Failure: {"code":N,"msg":"...","details":"..."} on stdout and exit status 1;
 // the code is the plugin's (or libcni's) *types.Error code, 999 for any other error.
 package main
@@ -33,6 +37,7 @@ const errInternal = 999
 
 type options struct {
 	conflist    string
+	conf        string
 	netns       string
 	ifname      string
 	containerID string
@@ -58,7 +63,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cni-driver <add|check|del> --conflist FILE --netns PATH --ifname IF "+
+	fmt.Fprintln(os.Stderr, "usage: cni-driver <add|check|del> (--conflist FILE | --conf FILE) --netns PATH --ifname IF "+
 		"--container-id ID [--cni-path P] [--cap-args JSON] [--args K=V;K=V] [--cache-dir DIR] [--timeout DUR]")
 	os.Exit(2)
 }
@@ -67,6 +72,7 @@ func parseFlags(argv []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("cni-driver", flag.ContinueOnError)
 	fs.StringVar(&o.conflist, "conflist", "", "conflist file")
+	fs.StringVar(&o.conf, "conf", "", "single plugin configuration file (no list)")
 	fs.StringVar(&o.netns, "netns", "", "network namespace path")
 	fs.StringVar(&o.ifname, "ifname", "", "interface name inside the netns")
 	fs.StringVar(&o.containerID, "container-id", "", "container id")
@@ -81,17 +87,13 @@ func parseFlags(argv []string) (*options, error) {
 	if fs.NArg() != 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if o.conflist == "" {
-		return nil, errors.New("--conflist is required")
+	if (o.conflist == "") == (o.conf == "") {
+		return nil, errors.New("exactly one of --conflist and --conf is required")
 	}
 	return o, nil
 }
 
 func run(verb string, o *options) error {
-	list, err := libcni.ConfListFromFile(o.conflist)
-	if err != nil {
-		return err
-	}
 	rt, err := runtimeConf(o)
 	if err != nil {
 		return err
@@ -101,6 +103,13 @@ func run(verb string, o *options) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 
+	if o.conf != "" {
+		return runSingle(ctx, cni, verb, o.conf, rt)
+	}
+	list, err := libcni.ConfListFromFile(o.conflist)
+	if err != nil {
+		return err
+	}
 	switch verb {
 	case "add":
 		result, err := cni.AddNetworkList(ctx, list, rt)
@@ -112,6 +121,33 @@ func run(verb string, o *options) error {
 		return cni.CheckNetworkList(ctx, list, rt)
 	case "del":
 		return cni.DelNetworkList(ctx, list, rt)
+	default:
+		return fmt.Errorf("unknown verb %q (want add, check or del)", verb)
+	}
+}
+
+// runSingle is run's counterpart for one plugin configuration: libcni parses it from bytes as a
+// DRA driver does with the NetworkAttachmentDefinition's config, and calls the plugin once.
+func runSingle(ctx context.Context, cni *libcni.CNIConfig, verb, path string, rt *libcni.RuntimeConf) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	conf, err := libcni.ConfFromBytes(data)
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "add":
+		result, err := cni.AddNetwork(ctx, conf, rt)
+		if err != nil {
+			return err
+		}
+		return printResult(result, conf.Network.CNIVersion)
+	case "check":
+		return cni.CheckNetwork(ctx, conf, rt)
+	case "del":
+		return cni.DelNetwork(ctx, conf, rt)
 	default:
 		return fmt.Errorf("unknown verb %q (want add, check or del)", verb)
 	}

@@ -35,5 +35,13 @@ void check_log_file(const NodePolicy& policy, std::string_view key, const std::s
 // Code 7 unless `path` lies inside one of `dirs`; `key` and the dirs are named in the message.
 void check_path_in(const NodePolicy& policy, std::string_view key, const std::string& path,
                    const std::vector<std::string>& dirs);
+// The device-plugin side of the device-info tree, `<devinfo>/dp/`: device plugins and DRA drivers
+// (dra-driver-sriov in MULTUS mode) write `<resourceName>-<deviceID>-device.json` there, and
+// Multus copies it to the CNI side (`<devinfo>/cni/`) before calling the plugin. That file is the
+// driver's: the plugin must never rewrite or remove it. True when `path` lies below `dp/` of one
+// of `device_info_dirs` or of the two standard devinfo directories (lexical, no file access).
+bool is_device_plugin_info_file(std::string_view path, const std::vector<std::string>& device_info_dirs);
+// Code 7 naming `key` when is_device_plugin_info_file(path, policy.device_info_dirs).
+void check_not_device_plugin_info_file(const NodePolicy& policy, std::string_view key, const std::string& path);
 
 }  // namespace rdmanet::cni
