@@ -25,6 +25,7 @@
 #include "rdmanet/cni/cli/pool.hpp"
 #include "rdmanet/cni/cli/slices.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/doctor/tuning_allowlist.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/access_denied_record.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
@@ -359,6 +360,22 @@ void check_policy(Doctor& d) {
     }
 }
 
+// tuning's allowlist limits only a chained tuning: rdmanet's "sysctl" keys are limited by the
+// node policy's "sysctls" globs. Said when the file exists, with its entries as globs.
+void check_tuning_allowlist(Doctor& d) {
+    const auto file = d.under("/etc/cni/tuning/allowlist.conf");
+    const auto text = read_text(file);
+    if (!text) return;
+    const auto t = doctor::translate_tuning_allowlist(*text);
+    std::string message = "limits a chained tuning only; rdmanet's sysctl keys are limited by the node policy's "
+                          "\"sysctls\" (rdmanet does not read this file)";
+    if (!t.globs.empty()) message += ": the same limit there is \"sysctls\": " + json(t.globs).dump();
+    if (!t.untranslated.empty())
+        message += (t.globs.empty() ? ": " : "; ") + std::string("not interface keys rdmanet sets (or no simple glob): ") +
+                   json(t.untranslated).dump();
+    d.add("cni.tuning-allowlist", Status::warn, file.string(), message);
+}
+
 // ---- IPAM kubeconfig ------------------------------------------------------------------------
 // Judged by the IPAM's own reader (ipam/kube/kubeconfig.hpp), so doctor and the plugin cannot
 // disagree about whether it is usable; doctor then adds what the reader accepts but an admin
@@ -689,6 +706,7 @@ std::vector<Finding> doctor_checks(const DoctorOptions& options) {
     check_binaries(d);
     check_configs(d);
     check_policy(d);
+    check_tuning_allowlist(d);
     const auto api = check_kubeconfig(d);
     check_slices(d, api);
     check_nv_blocks(d);

@@ -165,6 +165,10 @@ void cmd_add(const Call& call, std::ostream& out) {
     // Refused before anything changes: an rdma.deviceName the pod's RDMA namespace already has.
     rdma_device_name_precheck(conf, pod_ns, kernel.rdma);
 
+    // Everything an undo step refers to is declared before the Rollback, which unwinds in its
+    // destructor (after the locals declared below it are gone). The pod-side record is filled in
+    // by the pod setup below; its undo reads it.
+    PodSetupRecord recorded;
     Rollback rollback;
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
     const Result ipam = ipam_add(conf, env, call.policy);
@@ -180,7 +184,6 @@ void cmd_add(const Call& call, std::ostream& out) {
     // A DPDK VF has no netdev in the pod: its addresses are reported, not applied.
     // Rules outlive the link the rollback removes: undone from what was recorded, even when the
     // setup failed half-way.
-    PodSetupRecord recorded;
     rollback.push("undo pod routing and sysctls", [&] {
         if (!recorded.empty()) undo_pod_setup(pod_ns, *pod, env.ifname, recorded);
     });
@@ -299,12 +302,14 @@ void cmd_check(const Call& call) {
                     "prevResult has no interface " + env.ifname + " in sandbox " + env.netns);
 
     ipam_check(conf, env, call.policy);
+    base::failpoint(base::Failpoint::check_after_ipam);
     const auto host_ns = NetNamespace::current();
     const auto pod_ns = open_pod_netns(env.netns);
     Rtnl host;
     const auto pod = rtnl_in(pod_ns);
     Kernel kernel = kernel_of(call, host_ns, host, pod_ns, *pod);
     mode_entry(conf.mode).check(CheckRequest{conf, env, call.policy, call.states, kernel, prev.interfaces[index]});
+    base::failpoint(base::Failpoint::check_after_mode);
 
     // Addresses as the final result lists them on our interface; routes only those we added
     // (later plugins may change routes, and CHECK verifies only what we own).
@@ -320,6 +325,7 @@ void cmd_check(const Call& call) {
     auto link = pod->link_by_name(env.ifname);
     if (!link) return;   // sriov DPDK VF: no netdev, no addresses applied (the mode's check saw to the rest)
     check_pod_interface(*pod, link->index, env.ifname, expected, index, conf.pod, record);
+    check_pod_sysctls(pod_ns, conf.pod, env.ifname, own_ips(expected, index), conf.ipam.type == kEmbeddedIpamType);
     if (state)
         roce_gids_check(CheckRequest{conf, env, call.policy, call.states, kernel, prev.interfaces[index]}, *state,
                         interface_addresses(expected, index));

@@ -1,11 +1,13 @@
 #include "rdmanet/cni/pod/interface_setup.hpp"
 
 #include <algorithm>
+#include <map>
 #include <linux/rtnetlink.h>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "rdmanet/base/failpoint.hpp"
 #include "rdmanet/cni/pod/netns_lock.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/netns/error.hpp"
@@ -62,10 +64,27 @@ bool main_has_default(netns::Rtnl& pod, int family) {
                        [&](const netns::RouteInfo& r) { return !r.dst && r.family == family; });
 }
 
+std::string route_text(const netns::RouteInfo& route) {
+    return (route.dst ? route.dst->str() : std::string("default")) +
+           (route.gateway ? " via " + route.gateway->str() : std::string());
+}
+
+// A route through a gateway no address of the interface can reach: the kernel refuses it with
+// EINVAL ("Nexthop has invalid gateway", IPv4), EHOSTUNREACH (IPv6) or ENETUNREACH.
+bool unreachable_gateway(const netns::RouteInfo& route, const netns::KernelError& e) {
+    return route.gateway && (e.errno_value() == EINVAL || e.errno_value() == EHOSTUNREACH || e.errno_value() == ENETUNREACH);
+}
+
 void add_route_once(netns::Rtnl& pod, const netns::RouteInfo& route, const std::string& ifname) {
     try {
         pod.add_route(route);
     } catch (const netns::KernelError& e) {
+        if (unreachable_gateway(route, e))
+            throw Error(ErrorCode::invalid_config,
+                        "route " + route_text(route) + " on " + ifname + ": the gateway " + route.gateway->str() +
+                            " is not on the link (no subnet of " + ifname + "'s addresses holds it; the kernel says: " +
+                            e.what() + ")",
+                        "fix the IPAM's routes or gateway: a gateway must be in a subnet of the interface");
         if (e.errno_value() != EEXIST) throw;
     }
     spdlog::info("route {} via {} on {} table {}", route.dst ? route.dst->str() : "default",
@@ -85,8 +104,7 @@ void add_main_route(netns::Rtnl& pod, const netns::RouteInfo& route, const std::
 
 void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips, const PodSetupRecord& record) {
     const PolicyRouting& pr = *rq.settings.policy_routing;
-    const unsigned table = *record.table;
-    for (const auto& route : plan_table_routes(ips, rq.ipam.routes, table, rq.index, pr.add_source_hints))
+    for (const auto& route : plan_table_routes(ips, tables_of(ips, record), rq.ipam.routes, rq.index, pr.add_source_hints))
         add_route_once(rq.pod, route, rq.ifname);
     // The main table keeps the kernel's subnet routes; an IPv6 one gets the source hint too
     // (the kernel's IPv4 subnet route carries it already).
@@ -103,6 +121,7 @@ void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpCon
         }
     for (const auto& route : plan_main_routes(ips, rq.ipam.routes, rq.index))
         if (is_default_route(route)) add_main_route(rq.pod, route, rq.ifname);
+    base::failpoint(base::Failpoint::add_after_pod_routes);
     for (const auto& rule : record.rules) {
         try {
             rq.pod.add_rule(rule);
@@ -111,6 +130,50 @@ void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpCon
         }
         spdlog::info("rule from {} lookup {}", rule.src->str(), rule.table);
     }
+}
+
+// Who in the pod uses `table` already: the interface holding a rule's source address, or the
+// interface of a route in it; nullopt when nothing does.
+std::optional<std::string> table_user(netns::Rtnl& pod, unsigned table) {
+    const auto links = pod.links();
+    auto name_of = [&](int index) {
+        for (const auto& l : links)
+            if (l.index == index) return l.name;
+        return std::string("interface #") + std::to_string(index);
+    };
+    for (const auto& rule : pod.rules()) {
+        if (rule.table != table) continue;
+        const std::string src = rule.src ? rule.src->str() : std::string("all");
+        if (rule.src)
+            for (const auto& l : links)
+                for (const auto& a : pod.addresses(l.index))
+                    if (a.address == rule.src->address) return l.name + " (rule from " + src + ")";
+        return "the rule from " + src;
+    }
+    const auto tables = pod.route_tables();
+    if (std::find(tables.begin(), tables.end(), table) == tables.end()) return std::nullopt;
+    for (const auto& l : links)
+        if (!pod.routes_in_table(l.index, table).empty()) return name_of(l.index) + " (its routes)";
+    return std::string("routes of another interface");
+}
+
+// The tables of the attachment's addresses: one per address, the first free ones (as sbr does),
+// or the fixed policyRouting.table, which must be free and can hold one gateway per family.
+std::vector<unsigned> choose_tables(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips) {
+    const auto& pr = *rq.settings.policy_routing;
+    if (!pr.table) return choose_free_tables(rq.pod.route_tables(), rq.pod.rules(), std::max<std::size_t>(ips.size(), 1));
+    const unsigned table = *pr.table;
+    if (auto user = table_user(rq.pod, table))
+        throw Error(ErrorCode::invalid_config,
+                    "policyRouting.table " + std::to_string(table) + " is already used in this pod by " + *user,
+                    "a table holds one default route per family, so two attachments cannot share one: leave "
+                    "policyRouting.table unset (each address then gets a free table) or give each attachment its own");
+    if (auto conflict = fixed_table_gateway_conflict(ips))
+        throw Error(ErrorCode::invalid_config,
+                    "policyRouting.table " + std::to_string(table) + " cannot route " + *conflict +
+                        ": one table holds one default route per family",
+                    "leave policyRouting.table unset: each address then gets its own table");
+    return std::vector<unsigned>(std::max<std::size_t>(ips.size(), 1), table);
 }
 
 }  // namespace
@@ -125,13 +188,14 @@ PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
     // The rest runs under the pod's lock when a table has to be chosen: from the choice until
     // its rules exist, another ADD must not see the table as free. Everything is chosen first and
     // recorded in one state write.
+    // A fixed table is checked for other users under the same lock.
     std::optional<NetnsLock> lock;
-    if (rq.settings.policy_routing && !rq.settings.policy_routing->table) lock.emplace(rq.pod_ns, kLockBound);
+    if (rq.settings.policy_routing) lock.emplace(rq.pod_ns, kLockBound);
 
     if (rq.settings.policy_routing) {
-        const auto& pr = *rq.settings.policy_routing;
-        record.table = pr.table ? *pr.table : choose_free_table(rq.pod.route_tables(), rq.pod.rules());
-        record.rules = plan_rules(ips, *record.table, pr.priority);
+        const auto tables = choose_tables(rq, ips);
+        record.table = tables.front();
+        record.rules = plan_rules(ips, tables, rq.settings.policy_routing->priority);
     }
     netns::in_netns(rq.pod_ns, [&] {
         for (const auto& w : writes) {
@@ -158,6 +222,7 @@ PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
         write_sysctl_quietly("net/ipv4/conf/" + rq.ifname + "/arp_notify", "1");
         if (v6) write_sysctl_quietly("net/ipv6/conf/" + rq.ifname + "/ndisc_notify", "1");
     });
+    base::failpoint(base::Failpoint::add_after_pod_sysctls);
 
     for (const auto& ip : ips) {
         rq.pod.add_address(rq.index, ip.address, nodad);
@@ -165,6 +230,7 @@ PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
     }
     rq.pod.set_up(rq.index, true);
     if (v6 && !nodad) wait_for_dad(rq.pod, rq.index, rq.ifname, rq.dad_bound);
+    base::failpoint(base::Failpoint::add_after_pod_addresses);
 
     if (rq.settings.policy_routing) {
         apply_policy_routing(rq, ips, record);
@@ -185,15 +251,15 @@ void undo_pod_setup(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, const s
         }
     }
     auto link = pod.link_by_name(ifname);
-    if (link && record.table) {
-        for (const auto& route : pod.routes_in_table(link->index, *record.table)) {
-            try {
-                pod.delete_route(route);
-            } catch (const netns::KernelError& e) {
-                if (!gone(e)) failures.push_back(e.what());
+    if (link)
+        for (const unsigned table : record.tables())
+            for (const auto& route : pod.routes_in_table(link->index, table)) {
+                try {
+                    pod.delete_route(route);
+                } catch (const netns::KernelError& e) {
+                    if (!gone(e)) failures.push_back(e.what());
+                }
             }
-        }
-    }
     if (link) {
         netns::in_netns(pod_ns, [&] {
             for (auto it = record.sysctls.rbegin(); it != record.sysctls.rend(); ++it) {
@@ -221,19 +287,21 @@ void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname,
             throw Error(ErrorCode::invalid_config, "address " + ip.address.str() + " missing on " + ifname);
 
     const bool in_table = settings.policy_routing && record.table;
-    const auto planned = in_table ? plan_table_routes(ips, expected.routes, *record.table, index, false)
+    const auto planned = in_table ? plan_table_routes(ips, tables_of(ips, record), expected.routes, index, false)
                                   : plan_main_routes(ips, expected.routes, index);
-    const auto routes = pod.routes_in_table(index, in_table ? *record.table : RT_TABLE_MAIN);
+    std::map<unsigned, std::vector<netns::RouteInfo>> present_routes;   // per table, read once
     for (const auto& want : planned) {
         // A default route the main table already had from the cluster network was not ours to add.
         if (!in_table && is_default_route(want)) continue;
-        const bool found = std::any_of(routes.begin(), routes.end(), [&](const netns::RouteInfo& r) {
+        const unsigned table = in_table ? want.table : RT_TABLE_MAIN;
+        auto it = present_routes.find(table);
+        if (it == present_routes.end()) it = present_routes.emplace(table, pod.routes_in_table(index, table)).first;
+        const bool found = std::any_of(it->second.begin(), it->second.end(), [&](const netns::RouteInfo& r) {
             return r.dst == want.dst && r.family == want.family && (!want.gateway || r.gateway == want.gateway);
         });
         if (!found)
-            throw Error(ErrorCode::invalid_config, "route " + (want.dst ? want.dst->str() : std::string("default")) +
-                                                       " missing on " + ifname +
-                                                       (in_table ? " in table " + std::to_string(*record.table) : ""));
+            throw Error(ErrorCode::invalid_config, "route " + route_text(want) + " missing on " + ifname +
+                                                       (in_table ? " in table " + std::to_string(table) : ""));
     }
     if (!in_table) return;
     const auto rules = pod.rules();
@@ -245,6 +313,50 @@ void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname,
             throw Error(ErrorCode::invalid_config,
                         "rule from " + want.src->str() + " lookup " + std::to_string(want.table) + " missing for " + ifname);
     }
+}
+
+namespace {
+
+// Multi-valued sysctls read back tab-separated; a config may write them with spaces.
+std::string normalized(const std::string& value) {
+    std::string out;
+    bool space = false;
+    for (const char c : value) {
+        if (c == ' ' || c == '\t' || c == '\n') {
+            space = !out.empty();
+            continue;
+        }
+        if (space) out += ' ';
+        space = false;
+        out += c;
+    }
+    return out;
+}
+
+std::string dotted(std::string path) {
+    std::replace(path.begin(), path.end(), '/', '.');
+    return path;
+}
+
+}  // namespace
+
+void check_pod_sysctls(const netns::NetNamespace& pod_ns, const PodSettings& settings, const std::string& ifname,
+                       const std::vector<IpConfig>& ips, bool embedded_ipam) {
+    const auto writes = plan_sysctls(settings, ifname, has_v6(ips), skip_dad(settings, embedded_ipam));
+    netns::in_netns(pod_ns, [&] {
+        for (const auto& w : writes) {
+            std::string actual;
+            try {
+                actual = netns::read_sysctl(w.path);
+            } catch (const netns::KernelError& e) {
+                throw Error(ErrorCode::invalid_config, w.origin + ": " + dotted(w.path) + " cannot be read: " + e.what());
+            }
+            if (normalized(actual) != normalized(w.value))
+                throw Error(ErrorCode::invalid_config,
+                            w.origin + ": " + dotted(w.path) + " is " + normalized(actual) + ", expected " + w.value,
+                            "something in the pod changed it after ADD");
+        }
+    });
 }
 
 }  // namespace rdmanet::cni

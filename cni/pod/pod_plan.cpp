@@ -140,68 +140,139 @@ bool skip_dad(const PodSettings& settings, bool embedded_ipam) {
     return embedded_ipam;
 }
 
-unsigned choose_free_table(const std::vector<unsigned>& route_tables, const std::vector<netns::RuleInfo>& rules) {
+std::vector<unsigned> choose_free_tables(const std::vector<unsigned>& route_tables,
+                                        const std::vector<netns::RuleInfo>& rules, std::size_t count) {
     auto used = [&](unsigned t) {
         return std::find(route_tables.begin(), route_tables.end(), t) != route_tables.end() ||
                std::any_of(rules.begin(), rules.end(), [&](const netns::RuleInfo& r) { return r.table == t; });
     };
-    for (unsigned t = kFirstAutoTable; t != 0; ++t) {
+    std::vector<unsigned> chosen;
+    for (unsigned t = kFirstAutoTable; t != 0 && chosen.size() < count; ++t) {
         if (t >= RT_TABLE_DEFAULT && t <= RT_TABLE_LOCAL) continue;
-        if (!used(t)) return t;
+        if (!used(t)) chosen.push_back(t);
     }
-    throw Error(ErrorCode::try_again, "policyRouting: every routing table of the pod is in use");
+    if (chosen.size() < count) throw Error(ErrorCode::try_again, "policyRouting: every routing table of the pod is in use");
+    return chosen;
 }
 
-std::vector<netns::RuleInfo> plan_rules(const std::vector<IpConfig>& ips, unsigned table,
+unsigned choose_free_table(const std::vector<unsigned>& route_tables, const std::vector<netns::RuleInfo>& rules) {
+    return choose_free_tables(route_tables, rules, 1).front();
+}
+
+std::vector<netns::RuleInfo> plan_rules(const std::vector<IpConfig>& ips, const std::vector<unsigned>& tables,
                                         std::optional<unsigned> priority) {
     std::vector<netns::RuleInfo> rules;
-    for (const auto& ip : ips) {
+    for (std::size_t i = 0; i < ips.size() && i < tables.size(); ++i) {
+        const auto& ip = ips[i];
         netns::RuleInfo rule;
         rule.family = ip.address.address.af();
         rule.src = base::IpNetwork{ip.address.address, ip.address.address.bits()};
-        rule.table = table;
+        rule.table = tables[i];
         rule.priority = priority;
         rules.push_back(rule);
     }
     return rules;
 }
 
-std::vector<netns::RouteInfo> plan_table_routes(const std::vector<IpConfig>& ips, const std::vector<Route>& routes,
-                                                unsigned table, int index, bool add_source_hints) {
+std::vector<netns::RuleInfo> plan_rules(const std::vector<IpConfig>& ips, unsigned table,
+                                        std::optional<unsigned> priority) {
+    return plan_rules(ips, std::vector<unsigned>(ips.size(), table), priority);
+}
+
+std::vector<unsigned> PodSetupRecord::tables() const {
+    std::vector<unsigned> out;
+    auto add = [&](unsigned t) {
+        if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    };
+    if (table) add(*table);
+    for (const auto& r : rules) add(r.table);
+    return out;
+}
+
+std::vector<unsigned> tables_of(const std::vector<IpConfig>& ips, const PodSetupRecord& record) {
+    std::vector<unsigned> tables;
+    for (const auto& ip : ips) {
+        const base::IpNetwork host{ip.address.address, ip.address.address.bits()};
+        const auto rule = std::find_if(record.rules.begin(), record.rules.end(),
+                                       [&](const netns::RuleInfo& r) { return r.src == host; });
+        tables.push_back(rule != record.rules.end() ? rule->table : record.table.value_or(kFirstAutoTable));
+    }
+    return tables;
+}
+
+std::optional<std::string> fixed_table_gateway_conflict(const std::vector<IpConfig>& ips) {
+    for (std::size_t i = 0; i < ips.size(); ++i)
+        for (std::size_t j = i + 1; j < ips.size(); ++j)
+            if (ips[i].gateway && ips[j].gateway && ips[i].gateway->family() == ips[j].gateway->family() &&
+                *ips[i].gateway != *ips[j].gateway)
+                return "addresses " + ips[i].address.str() + " (gateway " + ips[i].gateway->str() + ") and " +
+                       ips[j].address.str() + " (gateway " + ips[j].gateway->str() + ")";
+    return std::nullopt;
+}
+
+std::vector<netns::RouteInfo> plan_table_routes(const std::vector<IpConfig>& ips, const std::vector<unsigned>& tables,
+                                                const std::vector<Route>& routes, int index, bool add_source_hints) {
     std::vector<netns::RouteInfo> planned;
     auto push = [&](netns::RouteInfo r) {
         const bool dup = std::any_of(planned.begin(), planned.end(), [&](const netns::RouteInfo& p) {
-            return p.dst == r.dst && p.family == r.family && p.priority == r.priority;
+            return p.table == r.table && p.dst == r.dst && p.family == r.family && p.priority == r.priority;
         });
         if (!dup) planned.push_back(std::move(r));
     };
-    for (const auto& ip : ips) {
+    const std::size_t n = std::min(ips.size(), tables.size());
+    // Per address, in its own table: its subnet (scope link, the address as source hint) and a
+    // default route via its own gateway.
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& ip = ips[i];
         netns::RouteInfo subnet;
         subnet.family = ip.address.address.af();
         subnet.dst = ip.address.masked();
         subnet.ifindex = index;
-        subnet.table = table;
+        subnet.table = tables[i];
         subnet.scope = RT_SCOPE_LINK;
         subnet.prefsrc = ip.address.address;
         push(subnet);
     }
-    for (const auto& ip : ips) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& ip = ips[i];
         if (!ip.gateway) continue;
         netns::RouteInfo def;
         def.family = ip.gateway->af();
         def.gateway = ip.gateway;
         def.ifindex = index;
-        def.table = table;
+        def.table = tables[i];
         if (add_source_hints) def.prefsrc = ip.address.address;
         push(def);
     }
+    // The IPAM's routes: one through a gateway goes into the table of each address whose subnet
+    // holds that gateway (or, when none does, of the first address of its family, where the
+    // kernel refuses it as off-link); one without a gateway into every table of its family, via
+    // that address's own gateway.
     for (const auto& route : routes) {
-        auto info = to_route_info(route, ips, index);
-        info.table = table;
-        if (add_source_hints) info.prefsrc = address_of_family(ips, route.dst.address.family());
-        push(info);
+        const auto family = route.dst.address.family();
+        std::vector<std::size_t> owners;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (ips[i].address.address.family() != family) continue;
+            if (!route.gw || ips[i].address.contains(*route.gw)) owners.push_back(i);
+        }
+        if (owners.empty())
+            for (std::size_t i = 0; i < n && owners.empty(); ++i)
+                if (ips[i].address.address.family() == family) owners.push_back(i);
+        if (owners.empty() && n > 0) owners.push_back(0);
+        for (const auto i : owners) {
+            auto info = to_route_info(route, ips, index);
+            if (!route.gw) info.gateway = ips[i].gateway;
+            info.table = tables[i];
+            if (add_source_hints) info.prefsrc = ips[i].address.address;
+            push(info);
+        }
     }
     return planned;
+}
+
+std::vector<netns::RouteInfo> plan_table_routes(const std::vector<IpConfig>& ips, const std::vector<Route>& routes,
+                                                unsigned table, int index, bool add_source_hints) {
+    return plan_table_routes(ips, std::vector<unsigned>(ips.size(), table), routes, index, add_source_hints);
 }
 
 std::vector<netns::RouteInfo> plan_main_routes(const std::vector<IpConfig>& ips, const std::vector<Route>& routes,

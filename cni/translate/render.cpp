@@ -19,6 +19,7 @@
 #include "rdmanet/cni/translate/render.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/config/pod_settings.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "nv_ipam.hpp"
@@ -101,9 +102,12 @@ std::vector<json> parse_meta_plugins(const json& spec, const std::string& where)
 
 // sbr and tuning chained after the device plugin (network-operator's metaPlugins) do what rdmanet
 // does itself with policyRouting and sysctl: they fold into the rdmanet plugin object when every
-// key they carry has an rdmanet equivalent. One with another key (tuning's mtu or mac, sbr's
-// gateways) stays chained as written, like every other meta plugin, so the network keeps doing
-// exactly what it did; the result is a conflist only when something stays chained.
+// key they carry means the same there. One with another key (tuning's mtu or mac, sbr's gateways),
+// an sbr with a fixed "table" (sbr then only adds rules and moves no route; rdmanet's fixed table
+// holds the attachment's routes), or a tuning with a sysctl rdmanet does not set (any key outside
+// the interface's own conf/neigh trees, e.g. net.core.somaxconn, which tuning accepts) stays
+// chained as written, like every other meta plugin, so the network keeps doing exactly what it
+// did; the result is a conflist only when something stays chained.
 std::vector<json> fold_meta_plugins(ordered& plugin, const std::vector<json>& meta, const std::string& where) {
     static const std::set<std::string> kCommon = {"type", "name", "cniVersion"};
     const auto only_keys = [](const json& m, const std::set<std::string>& allowed) {
@@ -111,17 +115,27 @@ std::vector<json> fold_meta_plugins(ordered& plugin, const std::vector<json>& me
             if (!kCommon.count(key) && !allowed.count(key)) return false;
         return true;
     };
+    // Every entry a key and a value rdmanet's "sysctl" takes (a malformed map folds, and the
+    // check below names it).
+    const auto rdmanet_sets_all = [](const json& m) {
+        if (!m.contains("sysctl") || !m.at("sysctl").is_object()) return true;
+        for (const auto& [key, value] : m.at("sysctl").items()) {
+            std::string why;
+            if (!value.is_string() || !parse_sysctl_key(key, why) || !is_valid_sysctl_value(value.get<std::string>()))
+                return false;
+        }
+        return true;
+    };
     std::vector<json> chained;
     bool sbr_folded = false, tuning_folded = false;
     for (const auto& m : meta) {
         const std::string type = m.at("type").get<std::string>();
-        if (type == "sbr" && !sbr_folded && only_keys(m, {"table", "addSourceHints"})) {
+        if (type == "sbr" && !sbr_folded && only_keys(m, {"addSourceHints"})) {
             sbr_folded = true;
             ordered routing = ordered::object();
-            for (const char* key : {"table", "addSourceHints"})
-                if (m.contains(key)) routing[key] = m.at(key);
+            if (m.contains("addSourceHints")) routing["addSourceHints"] = m.at("addSourceHints");
             plugin["policyRouting"] = routing.empty() ? ordered(true) : routing;
-        } else if (type == "tuning" && !tuning_folded && only_keys(m, {"sysctl"})) {
+        } else if (type == "tuning" && !tuning_folded && only_keys(m, {"sysctl"}) && rdmanet_sets_all(m)) {
             tuning_folded = true;
             if (!m.contains("sysctl")) continue;   // a tuning that changes nothing
             if (!m.at("sysctl").is_object())

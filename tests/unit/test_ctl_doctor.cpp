@@ -2,6 +2,8 @@
 // knows is reported (with the thing named and the fix) and turns the exit status non-zero.
 #include <catch2/catch.hpp>
 
+#include "rdmanet/cni/doctor/tuning_allowlist.hpp"
+
 #include <sys/stat.h>
 
 #include <chrono>
@@ -417,4 +419,27 @@ TEST_CASE("doctor: JSON report and exit status", "[ctl][doctor]") {
     CHECK(doctor(node.options, table, err2) == 1);
     CHECK_THAT(table.str(), Catch::StartsWith("STATUS") && Catch::Contains("FAIL    rdma.ports") &&
                                 Catch::Contains("1 problem(s)"));
+}
+
+TEST_CASE("doctor: tuning's allowlist is named with its entries as node-policy globs", "[ctl][doctor]") {
+    FakeNode node;
+    write(node.root / "etc/cni/tuning/allowlist.conf",
+               "^net\\.ipv4\\.conf\\.[^.]+\\.arp_.*$\n\n^net\\.core\\.somaxconn$\nnet.ipv6.conf.IFNAME.accept_dad\n");
+    const auto all = node.run();
+    INFO(describe(all));
+    const auto found = with_status(all, Status::warn, "cni.tuning-allowlist");
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].subject == "/etc/cni/tuning/allowlist.conf");
+    CHECK_THAT(found[0].message, Catch::Contains(R"("sysctls": ["net.ipv4.conf.IFNAME.arp_*","net.ipv6.conf.IFNAME.accept_dad"])"));
+    CHECK_THAT(found[0].message, Catch::Contains("somaxconn"));
+    // Without the file, nothing is said.
+    FakeNode plain;
+    CHECK(with_status(plain.run(), Status::warn, "cni.tuning-allowlist").empty());
+}
+
+TEST_CASE("translate_tuning_allowlist: anchors, escaped dots and wildcards become globs", "[ctl][doctor]") {
+    const auto t = rdmanet::cni::doctor::translate_tuning_allowlist(
+        "^net\\.ipv4\\.neigh\\..*\\.ucast_solicit$\nnet.ipv4.conf.all.rp_filter\n(a|b)\n");
+    CHECK(t.globs == std::vector<std::string>{"net.ipv4.neigh.IFNAME.ucast_solicit"});
+    CHECK(t.untranslated == std::vector<std::string>{"net.ipv4.conf.all.rp_filter", "(a|b)"});
 }

@@ -489,7 +489,7 @@ spec:
     CHECK(nad["metadata"]["namespace"] == "training");
 }
 
-TEST_CASE("render: sbr's table is kept, unmappable and other meta plugins stay chained", "[ctl][render][rails]") {
+TEST_CASE("render: sbr with a table, unmappable and other meta plugins stay chained", "[ctl][render][rails]") {
     const auto config = config_of(render_one(R"(
 apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork
@@ -499,12 +499,14 @@ spec:
   ipam: '{"type": "whereabouts", "range": "192.168.50.0/24"}'
   metaPlugins: '{"type":"sbr","table":101}, {"type":"tuning","sysctl":{"net.ipv4.conf.IFNAME.arp_ignore":"1"}}, {"type":"bandwidth","ingressRate":1000,"ingressBurst":100}'
 )"));
-    REQUIRE(config["plugins"].size() == 2);
+    // sbr's fixed table means rules only (no route moved): not rdmanet's policyRouting.table.
+    REQUIRE(config["plugins"].size() == 3);
     const auto& rdmanet = config["plugins"][0];
     CHECK(rdmanet["type"] == "rdmanet");
-    CHECK(rdmanet["policyRouting"] == json({{"table", 101}}));
+    CHECK_FALSE(rdmanet.contains("policyRouting"));
     CHECK(rdmanet["sysctl"] == json({{"net.ipv4.conf.IFNAME.arp_ignore", "1"}}));
-    CHECK(config["plugins"][1]["type"] == "bandwidth");
+    CHECK(config["plugins"][1] == json({{"type", "sbr"}, {"table", 101}}));
+    CHECK(config["plugins"][2]["type"] == "bandwidth");
 
     // A bracketed list in the string is accepted too; a tuning that also sets the MTU and an sbr
     // with gateways cannot fold without changing the network: chained as written.
@@ -528,4 +530,23 @@ kind: HostDeviceNetwork
 metadata: {name: rail-2}
 spec: {resourceName: hostdev, metaPlugins: '{"type":"tuning","sysctl":["net.ipv4.conf.IFNAME.arp_ignore"]}'}
 )"), Catch::Contains("sysctl"));
+}
+
+// tuning takes any key under /proc/sys/net (its README's example is net.core.somaxconn); rdmanet's
+// "sysctl" only the interface's own: such a tuning stays chained as written, render never fails.
+TEST_CASE("render: a tuning with a sysctl rdmanet does not set stays chained as written", "[ctl][render][rails]") {
+    const auto config = config_of(render_one(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: MacvlanNetwork
+metadata: {name: rail-5}
+spec:
+  master: ens3f0np0
+  ipam: '{"type": "whereabouts", "range": "192.168.55.0/24"}'
+  metaPlugins: '{"type":"sbr"}, {"type":"tuning","sysctl":{"net.core.somaxconn":"500","net.ipv4.conf.IFNAME.arp_ignore":"1"}}'
+)"));
+    REQUIRE(config["plugins"].size() == 2);
+    CHECK(config["plugins"][0]["policyRouting"] == true);
+    CHECK_FALSE(config["plugins"][0].contains("sysctl"));
+    CHECK(config["plugins"][1] == json({{"type", "tuning"},
+                                        {"sysctl", {{"net.core.somaxconn", "500"}, {"net.ipv4.conf.IFNAME.arp_ignore", "1"}}}}));
 }

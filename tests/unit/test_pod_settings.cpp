@@ -225,6 +225,74 @@ TEST_CASE("plan_rules and plan_table_routes: one rule per address, subnet, gatew
     CHECK(plan_table_routes({ip("10.1.0.5/24", "10.1.0.1")}, {def}, 101, 7, false).size() == 2);
 }
 
+TEST_CASE("choose_free_tables: one distinct free table per address", "[cni][pod]") {
+    netns::RuleInfo r101;
+    r101.table = 101;
+    CHECK(choose_free_tables({254, 255, 100}, {r101}, 3) == std::vector<unsigned>{102, 103, 104});
+    CHECK(choose_free_tables({254, 255}, {}, 1) == std::vector<unsigned>{100});
+}
+
+TEST_CASE("plan_table_routes with a table per address: each address routes through its own gateway (sbr)",
+          "[cni][pod]") {
+    // sbr's "Works with multiple IPs": 192.168.1.209/24 via .1.1 in table 100, 192.168.101.209/24
+    // via .101.1 in table 101.
+    const std::vector<IpConfig> ips{ip("192.168.1.209/24", "192.168.1.1"), ip("192.168.101.209/24", "192.168.101.1")};
+    const std::vector<unsigned> tables{100, 101};
+    const auto rules = plan_rules(ips, tables, std::nullopt);
+    REQUIRE(rules.size() == 2);
+    CHECK(rules[0].table == 100u);
+    CHECK(rules[1].src->str() == "192.168.101.209/32");
+    CHECK(rules[1].table == 101u);
+
+    Route via_second;   // through the second address's gateway: only in its table
+    via_second.dst = *base::IpNetwork::parse("10.50.0.0/16");
+    via_second.gw = base::IpAddress::parse("192.168.101.254");
+    Route no_gw;        // without a gateway: in every table, via that table's gateway
+    no_gw.dst = *base::IpNetwork::parse("10.60.0.0/16");
+    const auto routes = plan_table_routes(ips, tables, {via_second, no_gw}, 7, false);
+    auto find = [&](unsigned table, const std::string& dst) -> const netns::RouteInfo* {
+        for (const auto& r : routes)
+            if (r.table == table && (r.dst ? r.dst->str() : std::string("default")) == dst) return &r;
+        return nullptr;
+    };
+    REQUIRE(find(100, "default"));
+    CHECK(find(100, "default")->gateway->str() == "192.168.1.1");
+    REQUIRE(find(101, "default"));
+    CHECK(find(101, "default")->gateway->str() == "192.168.101.1");
+    CHECK(find(100, "192.168.1.0/24"));
+    CHECK_FALSE(find(100, "192.168.101.0/24"));
+    CHECK(find(101, "192.168.101.0/24"));
+    CHECK_FALSE(find(100, "10.50.0.0/16"));
+    REQUIRE(find(101, "10.50.0.0/16"));
+    CHECK(find(101, "10.50.0.0/16")->gateway->str() == "192.168.101.254");
+    REQUIRE(find(100, "10.60.0.0/16"));
+    CHECK(find(100, "10.60.0.0/16")->gateway->str() == "192.168.1.1");
+    REQUIRE(find(101, "10.60.0.0/16"));
+    CHECK(find(101, "10.60.0.0/16")->gateway->str() == "192.168.101.1");
+    CHECK(routes.size() == 7);
+
+    // What ADD recorded gives the same tables back, for DEL and CHECK.
+    PodSetupRecord record;
+    record.table = 100;
+    record.rules = rules;
+    CHECK(tables_of(ips, record) == tables);
+    CHECK(record.tables() == tables);
+    // A record from before one table per address: its one table for every address.
+    PodSetupRecord old;
+    old.table = 103;
+    old.rules = plan_rules(ips, 103, std::nullopt);
+    CHECK(tables_of(ips, old) == std::vector<unsigned>{103, 103});
+}
+
+TEST_CASE("fixed_table_gateway_conflict: two gateways of one family cannot share a fixed table", "[cni][pod]") {
+    CHECK_FALSE(fixed_table_gateway_conflict({ip("10.1.0.5/24", "10.1.0.1"), ip("fd00::5/64", "fd00::1")}));
+    CHECK_FALSE(fixed_table_gateway_conflict({ip("10.1.0.5/24", "10.1.0.1"), ip("10.1.0.6/24", "10.1.0.1")}));
+    const auto c = fixed_table_gateway_conflict({ip("10.1.0.5/24", "10.1.0.1"), ip("10.2.0.5/24", "10.2.0.1")});
+    REQUIRE(c);
+    CHECK(c->find("10.1.0.1") != std::string::npos);
+    CHECK(c->find("10.2.0.1") != std::string::npos);
+}
+
 TEST_CASE("PodSetupRecord: JSON round trip, malformed parts skipped", "[cni][pod]") {
     PodSetupRecord r;
     r.table = 103;

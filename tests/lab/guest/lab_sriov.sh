@@ -400,9 +400,12 @@ if [ -x /lab/fp-bin/rdmanet ] && [ -s /lab/failpoints ]; then
       add_after_slice_publish)
         check "sriov failpoint $step: a Kubernetes-store step, not reached with the local store: the armed ${step%%_*} runs to the end, DEL restores VF 0, netdevs, device-info, pool, state" \
           failpoint_then_del "$step" "c-fp$_n" 0 ;;
+      # CHECK changes nothing: a kill there has nothing to recover (the e2e error walk fails
+      # those steps instead).
+      check_*) ;;
       # Reached only when the attachment changes routing or sysctls in the pod (policyRouting,
       # sysctl); this walk's network sets neither (the e2e walks run it with policyRouting on).
-      add_after_pod_record)
+      add_after_pod_record | add_after_pod_routes)
         check "sriov failpoint $step: a pod-routing step, not reached without policyRouting or sysctl: the armed add runs to the end, DEL restores VF 0, netdevs, device-info, pool, state" \
           failpoint_then_del "$step" "c-fp$_n" 0 ;;
       *)

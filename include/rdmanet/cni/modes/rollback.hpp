@@ -2,6 +2,12 @@
 // An undo stack for ADD: every step that changes something pushes how to undo it; if ADD fails,
 // the stack unwinds in reverse order. Undo steps must not throw past the stack: their failures are
 // logged and the unwinding continues, so one failed undo never leaks the rest.
+//
+// The stack unwinds in its destructor, while the enclosing function's locals are destroyed in
+// reverse order of declaration: a local declared after the Rollback is already gone when the
+// undo steps run. So an undo step captures by reference only what is declared before the
+// Rollback (or lives longer, like the call's context), and takes anything else by value or
+// through a holder declared before it.
 #include <functional>
 #include <string>
 #include <utility>

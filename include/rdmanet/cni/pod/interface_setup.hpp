@@ -48,4 +48,10 @@ void undo_pod_setup(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, const s
 void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname, const Result& expected,
                          int iface, const PodSettings& settings, const PodSetupRecord& record);
 
+// Throws Error(invalid_config) naming the first sysctl ADD set on the interface (policyRouting's
+// defaults, IPv6 on, accept_dad, the "sysctl" map) whose value in the pod now differs: the key,
+// the value ADD set and the value now.
+void check_pod_sysctls(const netns::NetNamespace& pod_ns, const PodSettings& settings, const std::string& ifname,
+                       const std::vector<IpConfig>& ips, bool embedded_ipam);
+
 }  // namespace rdmanet::cni

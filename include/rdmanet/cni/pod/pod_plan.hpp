@@ -27,8 +27,9 @@ struct SysctlWrite {
 // What ADD changed beyond the interface itself, recorded in the attachment state before it is
 // changed, so that DEL (and a DEL after a crash half-way) undoes exactly that.
 struct PodSetupRecord {
-    std::optional<unsigned> table;               // policyRouting's table
-    std::vector<netns::RuleInfo> rules;          // "from <addr> lookup <table>"
+    // policyRouting's first table (a state written before one table per address only has this).
+    std::optional<unsigned> table;
+    std::vector<netns::RuleInfo> rules;          // "from <addr> lookup <table>", one per address
     struct Sysctl {
         std::string path;
         std::string original;   // the value before ADD wrote it
@@ -36,6 +37,8 @@ struct PodSetupRecord {
     std::vector<Sysctl> sysctls;                 // in write order; restored in reverse
 
     bool empty() const { return !table && rules.empty() && sysctls.empty(); }
+    // Every table the attachment uses: `table` and the rules' tables, each once.
+    std::vector<unsigned> tables() const;
     nlohmann::json to_json() const;
     // Throws nothing: malformed parts are skipped (DEL must work from whatever is readable).
     static PodSetupRecord from_json(const nlohmann::json& j);
@@ -63,15 +66,33 @@ bool skip_dad(const PodSettings& settings, bool embedded_ipam);
 // The first table from kFirstAutoTable up that no rule and no route of the pod uses, skipping
 // the reserved 253-255; throws Error(try_again) if every table is in use.
 unsigned choose_free_table(const std::vector<unsigned>& route_tables, const std::vector<netns::RuleInfo>& rules);
+// `count` distinct such tables, lowest first.
+std::vector<unsigned> choose_free_tables(const std::vector<unsigned>& route_tables,
+                                        const std::vector<netns::RuleInfo>& rules, std::size_t count);
 
-// One rule per address: "from <addr>/32|128 lookup <table>" with the configured priority.
+// One rule per address: "from <addr>/32|128 lookup <tables[i]>" with the configured priority
+// (as sbr: each address has its own table). The second form puts every address in one table.
+std::vector<netns::RuleInfo> plan_rules(const std::vector<IpConfig>& ips, const std::vector<unsigned>& tables,
+                                        std::optional<unsigned> priority);
 std::vector<netns::RuleInfo> plan_rules(const std::vector<IpConfig>& ips, unsigned table,
                                         std::optional<unsigned> priority);
 
-// Routes for `table` on link `index`: per address the subnet route (scope link, with the address
-// as source hint), a default route via the address's gateway, then `routes` (a route without gw
-// takes the gateway of the first address of its family); with source hints, the routes through a
-// gateway carry the address of their family as `prefsrc`.
+// The table of each address as ADD recorded it (its rule's table; a record from before one
+// table per address: its one table).
+std::vector<unsigned> tables_of(const std::vector<IpConfig>& ips, const PodSetupRecord& record);
+
+// A fixed policyRouting.table holds one default route per family: two addresses of one family
+// with different gateways cannot share it. Names them, or nullopt.
+std::optional<std::string> fixed_table_gateway_conflict(const std::vector<IpConfig>& ips);
+
+// Routes on link `index`, address i's in table tables[i]: its subnet route (scope link, with the
+// address as source hint) and a default route via its own gateway; then `routes`: one through a
+// gateway in the table of each address whose subnet holds the gateway (none: the first address of
+// its family), one without a gateway in every table of its family via that address's gateway.
+// With source hints, the routes through a gateway carry their table's address as `prefsrc`.
+std::vector<netns::RouteInfo> plan_table_routes(const std::vector<IpConfig>& ips, const std::vector<unsigned>& tables,
+                                                const std::vector<Route>& routes, int index, bool add_source_hints);
+// Every address in one `table`.
 std::vector<netns::RouteInfo> plan_table_routes(const std::vector<IpConfig>& ips, const std::vector<Route>& routes,
                                                 unsigned table, int index, bool add_source_hints);
 
