@@ -22,6 +22,7 @@
 #include "rdmanet/ipam/kube/slice_store.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -81,7 +82,7 @@ ApiView read_api(const ipam::kube::KubeConfig& config, std::chrono::milliseconds
         const std::string path = collection_path(config.namespace_, plural);
         const HttpResponse r = api.call("GET", path);
         if (r.status != 200) api.fail("GET " + path, r);
-        const json body = json::parse(r.body, nullptr, false);
+        const json body = base::parse_json_limited(r.body).value;
         if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) {
             throw ipam::IpamError(ipam::codes::io_failure, "GET " + path + ": not a list");
         }

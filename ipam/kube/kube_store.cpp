@@ -20,6 +20,7 @@
 #include "rdmanet/ipam/core/naming.hpp"
 #include "rdmanet/ipam/core/runs.hpp"
 #include "rdmanet/ipam/kube/size_limit.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -28,11 +29,12 @@ using nlohmann::json;
 namespace {
 
 json parse_body(const HttpResponse& r, std::string_view action) {
-    auto j = json::parse(r.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-        throw IpamError(codes::io_failure, std::string(action) + ": the API server answered with a body that is not a JSON object");
+    auto parsed = base::parse_json_limited(r.body);
+    if (!parsed.value.is_object()) {
+        throw IpamError(codes::io_failure, std::string(action) + ": the API server answered with a body that is not a JSON object" +
+                                               (parsed ? std::string() : " (" + parsed.error + ")"));
     }
-    return j;
+    return std::move(parsed.value);
 }
 
 // A name that reaches a path of the journal: no separators, no dot names, nothing odd.

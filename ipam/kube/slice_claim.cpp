@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "rdmanet/ipam/kube/wire.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -12,9 +13,11 @@ using nlohmann::json;
 namespace {
 
 json parse_object(const HttpResponse& r, const std::string& action) {
-    json j = json::parse(r.body, nullptr, false);
-    if (!j.is_object()) throw IpamError(codes::io_failure, action + ": the API server answered with a body that is not a JSON object");
-    return j;
+    auto parsed = base::parse_json_limited(r.body);
+    if (!parsed.value.is_object())
+        throw IpamError(codes::io_failure, action + ": the API server answered with a body that is not a JSON object" +
+                                               (parsed ? std::string() : " (" + parsed.error + ")"));
+    return std::move(parsed.value);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "rdmanet/ipam/kube/slice_claim.hpp"
 #include "rdmanet/ipam/kube/status.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -18,9 +19,11 @@ using nlohmann::json;
 namespace {
 
 json parse_json(const HttpResponse& r, const std::string& action) {
-    json j = json::parse(r.body, nullptr, false);
-    if (!j.is_object()) throw IpamError(codes::io_failure, action + ": the API server answered with a body that is not a JSON object");
-    return j;
+    auto parsed = base::parse_json_limited(r.body);
+    if (!parsed.value.is_object())
+        throw IpamError(codes::io_failure, action + ": the API server answered with a body that is not a JSON object" +
+                                               (parsed ? std::string() : " (" + parsed.error + ")"));
+    return std::move(parsed.value);
 }
 
 // One slice IPPool as read: absent, or the object (for the delete preconditions) and its entries.

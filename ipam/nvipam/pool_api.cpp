@@ -3,6 +3,7 @@
 
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/node_identity.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam::nvipam {
 
@@ -11,9 +12,11 @@ using nlohmann::json;
 namespace {
 
 json parse_body(const kube::HttpResponse& r, const std::string& action) {
-    json j = json::parse(r.body, nullptr, false);
-    if (!j.is_object()) throw IpamError(codes::io_failure, action + ": the API server answered with a body that is not a JSON object");
-    return j;
+    auto parsed = base::parse_json_limited(r.body);
+    if (!parsed.value.is_object())
+        throw IpamError(codes::io_failure, action + ": the API server answered with a body that is not a JSON object" +
+                                               (parsed ? std::string() : " (" + parsed.error + ")"));
+    return std::move(parsed.value);
 }
 
 }  // namespace
