@@ -38,28 +38,21 @@ nlohmann::json exec_ipam(const NetConf& conf, const Environment& env, Command co
 
 bool has_ipam(const NetConf& conf) { return !conf.ipam.type.empty(); }
 
-namespace {
-
-// Routes that ADD could not install as listed, or CHECK not find, are refused before the pod
-// gets anything (the caller releases the allocation): see base::routes_problem.
-Result with_installable_routes(const NetConf& conf, Result result) {
-    if (auto problem = base::routes_problem(result.routes); !problem.empty())
-        throw Error(ErrorCode::invalid_config, "IPAM " + conf.ipam.type + " result: " + problem,
-                    "the routes come from the IPAM configuration (ipam.routes)");
-    return result;
-}
-
-}  // namespace
-
 Result ipam_add(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     if (!has_ipam(conf)) return Result{conf.cni_version, {}, {}, {}, {}};
-    if (embedded(conf)) return with_installable_routes(conf, embedded_ipam_add(conf, env, policy));
+    if (embedded(conf)) return embedded_ipam_add(conf, env, policy);
     auto out = exec_ipam(conf, env, Command::add, kIpamAddTimeout);
     if (!out.is_object())
         throw Error(ErrorCode::ipam_failure, "IPAM plugin " + conf.ipam.type + " returned no result");
     auto result = result_from_json(out);
     spdlog::info("IPAM {} allocated {} address(es)", conf.ipam.type, result.ips.size());
-    return with_installable_routes(conf, std::move(result));
+    return result;
+}
+
+void require_installable_routes(const NetConf& conf, const Result& result) {
+    if (auto problem = base::routes_problem(result.routes); !problem.empty())
+        throw Error(ErrorCode::invalid_config, "IPAM " + conf.ipam.type + " result: " + problem,
+                    "the routes come from the IPAM configuration (ipam.routes)");
 }
 
 void ipam_del(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
