@@ -9,7 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rdmanet/cni/config/attachment_state.hpp"
+#include "rdmanet/cni/state/attachment_state.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/modes/net_conf.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
@@ -19,13 +19,14 @@
 #include "rdmanet/base/failpoint.hpp"
 #include "rdmanet/cni/plugin/ipam_client.hpp"
 #include "rdmanet/cni/pod/pod_plan.hpp"
-#include "rdmanet/cni/plugin/logging.hpp"
+#include "rdmanet/cni/logging/logging.hpp"
 #include "rdmanet/cni/pod/interface_setup.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/cni/plugin/skel.hpp"
 #include "rdmanet/cni/protocol/version.hpp"
 #include "rdmanet/cni/plugin/call_metrics.hpp"
-#include "rdmanet/cni/config/sandbox.hpp"
+#include "rdmanet/cni/state/sandbox.hpp"
 #include "rdmanet/cni/plugin/teardown.hpp"
 #include "rdmanet/netns/error.hpp"
 
@@ -77,6 +78,17 @@ struct Call {
     // The same call for another attachment of the same network (GC of a stale one).
     Call with_env(const Environment& other) const { return Call{conf, other, policy, states, sysfs, services}; }
 };
+
+// The kernel a mode gets for ADD and CHECK: the namespaces and rtnetlink sockets the verb opened,
+// plus the services the caller injected (null members: the real kernel).
+Kernel kernel_of(const Call& call, const netns::NetNamespace& host_ns, netns::Rtnl& host,
+                 const netns::NetNamespace& pod_ns, netns::Rtnl& pod) {
+    Kernel kernel{host_ns, host, pod_ns, pod, call.sysfs};
+    kernel.vf = call.services.vf;
+    kernel.rdma = call.services.rdma;
+    kernel.ipoib = call.services.ipoib;
+    return kernel;
+}
 
 // Our own contribution to the result: one interface, the IPAM's addresses on it and its routes.
 Result own_result(const NetConf& conf, const Environment& env, const PodLink& link, const Result& ipam) {
@@ -131,10 +143,7 @@ void cmd_add(const Call& call, std::ostream& out) {
     if (pod->link_by_name(env.ifname))
         throw Error(ErrorCode::device_busy, "interface " + env.ifname + " already exists in " + env.netns,
                     "choose another interface name for this network");
-    Kernel kernel{host_ns, host, pod_ns, *pod, call.sysfs};
-    kernel.vf = call.services.vf;
-    kernel.rdma = call.services.rdma;
-    kernel.ipoib = call.services.ipoib;
+    Kernel kernel = kernel_of(call, host_ns, host, pod_ns, *pod);
     check_pod_settings(conf.pod, env.ifname, call.policy);
 
     AttachmentState state;
@@ -295,10 +304,7 @@ void cmd_check(const Call& call) {
     const auto pod_ns = open_pod_netns(env.netns);
     Rtnl host;
     const auto pod = rtnl_in(pod_ns);
-    Kernel kernel{host_ns, host, pod_ns, *pod, call.sysfs};
-    kernel.vf = call.services.vf;
-    kernel.rdma = call.services.rdma;
-    kernel.ipoib = call.services.ipoib;
+    Kernel kernel = kernel_of(call, host_ns, host, pod_ns, *pod);
     mode_entry(conf.mode).check(CheckRequest{conf, env, call.policy, call.states, kernel, prev.interfaces[index]});
 
     // Addresses as the final result lists them on our interface; routes only those we added
@@ -423,7 +429,7 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
     int code = 0;
     std::string state_dir;   // "" when the call failed before it loaded the policy
     const int status =
-        run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
+        run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (" + mode_list() + ")",
                  [&](const Environment& env, const std::string& input, std::ostream& result_out) {
                      verb = env.command;
                      try {

@@ -11,7 +11,7 @@
 
 #include "fuzz_support.hpp"
 
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "rdmanet/base/json_limits.hpp"
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 
 using namespace rdmanet::cni::ctl;
 using nlohmann::json;

@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ipam_test_util.hpp"
-#include "rdmanet/cni/plugin/logging.hpp"
+#include "rdmanet/cni/logging/logging.hpp"
 
 TEST_CASE("logging: the context is printed as written, '%' included", "[unit][logging]") {
     ipam_test::TempDir dir;
