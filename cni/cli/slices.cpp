@@ -23,6 +23,8 @@
 #include "rdmanet/ipam/kube/wire.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
 #include "rdmanet/base/exit_status.hpp"
+#include "rdmanet/base/json_limits.hpp"
+#include "rdmanet/ipam/kube/response_json.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -82,7 +84,7 @@ ApiView read_api(const ipam::kube::KubeConfig& config, std::chrono::milliseconds
         const std::string path = collection_path(config.namespace_, plural);
         const HttpResponse r = api.call("GET", path, {}, "application/json", RequestOptions{{}, false, kMaxListBody});
         if (r.status != 200) api.fail("GET " + path, r);
-        const json body = json::parse(r.body, nullptr, false);
+        const json body = base::parse_json_limited(r.body, api_body_limits(r)).value;
         if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) {
             throw ipam::IpamError(ipam::codes::io_failure, "GET " + path + ": not a list");
         }

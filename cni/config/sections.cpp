@@ -14,7 +14,6 @@ namespace {
 constexpr auto kInvalid = ErrorCode::invalid_config;
 constexpr std::string_view kMacHint =
     "write six hex octets such as \"0a:58:0a:01:00:05\", not multicast, not all zeros";
-constexpr std::string_view kIfnameRule = "must be 1-15 characters without '/', ':' or whitespace";
 
 // A list of "IP" or "IP/prefix" strings, as runtimeConfig.ips and args.cni.ips carry them.
 std::vector<std::string> ip_list(const JsonFields& f, std::string_view key) {
@@ -45,9 +44,10 @@ std::optional<std::string> assignable_mac(const JsonFields& f, std::string_view 
 
 std::optional<std::string> interface_name(const JsonFields& f, std::string_view key) {
     auto name = f.string(key);
-    if (name && !is_valid_ifname(*name))
-        f.invalid(key, text::quote(*name) + " is not a valid interface name: " +
-                           std::string(kIfnameRule));
+    if (!name) return name;
+    if (auto problem = ifname_problem(*name); !problem.empty())
+        f.invalid(key, text::quote(*name) + " is not a valid interface name: " + problem + " (" +
+                           std::string(kIfnameRule) + ")");
     return name;
 }
 

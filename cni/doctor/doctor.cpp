@@ -32,6 +32,7 @@
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
 #include "rdmanet/netns/vf.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -322,9 +323,10 @@ void check_configs(Doctor& d) {
         const auto text = read_text(file).value_or("");
         if (text.find("rdmanet") == std::string::npos) continue;
         ++ours;
-        auto config = json::parse(text, nullptr, false);
-        if (config.is_discarded()) {
-            d.add("cni.config", Status::fail, file.string(), "not valid JSON");
+        auto parsed = base::parse_json_limited(text);
+        auto& config = parsed.value;
+        if (!parsed) {
+            d.add("cni.config", Status::fail, file.string(), "not valid JSON: " + parsed.error);
             continue;
         }
         // A config declaring the deviceID capability gets its device from Multus at ADD time.
@@ -401,7 +403,7 @@ std::optional<std::int64_t> jwt_seconds_left(const std::string& token) {
     const auto dot2 = dot1 == std::string::npos ? dot1 : token.find('.', dot1 + 1);
     if (dot2 == std::string::npos) return std::nullopt;
     auto payload = ipam::kube::base64_decode(token.substr(dot1 + 1, dot2 - dot1 - 1), ipam::kube::Base64Alphabet::url);
-    auto claims = payload ? json::parse(*payload, nullptr, false) : json();
+    auto claims = payload ? base::parse_json_limited(*payload).value : json();
     if (!claims.is_object() || !claims.contains("exp") || !claims["exp"].is_number()) return std::nullopt;
     const auto now =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -591,8 +593,9 @@ void check_containerd(Doctor& d) {
         if (!std::regex_search(line, m, kBase)) continue;
         found = true;
         const auto spec_path = m[1].str();
-        auto spec = json::parse(read_text(d.under(spec_path)).value_or(""), nullptr, false);
-        if (spec.is_discarded()) {
+        auto parsed = base::parse_json_limited(read_text(d.under(spec_path)).value_or(""));
+        auto& spec = parsed.value;
+        if (!parsed) {
             d.add("runtime.memlock", Status::fail, spec_path,
                   "containerd's base_runtime_spec is missing or not JSON: containerd cannot start pods");
             continue;
@@ -642,11 +645,12 @@ void check_dockerd(Doctor& d) {
     const auto path = d.under("/etc/docker/daemon.json");
     auto text = read_text(path);
     if (!text) return;
-    auto config = json::parse(*text, nullptr, false);
+    auto parsed = base::parse_json_limited(*text);
+    auto& config = parsed.value;
     const std::string fix = "set \"default-ulimits\": {\"memlock\": {\"Name\": \"memlock\", \"Hard\": -1, \"Soft\": -1}} "
                             "in /etc/docker/daemon.json and restart dockerd";
-    if (config.is_discarded()) {
-        d.add("runtime.memlock", Status::fail, path.string(), "not valid JSON: dockerd does not start");
+    if (!parsed) {
+        d.add("runtime.memlock", Status::fail, path.string(), "not valid JSON: dockerd does not start (" + parsed.error + ")");
         return;
     }
     const json ulimits = config.value("default-ulimits", json::object());

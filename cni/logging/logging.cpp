@@ -2,9 +2,12 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <memory>
+#include <string>
 #include <unistd.h>
 
 #include <spdlog/details/null_mutex.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/null_sink.h>
 
@@ -44,13 +47,30 @@ private:
     base::UniqueFd fd_;
 };
 
+// The line's context (command, network, container, interface) is text from the runtime and the
+// network config: it is printed by this flag as written, never made part of the pattern, where a
+// '%' would be read as a flag (an interface "net%d" would log as "net26", the day of the month).
+class ContextFlag final : public spdlog::custom_flag_formatter {
+public:
+    explicit ContextFlag(std::string text) : text_(std::move(text)) {}
+    void format(const spdlog::details::log_msg&, const std::tm&, spdlog::memory_buf_t& dest) override {
+        dest.append(text_.data(), text_.data() + text_.size());
+    }
+    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<ContextFlag>(text_); }
+
+private:
+    std::string text_;
+};
+
 void install(spdlog::sink_ptr sink, const std::string& level, const std::string& context) {
     // Loggers are built directly rather than through spdlog's registry factories: the registry
     // already holds the previous default logger under the same name and would refuse a new one.
     if (!sink) sink = std::make_shared<spdlog::sinks::null_sink_st>();
     auto logger = std::make_shared<spdlog::logger>("rdmanet", std::move(sink));
     logger->set_level(spdlog::level::from_str(level));
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z [%l] pid %P " + context + ": %v");
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<ContextFlag>('*', context).set_pattern("%Y-%m-%dT%H:%M:%S.%e%z [%l] pid %P %*: %v");
+    logger->set_formatter(std::move(formatter));
     logger->flush_on(spdlog::level::trace);
     spdlog::set_default_logger(std::move(logger));
 }

@@ -7,6 +7,7 @@
 #include "rdmanet/cni/protocol/args.hpp"
 #include "rdmanet/cni/protocol/json.hpp"
 #include "rdmanet/cni/state/sandbox.hpp"
+#include "rdmanet/base/json_fields.hpp"
 
 namespace rdmanet::cni {
 
@@ -28,10 +29,12 @@ NodePods parse_pod_list(const std::string& body) {
     if (!j.is_object() || !j.contains("items") || !j["items"].is_array())
         throw std::runtime_error("the pod list has no items");
     NodePods pods;
-    for (const auto& p : j["items"]) {
+    const auto raise = [](std::string message, std::string) { throw std::runtime_error("the pod list: " + message); };
+    for (std::size_t i = 0; i < j["items"].size(); ++i) {
+        const auto& p = j["items"][i];
         if (!p.is_object() || !p.contains("metadata") || !p["metadata"].is_object()) continue;
-        const auto& m = p["metadata"];
-        pods[m.value("namespace", "") + "/" + m.value("name", "")] = m.value("uid", "");
+        const base::JsonFields m(p["metadata"], "items[" + std::to_string(i) + "].metadata", raise);
+        pods[m.string("namespace").value_or("") + "/" + m.string("name").value_or("")] = m.string("uid").value_or("");
     }
     return pods;
 }

@@ -49,6 +49,12 @@ Result ipam_add(const NetConf& conf, const Environment& env, const NodePolicy& p
     return result;
 }
 
+void require_installable_routes(const NetConf& conf, const Result& result) {
+    if (auto problem = base::routes_problem(result.routes); !problem.empty())
+        throw Error(ErrorCode::invalid_config, "IPAM " + conf.ipam.type + " result: " + problem,
+                    "the routes come from the IPAM configuration (ipam.routes)");
+}
+
 void ipam_del(const NetConf& conf, const Environment& env, const NodePolicy& policy) {
     if (!has_ipam(conf)) return;
     if (embedded(conf)) return embedded_ipam_del(conf, env, policy);

@@ -25,8 +25,14 @@ std::string spdlog_level(const std::string& level) {
 void handle(const EnvLookup& lookup, const Environment& env, const std::string& input, std::ostream& out) {
     const NetConf conf = parse_ipam_plugin_conf(input, env.command);
     const auto& ipam = conf.ipam.raw;
-    const std::string log_file = ipam.is_object() ? ipam.value("log_file", "") : "";
-    const std::string log_level = ipam.is_object() ? ipam.value("log_level", "") : "";
+    // Read before the IPAM config is parsed (logging comes first): a value of another type is
+    // left to that parse, which refuses it naming the field (ipam.log_file must be a string).
+    const auto text_member = [&](const char* key) {
+        const auto it = ipam.is_object() ? ipam.find(key) : ipam.end();
+        return it != ipam.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const std::string log_file = text_member("log_file");
+    const std::string log_level = text_member("log_level");
     // Stand-alone, the IPAM applies the same node policy as the plugin (it runs as root too).
     const bool strict = env.command == Command::add || env.command == Command::check;
     const NodePolicy policy = load_node_policy_for(env.command, lookup, /*known_modes=*/{});

@@ -173,6 +173,7 @@ void cmd_add(const Call& call, std::ostream& out) {
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
     const Result ipam = ipam_add(conf, env, call.policy);
     rollback.push("release IPAM", [&] { ipam_del(conf, env, call.policy); });
+    require_installable_routes(conf, ipam);   // before the pod gets anything
     base::failpoint(base::Failpoint::add_after_ipam);
 
     const AddRequest req{conf, env, call.policy, store, kernel, rollback, state, [&] {

@@ -94,7 +94,8 @@ void add_route_once(netns::Rtnl& pod, const netns::RouteInfo& route, const std::
 // A default route the IPAM asked for explicitly goes to the main table only when the main table
 // has none of that family: the pod's default route is the cluster network's.
 void add_main_route(netns::Rtnl& pod, const netns::RouteInfo& route, const std::string& ifname) {
-    if (is_default_route(route) && main_has_default(pod, route.family)) {
+    const bool in_main = route.table == RT_TABLE_MAIN || route.table == 0;   // 0: the kernel reads main
+    if (is_default_route(route) && in_main && main_has_default(pod, route.family)) {
         spdlog::info("default route via {} on {} not added: the main table has one",
                      route.gateway ? route.gateway->str() : "(link)", ifname);
         return;
@@ -289,19 +290,24 @@ void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname,
     const bool in_table = settings.policy_routing && record.table;
     const auto planned = in_table ? plan_table_routes(ips, tables_of(ips, record), expected.routes, index, false)
                                   : plan_main_routes(ips, expected.routes, index);
-    std::map<unsigned, std::vector<netns::RouteInfo>> present_routes;   // per table, read once
+    // Each route is looked for in the table ADD put it in (a result's route may name its own).
+    std::map<unsigned, std::vector<netns::RouteInfo>> tables;
+    const auto routes_in = [&](unsigned table) -> const std::vector<netns::RouteInfo>& {
+        auto it = tables.find(table);
+        if (it == tables.end()) it = tables.emplace(table, pod.routes_in_table(index, table)).first;
+        return it->second;
+    };
     for (const auto& want : planned) {
+        const unsigned table = want.table == 0 ? RT_TABLE_MAIN : want.table;
         // A default route the main table already had from the cluster network was not ours to add.
-        if (!in_table && is_default_route(want)) continue;
-        const unsigned table = in_table ? want.table : RT_TABLE_MAIN;
-        auto it = present_routes.find(table);
-        if (it == present_routes.end()) it = present_routes.emplace(table, pod.routes_in_table(index, table)).first;
-        const bool found = std::any_of(it->second.begin(), it->second.end(), [&](const netns::RouteInfo& r) {
+        if (!in_table && table == RT_TABLE_MAIN && is_default_route(want)) continue;
+        const auto& routes = routes_in(table);
+        const bool found = std::any_of(routes.begin(), routes.end(), [&](const netns::RouteInfo& r) {
             return r.dst == want.dst && r.family == want.family && (!want.gateway || r.gateway == want.gateway);
         });
         if (!found)
             throw Error(ErrorCode::invalid_config, "route " + route_text(want) + " missing on " + ifname +
-                                                       (in_table ? " in table " + std::to_string(table) : ""));
+                                                       (table != RT_TABLE_MAIN ? " in table " + std::to_string(table) : ""));
     }
     if (!in_table) return;
     const auto rules = pod.rules();

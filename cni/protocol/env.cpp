@@ -50,8 +50,8 @@ std::vector<std::string> split_path(std::string_view list) {
     return dirs;
 }
 
-// Says which rule an invalid interface name breaks, for the error details.
-std::string ifname_problem(std::string_view name) {
+// The kernel's own rules for a device name (dev_valid_name): says which one `name` breaks.
+std::string kernel_ifname_problem(std::string_view name) {
     if (name.empty()) return "it is empty";
     if (name.size() > 15) return "it is " + std::to_string(name.size()) + " characters long";
     if (name == "." || name == "..") return "it is a path component";
@@ -83,6 +83,15 @@ bool is_valid_container_id(std::string_view id) {
     for (char c : id)
         if (!is_alnum(c) && c != '_' && c != '.' && c != '-') return false;
     return true;
+}
+
+std::string ifname_problem(std::string_view name) {
+    if (auto problem = kernel_ifname_problem(name); !problem.empty()) return problem;
+    // The kernel accepts a '%' but expands "%d" to the first free number when it creates or
+    // renames the device, so the interface would not bear the name asked for.
+    if (name.find('%') != std::string_view::npos)
+        return "it contains '%', which the kernel expands as a name template (\"net%d\" becomes \"net0\")";
+    return "";
 }
 
 bool is_valid_ifname(std::string_view name) { return ifname_problem(name).empty(); }
@@ -145,10 +154,15 @@ Environment parse_environment(const EnvLookup& lookup) {
                             " is invalid: must start with a letter or digit and contain only "
                             "letters, digits, '_', '.' and '-'",
                         "CNI_CONTAINERID");
-        if (auto problem = ifname_problem(env.ifname); !problem.empty())
+        // DEL only looks the name up, and no device can bear a '%' (the kernel expands it at
+        // creation and rename): a DEL for such a name (one whose ADD was refused) finds nothing
+        // of it and succeeds, so the runtime can tear the pod down.
+        const auto problem =
+            env.command == Command::del ? kernel_ifname_problem(env.ifname) : ifname_problem(env.ifname);
+        if (!problem.empty())
             throw Error(ErrorCode::invalid_environment,
-                        "CNI_IFNAME " + text::quote(env.ifname) +
-                            " is invalid: must be 1-15 characters without '/', ':' or whitespace",
+                        "CNI_IFNAME " + text::quote(env.ifname) + " is invalid: " + problem + " (" +
+                            std::string(kIfnameRule) + ")",
                         "CNI_IFNAME: " + problem);
     }
     return env;

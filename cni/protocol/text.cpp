@@ -1,6 +1,7 @@
 #include "rdmanet/cni/protocol/text.hpp"
 
 #include "rdmanet/base/json_fields.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::cni::text {
 
@@ -25,7 +26,9 @@ std::string valid_utf8(std::string_view value) {
     for (unsigned char c : value) ascii = ascii && c < 0x80;
     if (ascii) return std::string(value);
     // The dump with `replace` is nlohmann's own validator; parsing it back yields the clean string.
-    return nlohmann::json::parse(quote(value)).get<std::string>();
+    // The whole value is dumped: quote() cuts long ones and appends "...", which is not JSON.
+    const auto clean = base::parse_json_limited(nlohmann::json(std::string(value)).dump(-1, ' ', false, kReplaceInvalid));
+    return clean ? clean.value.get<std::string>() : std::string();
 }
 
 std::string_view trim(std::string_view value) {

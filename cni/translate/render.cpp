@@ -12,7 +12,10 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
+#include "rdmanet/base/json_fields.hpp"
+#include "rdmanet/base/json_limits.hpp"
 #include "rdmanet/cni/modes/net_conf.hpp"
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/config/config.hpp"
@@ -42,12 +45,29 @@ constexpr const char* kPlaceholderDeviceId = "0000:00:00.0";
     throw std::runtime_error(where + ": " + what);
 }
 
-std::string string_at(const json& object, const std::string& key, const std::string& where,
-                      const std::string& fallback = "") {
-    if (!object.is_object() || !object.contains(key) || object.at(key).is_null()) return fallback;
-    const auto& value = object.at(key);
-    if (!value.is_string()) fail(where, key + " must be a string, got " + value.dump());
-    return value.get<std::string>();
+// Type errors name the field ("spec.ipam.type must be a string, got 5"), through the typed
+// access every JSON reader of the project uses, never nlohmann's own message.
+struct RenderRaise {
+    std::string where;
+    void operator()(std::string message, std::string /*details*/) const { fail(where, message); }
+};
+
+// The string member `key` of `object` (named `path`.key), `fallback` when absent, null, or when
+// `object` is not a map (its own check reports that).
+template <class Json>
+std::string string_at(const Json& object, const std::string& key, const std::string& where,
+                      const std::string& fallback = "", const std::string& path = "") {
+    if (!object.is_object()) return fallback;
+    const json* plain = nullptr;
+    json converted;
+    if constexpr (std::is_same_v<Json, json>) {
+        plain = &object;
+    } else {   // ordered: only the one member is converted
+        converted = json::object();
+        if (auto it = object.find(key); it != object.end()) converted[key] = json(*it);
+        plain = &converted;
+    }
+    return base::JsonFields<RenderRaise>(*plain, path, RenderRaise{where}).string(key).value_or(fallback);
 }
 
 // Kubernetes object names used in Multus annotations are DNS-1123 labels.
@@ -67,10 +87,10 @@ json parse_ipam(const json& spec, const std::string& where) {
     if (!value.is_string()) fail(where, "spec.ipam must be an object or a JSON string");
     const auto& text = value.get_ref<const std::string&>();
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
-    json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded() || !parsed.is_object())
-        fail(where, "spec.ipam is not a JSON object: " + text.substr(0, 120));
-    return parsed;
+    auto parsed = base::parse_json_limited(text);
+    if (!parsed) fail(where, "spec.ipam is not a JSON object: " + parsed.error);
+    if (!parsed.value.is_object()) fail(where, "spec.ipam is not a JSON object: " + text.substr(0, 120));
+    return std::move(parsed.value);
 }
 
 // metaPlugins: the operator's field is a string that its template pastes into the "plugins"
@@ -86,8 +106,9 @@ std::vector<json> parse_meta_plugins(const json& spec, const std::string& where)
         const auto& text = value.get_ref<const std::string&>();
         const auto first = text.find_first_not_of(" \t\r\n");
         if (first == std::string::npos) return {};
-        list = json::parse(text[first] == '[' ? text : "[" + text + "]", nullptr, false);
-        if (list.is_discarded()) fail(where, "spec.metaPlugins is not a comma-separated list of JSON objects");
+        auto parsed = base::parse_json_limited(text[first] == '[' ? text : "[" + text + "]");
+        if (!parsed) fail(where, "spec.metaPlugins is not a comma-separated list of JSON objects: " + parsed.error);
+        list = std::move(parsed.value);
     } else {
         fail(where, "spec.metaPlugins must be a list of plugin objects or the operator's string form");
     }
@@ -98,6 +119,29 @@ std::vector<json> parse_meta_plugins(const json& spec, const std::string& where)
         plugins.push_back(plugin);
     }
     return plugins;
+}
+
+// A sysctl value as the kernel receives it: "1" and 1 set the same.
+std::string sysctl_text(const json& value) { return value.is_string() ? value.get<std::string>() : base::show_json(value); }
+
+// tuning's sysctl map joins the plugin's own (an RdmaNetwork's spec.sysctl): both are applied to
+// the same interface, so neither may replace the other. A key set to two values is refused.
+void merge_sysctl(ordered& plugin, const json& tuning_sysctl, const std::string& where) {
+    if (!plugin.contains("sysctl")) {
+        plugin["sysctl"] = tuning_sysctl;
+        return;
+    }
+    auto& own = plugin["sysctl"];
+    if (!own.is_object()) fail(where, "spec.sysctl must be a map of sysctl key to value");
+    for (const auto& [key, value] : tuning_sysctl.items()) {
+        const auto it = own.find(key);
+        if (it == own.end()) {
+            own[key] = value;
+        } else if (sysctl_text(json(*it)) != sysctl_text(value)) {
+            fail(where, "sysctl " + key + " is \"" + sysctl_text(json(*it)) + "\" in spec.sysctl but \"" +
+                            sysctl_text(value) + "\" in metaPlugins' tuning: set it in one place");
+        }
+    }
 }
 
 // sbr and tuning chained after the device plugin (network-operator's metaPlugins) do what rdmanet
@@ -130,7 +174,8 @@ std::vector<json> fold_meta_plugins(ordered& plugin, const std::vector<json>& me
     bool sbr_folded = false, tuning_folded = false;
     for (const auto& m : meta) {
         const std::string type = m.at("type").get<std::string>();
-        if (type == "sbr" && !sbr_folded && only_keys(m, {"addSourceHints"})) {
+        // An sbr next to the network's own policyRouting stays chained as written.
+        if (type == "sbr" && !sbr_folded && !plugin.contains("policyRouting") && only_keys(m, {"addSourceHints"})) {
             sbr_folded = true;
             ordered routing = ordered::object();
             if (m.contains("addSourceHints")) routing["addSourceHints"] = m.at("addSourceHints");
@@ -140,7 +185,7 @@ std::vector<json> fold_meta_plugins(ordered& plugin, const std::vector<json>& me
             if (!m.contains("sysctl")) continue;   // a tuning that changes nothing
             if (!m.at("sysctl").is_object())
                 fail(where, "spec.metaPlugins: tuning's sysctl must be a map of sysctl key to value");
-            plugin["sysctl"] = m.at("sysctl");
+            merge_sysctl(plugin, m.at("sysctl"), where);
         } else {
             chained.push_back(m);
         }
@@ -154,7 +199,7 @@ std::vector<json> fold_meta_plugins(ordered& plugin, const std::vector<json>& me
 json convert_ipam(json ipam, const RenderOptions& options, const std::string& network, const std::string& where) {
     if (options.ipam.empty() || ipam.empty()) return ipam;
     if (options.ipam != "rdmanet") fail(where, "--ipam must be \"rdmanet\" (or not given)");
-    const std::string type = ipam.value("type", "");
+    const std::string type = string_at(ipam, "type", where, "", "spec.ipam");
     if (type == "rdmanet-ipam") return ipam;
     if (type == "nv-ipam" && !options.nv_ipam_to_slices) {
         ipam["type"] = "rdmanet-ipam";
@@ -196,7 +241,7 @@ void validate_plugin(json plugin, const std::string& cni_version, const std::str
                      const std::string& device_id, bool& found) {
     plugin["cniVersion"] = cni_version;
     plugin["name"] = name;
-    const std::string type = plugin.value("type", "");
+    const std::string type = string_at(plugin, "type", "plugin");
     // Paths a network may name are limited by the node policy; checked here against the default
     // policy (a node's own policy file may allow more, or less).
     const NodePolicy policy;
@@ -214,7 +259,7 @@ void validate_plugin(json plugin, const std::string& cni_version, const std::str
         }
     }
     if (plugin.contains("ipam") && plugin["ipam"].is_object() &&
-        plugin["ipam"].value("type", "") == "rdmanet-ipam") {
+        string_at(plugin["ipam"], "type", "plugin", "", "ipam") == "rdmanet-ipam") {
         found = true;
         try {
             // Not load_ipam_config: a configuration_path names a file on the node, not here.
@@ -269,18 +314,18 @@ Meta read_meta(const json& doc, const std::string& default_ns) {
     const auto& metadata = doc.contains("metadata") ? doc.at("metadata") : json::object();
     std::string kind = string_at(doc, "kind", "document");
     Meta m;
-    m.name = string_at(metadata, "name", kind);
+    m.name = string_at(metadata, "name", kind, "", "metadata");
     m.where = kind + " " + (m.name.empty() ? "(unnamed)" : m.name);
     if (m.name.empty()) fail(m.where, "metadata.name is required");
     check_dns_label(m.name, "metadata.name", m.where);
-    m.ns = string_at(metadata, "namespace", m.where, default_ns);
+    m.ns = string_at(metadata, "namespace", m.where, default_ns, "metadata");
     return m;
 }
 
 json render_operator(const json& doc, const std::string& kind, const RenderOptions& options) {
     const Meta m = read_meta(doc, "default");
     const json spec = doc.value("spec", json::object());
-    std::string ns = string_at(spec, "networkNamespace", m.where);
+    std::string ns = string_at(spec, "networkNamespace", m.where, "", "spec");
     if (ns.empty()) ns = "default";
     check_dns_label(ns, "spec.networkNamespace", m.where);
 
@@ -289,18 +334,18 @@ json render_operator(const json& doc, const std::string& kind, const RenderOptio
     std::string resource_name;
     if (kind == "HostDeviceNetwork") {
         plugin["mode"] = "hostdev";
-        resource_name = string_at(spec, "resourceName", m.where);
+        resource_name = string_at(spec, "resourceName", m.where, "", "spec");
         // The operator prefixes nvidia.com/ when the name has no prefix of its own.
         if (!resource_name.empty() && resource_name.find('/') == std::string::npos)
             resource_name = "nvidia.com/" + resource_name;
     } else if (kind == "MacvlanNetwork") {
         plugin["mode"] = "macvlan";
-        if (auto master = string_at(spec, "master", m.where); !master.empty()) plugin["master"] = master;
-        if (auto mode = string_at(spec, "mode", m.where); !mode.empty()) plugin["macvlanMode"] = mode;
+        if (auto master = string_at(spec, "master", m.where, "", "spec"); !master.empty()) plugin["master"] = master;
+        if (auto mode = string_at(spec, "mode", m.where, "", "spec"); !mode.empty()) plugin["macvlanMode"] = mode;
         if (spec.contains("mtu") && !spec["mtu"].is_null()) plugin["mtu"] = spec["mtu"];
     } else {   // IPoIBNetwork
         plugin["mode"] = "ipoib";
-        if (auto master = string_at(spec, "master", m.where); !master.empty()) plugin["master"] = master;
+        if (auto master = string_at(spec, "master", m.where, "", "spec"); !master.empty()) plugin["master"] = master;
     }
     default_capabilities(plugin, plugin["mode"].get<std::string>(), resource_name);
     auto ipam = convert_ipam(parse_ipam(spec, m.where), options, m.name, m.where);
@@ -314,14 +359,14 @@ json render_own(const json& doc, const RenderOptions& options) {
     const Meta m = read_meta(doc, "default");
     const json spec = doc.value("spec", json::object());
     if (!spec.is_object()) fail(m.where, "spec must be an object");
-    std::string ns = string_at(spec, "networkNamespace", m.where, "default");
+    std::string ns = string_at(spec, "networkNamespace", m.where, "default", "spec");
     check_dns_label(ns, "spec.networkNamespace", m.where);
-    const std::string resource_name = string_at(spec, "resourceName", m.where);
+    const std::string resource_name = string_at(spec, "resourceName", m.where, "", "spec");
     if (!resource_name.empty() && resource_name.find('/') == std::string::npos)
         fail(m.where, "spec.resourceName \"" + resource_name +
                           "\" needs its device plugin prefix, e.g. \"nvidia.com/" + resource_name + "\"");
-    const std::string cni_version = string_at(spec, "cniVersion", m.where, options.cni_version);
-    if (auto type = string_at(spec, "type", m.where); !type.empty() && type != "rdmanet")
+    const std::string cni_version = string_at(spec, "cniVersion", m.where, options.cni_version, "spec");
+    if (auto type = string_at(spec, "type", m.where, "", "spec"); !type.empty() && type != "rdmanet")
         fail(m.where, "spec.type must be \"rdmanet\" (or left out), got \"" + type + "\"");
 
     ordered plugin;
@@ -338,19 +383,22 @@ json render_own(const json& doc, const RenderOptions& options) {
                          resource_name);
     auto ipam = convert_ipam(parse_ipam(spec, m.where), options, m.name, m.where);
     if (!ipam.empty()) plugin["ipam"] = ipam;
-    auto config = assemble_config(cni_version, m.name, plugin, parse_meta_plugins(spec, m.where));
+    const auto chained = fold_meta_plugins(plugin, parse_meta_plugins(spec, m.where), m.where);
+    auto config = assemble_config(cni_version, m.name, plugin, chained);
     return make_nad(m.name, ns, resource_name, config);
 }
 
 // An existing NAD: validated, and converted when --ipam asks for it.
 json render_nad(const json& doc, const RenderOptions& options) {
     const Meta m = read_meta(doc, "default");
-    const auto config_text = string_at(doc.value("spec", json::object()), "config", m.where);
+    const auto config_text = string_at(doc.value("spec", json::object()), "config", m.where, "", "spec");
     if (config_text.empty()) fail(m.where, "spec.config is empty (a NAD without config is not rendered)");
-    ordered config = ordered::parse(config_text, nullptr, false);
-    if (config.is_discarded() || !config.is_object()) fail(m.where, "spec.config is not a JSON object");
+    auto parsed = base::parse_json_limited<ordered>(config_text);
+    if (!parsed) fail(m.where, "spec.config: " + parsed.error);
+    ordered config = std::move(parsed.value);
+    if (!config.is_object()) fail(m.where, "spec.config is not a JSON object");
     if (!options.ipam.empty()) {
-        const std::string network = config.value("name", m.name);
+        const std::string network = string_at(config, "name", m.where, m.name, "spec.config");
         auto convert = [&](ordered& plugin) {
             if (plugin.contains("ipam") && plugin["ipam"].is_object())
                 plugin["ipam"] = ordered(convert_ipam(json(plugin["ipam"]), options, network, m.where));
@@ -376,8 +424,8 @@ std::string resource_of(const json& nad) {
 
 void validate_cni_config(const json& config, const std::string& device_id) {
     if (!config.is_object()) throw std::runtime_error("the CNI config is not a JSON object");
-    const std::string cni_version = config.value("cniVersion", "");
-    const std::string name = config.value("name", "");
+    const std::string cni_version = string_at(config, "cniVersion", "config");
+    const std::string name = string_at(config, "name", "config");
     bool found = false;
     if (config.contains("plugins")) {
         if (!config["plugins"].is_array() || config["plugins"].empty())
@@ -411,7 +459,10 @@ json render_network(const json& doc, const RenderOptions& options) {
                                  " HostDeviceNetwork/MacvlanNetwork/IPoIBNetwork, or a " + kNadKind);
     if (options.validate) {
         const std::string where = kind + " " + nad["metadata"]["name"].get<std::string>();
-        json config = json::parse(nad["spec"]["config"].get<std::string>());
+        // The config text is this function's own output, within the limits like its parts.
+        auto parsed = base::parse_json_limited(nad["spec"]["config"].get<std::string>());
+        if (!parsed) fail(where, "spec.config: " + parsed.error);
+        const json& config = parsed.value;
         try {
             validate_cni_config(config, resource_of(nad).empty() ? "" : kPlaceholderDeviceId);
         } catch (const std::runtime_error& e) {
@@ -425,7 +476,8 @@ std::vector<json> render_documents(const std::string& text, const RenderOptions&
     // A kubectl List (what `kubectl get -o yaml` prints) holds the objects in items.
     std::vector<json> docs;
     for (const auto& doc : yaml_documents_to_json(text)) {
-        if (doc.is_object() && doc.value("kind", "") == "List" && doc.contains("items") && doc["items"].is_array())
+        if (doc.is_object() && string_at(doc, "kind", "document") == "List" && doc.contains("items") &&
+            doc["items"].is_array())
             docs.insert(docs.end(), doc["items"].begin(), doc["items"].end());
         else
             docs.push_back(doc);
@@ -434,8 +486,9 @@ std::vector<json> render_documents(const std::string& text, const RenderOptions&
     RenderOptions options = given;
     std::vector<json> networks;
     for (auto& doc : docs) {
-        if (doc.is_object() && doc.value("apiVersion", "") == kNvIpamApi && doc.value("kind", "") == "IPPool") {
-            const auto name = doc.value("metadata", json::object()).value("name", "");
+        if (doc.is_object() && string_at(doc, "apiVersion", "document") == kNvIpamApi &&
+            string_at(doc, "kind", "document") == "IPPool") {
+            const auto name = string_at(doc.value("metadata", json::object()), "name", "nv-ipam IPPool", "", "metadata");
             if (name.empty()) throw std::runtime_error("an nv-ipam IPPool without metadata.name");
             options.nv_ipam_pools[name] = doc;
         } else {

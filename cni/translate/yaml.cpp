@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "rdmanet/cni/translate/render.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -26,8 +27,8 @@ void emit(YAML::Emitter& e, const nlohmann::json& j, bool literal_strings = fals
         const auto& s = j.get_ref<const std::string&>();
         if (literal_strings) {
             // spec.config: pretty-printed (key order kept) so that admins can read the NAD.
-            auto config = nlohmann::ordered_json::parse(s, nullptr, false);
-            e << YAML::Literal << (config.is_discarded() ? s : config.dump(2));
+            const auto config = base::parse_json_limited<nlohmann::ordered_json>(s);
+            e << YAML::Literal << (config ? config.value.dump(2) : s);
         } else {
             // Quoted whenever a plain scalar would read back as something else (a bool, a number).
             auto round_trip = yaml_plain_scalar(s);

@@ -21,6 +21,7 @@
 #include <yaml-cpp/mark.h>
 #include <yaml-cpp/parser.h>
 
+#include "rdmanet/base/json_limits.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 
 namespace rdmanet::cni::ctl {
@@ -29,7 +30,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::size_t kMaxDepth = 64;             // manifests are shallow
+// The same nesting and size limits as every JSON input: YAML is read into the same trees.
+constexpr std::size_t kMaxDepth = base::kMaxJsonDepth;   // manifests are shallow
 constexpr std::size_t kMaxValues = 1u << 20;      // JSON values per input, aliases expanded
 
 std::string where(const YAML::Mark& mark) {
@@ -174,6 +176,9 @@ json yaml_plain_scalar(const std::string& s) {
 }
 
 std::vector<json> yaml_documents_to_json(const std::string& text) {
+    if (text.size() > base::kMaxJsonBytes)
+        throw std::runtime_error("input of " + std::to_string(text.size()) + " bytes is larger than the limit of " +
+                                 std::to_string(base::kMaxJsonBytes) + " bytes");
     std::istringstream stream(text);
     std::vector<json> out;
     std::size_t values_left = kMaxValues;

@@ -174,6 +174,7 @@ std::vector<Route> parse_routes(const Fields& ipam) {
         if (auto gw = item.string("gw")) route.gw = parse_ip(*gw, item.name("gw"));
         out.push_back(std::move(route));
     }, "an object {\"dst\": CIDR, \"gw\": IP}");
+    if (auto problem = base::routes_problem(out, ipam.name("routes")); !problem.empty()) config_error(problem);
     return out;
 }
 

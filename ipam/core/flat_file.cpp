@@ -7,6 +7,7 @@
 #include "rdmanet/ipam/core/confined_file.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam {
 
@@ -32,11 +33,12 @@ std::string read_text(const std::string& path, const std::string& confined_to) {
 }  // namespace
 
 nlohmann::json read_flat_file(const std::string& path, const std::string& confined_to) {
-    auto j = nlohmann::json::parse(read_text(path, confined_to), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-        config_error("ipam.configuration_path \"" + path + "\" is not a JSON object");
+    auto parsed = base::parse_json_limited(read_text(path, confined_to));
+    if (!parsed.value.is_object()) {
+        config_error("ipam.configuration_path \"" + path + "\" is not a JSON object" +
+                     (parsed ? std::string() : " (" + parsed.error + ")"));
     }
-    return j;
+    return std::move(parsed.value);
 }
 
 }  // namespace rdmanet::ipam

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmanet/base/atomic_file.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -32,7 +33,7 @@ void clear_access_denied(const std::string& slices_dir) { ::unlink(record_path(s
 std::optional<AccessDeniedRecord> read_access_denied(const std::string& slices_dir) {
     std::ifstream in(record_path(slices_dir));
     if (!in) return std::nullopt;
-    const auto j = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}), nullptr, false);
+    const auto j = base::parse_json_limited(std::string(std::istreambuf_iterator<char>(in), {})).value;
     AccessDeniedRecord r;
     if (!j.is_object()) {
         r.message = record_path(slices_dir) + " is not readable JSON";

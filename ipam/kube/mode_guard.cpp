@@ -7,6 +7,8 @@
 #include "rdmanet/ipam/core/range.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
+#include "rdmanet/base/json_limits.hpp"
+#include "rdmanet/ipam/kube/response_json.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -59,7 +61,7 @@ void guard_single_pool_against_slices(KubeApi& api, const std::string& ns, const
     const HttpResponse r = api.call("GET", path);
     if (missing(r)) return;
     if (r.status != 200) api.fail("GET " + path, r);
-    const auto nsp = parse_stored_node_slice_pool(json::parse(r.body, nullptr, false));
+    const auto nsp = parse_stored_node_slice_pool(base::parse_json_limited(r.body, api_body_limits(r)).value);
     if (nsp && !overlap(nsp->range, single.range)) return;   // the same name for another range
     config_error("range " + single.range.str() + " is divided into node slices: NodeSlicePool " + nsp_name +
                  " in namespace " + ns + " (node_slice_size) exists, and one IPPool for the whole range would hand "

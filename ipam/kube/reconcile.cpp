@@ -9,6 +9,8 @@
 #include "rdmanet/ipam/core/naming.hpp"
 #include "rdmanet/ipam/kube/node_slices.hpp"
 #include "rdmanet/ipam/kube/slice_reclaim.hpp"
+#include "rdmanet/base/json_limits.hpp"
+#include "rdmanet/ipam/kube/response_json.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -34,7 +36,7 @@ base::IpAddress ip_of(const PoolKey& key, uint128 offset) {
 std::vector<std::string> live_pods(KubeApi& api, std::optional<std::string_view> node) {
     const HttpResponse r = api.call("GET", "/api/v1/pods", {}, "application/json", RequestOptions{{}, false, kMaxListBody});
     if (r.status != 200) api.fail("GET /api/v1/pods", r);
-    auto body = json::parse(r.body, nullptr, false);
+    auto body = base::parse_json_limited(r.body, api_body_limits(r)).value;
     std::vector<std::string> pods;
     if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) return pods;
     for (const auto& p : body["items"]) {
@@ -69,7 +71,7 @@ std::set<std::string> slice_pool_names(KubeStore& store) {
     const HttpResponse r = api.call("GET", path, {}, "application/json", RequestOptions{{}, false, kMaxListBody});
     if (r.status == 404 && !object_not_found(parse_status(r.status, r.body))) return {};
     if (r.status != 200) api.fail("GET " + path, r);
-    const json body = json::parse(r.body, nullptr, false);
+    const json body = base::parse_json_limited(r.body, api_body_limits(r)).value;
     std::set<std::string> names;
     if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) return names;
     for (const auto& item : body["items"]) {

@@ -19,6 +19,7 @@
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
 #include "rdmanet/ipam/core/u128.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -129,8 +130,9 @@ std::vector<std::pair<std::string, SliceChange>> SliceBacklog::pending() const {
         if (!in) continue;   // published by a concurrent caller meanwhile
         std::stringstream ss;
         ss << in.rdbuf();
-        const json j = json::parse(ss.str(), nullptr, false);
-        if (j.is_discarded()) throw IpamError(codes::io_failure, "node slice backlog: " + dir_ + "/" + n + " is not JSON");
+        const auto parsed = base::parse_json_limited(ss.str());
+        if (!parsed) throw IpamError(codes::io_failure, "node slice backlog: " + dir_ + "/" + n + " is not usable JSON: " + parsed.error);
+        const json& j = parsed.value;
         out.emplace_back(n, slice_change_from_json(j));
     }
     return out;

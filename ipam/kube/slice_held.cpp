@@ -11,6 +11,7 @@
 
 #include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/ipam/core/error.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -60,8 +61,10 @@ std::optional<HeldSlices> read_held_file(const std::string& slices_dir, const st
     if (!in) return std::nullopt;
     std::stringstream ss;
     ss << in.rdbuf();
-    const json j = json::parse(ss.str(), nullptr, false);
-    if (!j.is_object()) throw IpamError(codes::io_failure, path + " is not a JSON object");
+    const auto parsed = base::parse_json_limited(ss.str());
+    const json& j = parsed.value;
+    if (!j.is_object())
+        throw IpamError(codes::io_failure, path + " is not a JSON object" + (parsed ? std::string() : " (" + parsed.error + ")"));
     HeldSlices h;
     h.pool_name = pool_name;
     h.node = node;

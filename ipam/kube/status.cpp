@@ -2,13 +2,14 @@
 #include "rdmanet/ipam/kube/status.hpp"
 
 #include <nlohmann/json.hpp>
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam::kube {
 
 ApiStatus parse_status(long http_status, std::string_view body) {
     ApiStatus s;
     s.http = http_status;
-    auto j = nlohmann::json::parse(body, nullptr, false);
+    auto j = base::parse_json_limited(body).value;
     if (j.is_object() && j.value("kind", "") == "Status") {
         s.reason = j.value("reason", "");
         s.message = j.value("message", "");

@@ -9,6 +9,7 @@
 #include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/node_identity.hpp"
+#include "rdmanet/base/json_limits.hpp"
 
 namespace rdmanet::ipam::nvipam {
 
@@ -27,7 +28,7 @@ std::optional<NodeBlock> read_block_file(const std::string& path) {
     if (!in) return std::nullopt;
     std::stringstream text;
     text << in.rdbuf();
-    const json j = json::parse(text.str(), nullptr, false);
+    const json j = base::parse_json_limited(text.str()).value;   // a refused text reads as no cache
     if (!j.is_object() || !j.contains("object") || !j.contains("node")) return std::nullopt;
     try {
         NodeBlock b;

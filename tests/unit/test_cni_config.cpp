@@ -280,8 +280,13 @@ TEST_CASE("config: macvlan keys", "[cni][config]") {
         CHECK_THAT(missing.msg(), Catch::Matchers::StartsWith("master is required in macvlan mode"));
         auto slash = config_error(with(macvlan_config(), "master", "a/b"));
         CHECK(slash.code() == 7);
-        CHECK(slash.msg() == "master \"a/b\" is not a valid interface name: must be 1-15 characters "
-                             "without '/', ':' or whitespace");
+        CHECK(slash.msg() == "master \"a/b\" is not a valid interface name: it contains '/' "
+                             "(an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters)");
+        // No device can bear a '%': the kernel expands "%d" when it creates or renames one.
+        auto percent = config_error(with(macvlan_config(), "master", "eth%d"));
+        CHECK(percent.code() == 7);
+        CHECK_THAT(percent.msg(), Catch::Matchers::StartsWith("master \"eth%d\" is not a valid interface name: it "
+                                                              "contains '%', which the kernel expands as a name template"));
         CHECK(config_error(with(macvlan_config(), "master", "abcdefghijklmnop")).code() == 7);
         CHECK(config_error(with(macvlan_config(), "master", "")).code() == 7);
         CHECK(config_error(with(macvlan_config(), "master", 3)).msg() == "master must be a string, got 3");
@@ -335,7 +340,8 @@ TEST_CASE("config: hostdev keys", "[cni][config]") {
     CHECK(config_error(without(hostdev_config(), "device"), Command::check).code() == 7);
 
     CHECK(config_error(with(hostdev_config(), "device", "a/b")).msg() ==
-          "device \"a/b\" is not a valid interface name: must be 1-15 characters without '/', ':' or whitespace");
+          "device \"a/b\" is not a valid interface name: it contains '/' (an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters)");
+    CHECK(config_error(with(hostdev_config(), "device", "net%d")).code() == 7);
     CHECK(config_error(with(hostdev_config(), "device", "abcdefghijklmnop")).code() == 7);
     CHECK(config_error(with(hostdev_config(), "hwaddr", "0a:58:0a:01:00")).code() == 7);
     CHECK(config_error(with(hostdev_config(), "hwaddr", 5)).code() == 7);

@@ -131,7 +131,7 @@ TEST_CASE("env: container id validation", "[cni][env]") {
 TEST_CASE("env: CNI_IFNAME validation says what is wrong", "[cni][env]") {
     auto e = env_error(with(full_add(), "CNI_IFNAME", "a/b"));
     CHECK(e.code() == 4);
-    CHECK(e.msg() == "CNI_IFNAME \"a/b\" is invalid: must be 1-15 characters without '/', ':' or whitespace");
+    CHECK(e.msg() == "CNI_IFNAME \"a/b\" is invalid: it contains '/' (an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters)");
     CHECK(e.details() == "CNI_IFNAME: it contains '/'");
 
     auto long_name = env_error(with(full_add(), "CNI_IFNAME", "abcdefghijklmnop"));   // 16
@@ -148,6 +148,17 @@ TEST_CASE("env: CNI_IFNAME validation says what is wrong", "[cni][env]") {
     CHECK(env_error(with(full_add(), "CNI_IFNAME", "..")).code() == 4);
     CHECK(env_error(with(with(full_add(), "CNI_COMMAND", "DEL"), "CNI_IFNAME", "a/b")).code() == 4);
 
+    // '%': the kernel would expand "net%d" to "net0" when creating the device. ADD and CHECK
+    // refuse it; DEL accepts it, since no device can bear it (nothing to find, nothing to fail).
+    for (const char* command : {"ADD", "CHECK"}) {
+        auto percent = env_error(with(with(full_add(), "CNI_COMMAND", command), "CNI_IFNAME", "net%d"));
+        CHECK(percent.code() == 4);
+        CHECK_THAT(percent.msg(), Catch::Matchers::StartsWith("CNI_IFNAME \"net%d\" is invalid: it contains '%', "
+                                                              "which the kernel expands as a name template"));
+    }
+    auto del = parse_environment(lookup_in(with(with(full_add(), "CNI_COMMAND", "DEL"), "CNI_IFNAME", "net%d")));
+    CHECK(del.ifname == "net%d");
+
     auto ok = parse_environment(lookup_in(with(full_add(), "CNI_IFNAME", "abcdefghijklmno")));   // 15
     CHECK(ok.ifname == "abcdefghijklmno");
 }
@@ -159,6 +170,10 @@ TEST_CASE("identifier checks", "[cni][env]") {
     CHECK_FALSE(is_valid_ifname(""));
     CHECK_FALSE(is_valid_ifname(std::string("a\0b", 3)));
     CHECK_FALSE(is_valid_ifname("a\x7f"));
+    CHECK_FALSE(is_valid_ifname("net%d"));
+    CHECK_FALSE(is_valid_ifname("%"));
+    CHECK(ifname_problem("net%d").find("name template") != std::string::npos);
+    CHECK(ifname_problem("net1").empty());
 
     CHECK(is_valid_container_id("a"));
     CHECK_FALSE(is_valid_container_id(""));

@@ -42,9 +42,7 @@ std::unique_ptr<ModeSettings> parse_ipoib_conf(const ModeKeys& keys) {
     auto settings = std::make_unique<IpoibConf>();
     auto& ipoib = *settings;
     keys.attempt([&] {
-        auto master = keys.top.string("master");
-        if (master && !is_valid_ifname(*master))
-            keys.top.invalid("master", text::quote(*master) + " is not a valid interface name");
+        auto master = interface_name(keys.top, "master");
         if (!master && keys.required)
             keys.top.invalid("master", "is required in ipoib mode: set it to the IPoIB parent interface "
                                        "(e.g. \"ib0\")");

@@ -17,6 +17,9 @@ inline constexpr auto kIpamDelTimeout = std::chrono::seconds(30);
 bool has_ipam(const NetConf& conf);
 // IPAM result shape (no interfaces). Empty result when the config has no IPAM.
 Result ipam_add(const NetConf& conf, const Environment& env, const NodePolicy& policy);
+// Routes that ADD could not install as the result lists them, or CHECK not find (see
+// base::routes_problem): code 7. Called after the allocation is on the rollback stack.
+void require_installable_routes(const NetConf& conf, const Result& result);
 void ipam_del(const NetConf& conf, const Environment& env, const NodePolicy& policy);
 void ipam_check(const NetConf& conf, const Environment& env, const NodePolicy& policy);
 void ipam_gc(const NetConf& conf, const Environment& env, const NodePolicy& policy);

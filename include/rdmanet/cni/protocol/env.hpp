@@ -3,6 +3,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rdmanet/cni/protocol/args.hpp"
@@ -40,8 +41,12 @@ std::string_view command_name(Command command);
 
 // Identifier checks shared by env and config validation (they reach file paths and netlink).
 bool is_valid_container_id(std::string_view id);   // ^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$
-bool is_valid_ifname(std::string_view name);       // 1-15 bytes, not . or .., no / : whitespace
-                                                   // or control characters
+// Interface names (CNI_IFNAME and every name in a config that reaches netlink): the kernel's
+// rules, plus no '%', which the kernel would expand as a name template.
+inline constexpr std::string_view kIfnameRule =
+    "an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters";
+std::string ifname_problem(std::string_view name);   // which rule it breaks, "" when valid
+bool is_valid_ifname(std::string_view name);
 bool is_valid_network_name(std::string_view name); // container-id charset, <= 253 chars
 
 }  // namespace rdmanet::cni
