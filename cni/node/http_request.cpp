@@ -83,8 +83,9 @@ void RequestParser::parse_head(std::string_view head) {
     std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
     const std::string_view version = line.substr(sp2 + 1);
     if (!is_token(request_.method)) return fail(400, "malformed request method");
-    if (version != "HTTP/1.1" && version != "HTTP/1.0") return fail(505, "only HTTP/1.0 and HTTP/1.1 are served");
     if (target.empty() || target.front() != '/') return fail(400, "the request target must be a path starting with '/'");
+    if (version.rfind("HTTP/", 0) != 0) return fail(400, "malformed request line (expected METHOD TARGET HTTP/1.x)");
+    if (version != "HTTP/1.1" && version != "HTTP/1.0") return fail(505, "only HTTP/1.0 and HTTP/1.1 are served");
     request_.path = std::string(target.substr(0, target.find('?')));
 
     while (line_end != std::string_view::npos) {
