@@ -23,13 +23,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../ctl/admin_cli.hpp"
-#include "../ctl/rdma_cli.hpp"
-#include "rdmanet/cni/ctl/pool.hpp"
-#include "rdmanet/cni/ctl/slices.hpp"
-#include "rdmanet/cni/ctl/stop_signal.hpp"
+#include "../cli/admin_cli.hpp"
+#include "../cli/rdma_cli.hpp"
+#include "rdmanet/cni/cli/pool.hpp"
+#include "rdmanet/cni/cli/slices.hpp"
+#include "rdmanet/cni/node/stop_signal.hpp"
 #include "rdmanet/ipam/core/config.hpp"
-#include "rdmanet/cni/ctl/agent.hpp"
+#include "rdmanet/cni/node/agent.hpp"
 #include "rdmanet/cni/node/dranet/run.hpp"
 
 namespace {
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
         }
     });
 
-    // agent: the DaemonSet's node agent (cni/ctl/agent.cpp).
+    // agent: the DaemonSet's node agent (cni/node/agent.cpp).
     ctl::AgentOptions agent_options;
     CLI::App* agent = app.add_subcommand(
         "agent", "node agent: repair attachments whose pod is gone, serve metrics; runs until SIGTERM");
@@ -170,10 +170,10 @@ int main(int argc, char** argv) {
     add_data_dir(*verify, options);
     verify->callback([&] { status = ctl::pool_verify(options, std::cout, std::cerr); });
 
-    // render, install, doctor (cni/ctl/admin_cli.hpp).
+    // render, install, doctor (cni/cli/admin_cli.hpp).
     ctl::AdminCli admin;
     admin.add(app, status);
-    // rdma mode, devices (cni/ctl/rdma_cli.hpp).
+    // rdma mode, devices (cni/cli/rdma_cli.hpp).
     ctl::RdmaCli rdma_cli;
     rdma_cli.add(app, status);
 

@@ -5,6 +5,7 @@
 
 #include "rdmanet/cni/protocol/json.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/cni/protocol/result.hpp"
 #include "rdmanet/cni/plugin/teardown.hpp"
 

@@ -4,6 +4,7 @@
 
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/ipam.hpp"
 

@@ -6,7 +6,7 @@
 
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/plugin/embedded_ipam.hpp"
-#include "rdmanet/cni/plugin/logging.hpp"
+#include "rdmanet/cni/logging/logging.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/plugin/skel.hpp"
 

@@ -9,7 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rdmanet/cni/config/attachment_state.hpp"
+#include "rdmanet/cni/state/attachment_state.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/modes/net_conf.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
@@ -19,13 +19,14 @@
 #include "rdmanet/base/failpoint.hpp"
 #include "rdmanet/cni/plugin/ipam_client.hpp"
 #include "rdmanet/cni/pod/pod_plan.hpp"
-#include "rdmanet/cni/plugin/logging.hpp"
+#include "rdmanet/cni/logging/logging.hpp"
 #include "rdmanet/cni/pod/interface_setup.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/cni/plugin/skel.hpp"
 #include "rdmanet/cni/protocol/version.hpp"
 #include "rdmanet/cni/plugin/call_metrics.hpp"
-#include "rdmanet/cni/config/sandbox.hpp"
+#include "rdmanet/cni/state/sandbox.hpp"
 #include "rdmanet/cni/plugin/teardown.hpp"
 #include "rdmanet/netns/error.hpp"
 

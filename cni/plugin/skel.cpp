@@ -7,7 +7,7 @@
 
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
-#include "rdmanet/cni/plugin/logging.hpp"
+#include "rdmanet/cni/logging/logging.hpp"
 #include "rdmanet/cni/protocol/version.hpp"
 #include "rdmanet/netns/error.hpp"
 

@@ -4,6 +4,7 @@
 #include <linux/rtnetlink.h>
 
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 
 namespace rdmanet::cni {

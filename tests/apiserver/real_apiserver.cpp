@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 
 namespace apiserver_test {
 

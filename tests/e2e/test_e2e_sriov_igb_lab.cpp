@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "e2e/e2e_fakekernel.hpp"
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/doctor/doctor.hpp"
 #include "support/process.hpp"
 
 using namespace rdmanet::test;

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string_view>
 
-#include "rdmanet/cni/ctl/agent.hpp"
+#include "rdmanet/cni/node/agent.hpp"
 
 #include "rdmanet/cni/plugin/plugin.hpp"
 #include "rdmanet/netns/rtnl.hpp"

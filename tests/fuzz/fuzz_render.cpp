@@ -5,7 +5,7 @@
 
 #include "fuzz_support.hpp"
 
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(rdmanet::fuzz::as_text(data, size));

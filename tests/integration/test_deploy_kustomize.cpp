@@ -7,7 +7,9 @@
 #include <map>
 #include <set>
 
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/cli/install.hpp"
+#include "rdmanet/cni/doctor/doctor.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 #include "support/process.hpp"
 
 using nlohmann::json;

@@ -5,7 +5,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 
 namespace rdmanet::test {
 

@@ -4,12 +4,12 @@
 
 #include <cstring>
 
-#include "rdmanet/cni/ctl/agent_metrics.hpp"
+#include "rdmanet/cni/node/agent_metrics.hpp"
 #include "rdmanet/cni/plugin/call_metrics.hpp"
-#include "rdmanet/cni/ctl/pod_scope.hpp"
-#include "rdmanet/cni/ctl/prometheus_text.hpp"
-#include "rdmanet/cni/config/attachment_state.hpp"
-#include "rdmanet/cni/config/sandbox.hpp"
+#include "rdmanet/cni/node/pod_scope.hpp"
+#include "rdmanet/cni/node/prometheus_text.hpp"
+#include "rdmanet/cni/state/attachment_state.hpp"
+#include "rdmanet/cni/state/sandbox.hpp"
 #include "support/prometheus_parse.hpp"
 
 using namespace rdmanet::cni;

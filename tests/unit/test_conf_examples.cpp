@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 
 using namespace rdmanet::cni::ctl;
 namespace fs = std::filesystem;

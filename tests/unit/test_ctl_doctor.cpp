@@ -9,7 +9,8 @@
 #include <sstream>
 
 #include "ipam_test_util.hpp"
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/doctor/doctor.hpp"
+#include "rdmanet/cni/cli/install.hpp"
 #include "support/fake_vf_control.hpp"
 
 using namespace rdmanet::cni::ctl;

@@ -10,7 +10,8 @@
 #include "ipam_test_util.hpp"
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/base/atomic_file.hpp"
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/cli/install.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 
 using namespace rdmanet::cni::ctl;

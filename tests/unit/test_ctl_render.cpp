@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 
 using namespace rdmanet::cni::ctl;
 using nlohmann::json;

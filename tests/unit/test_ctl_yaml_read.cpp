@@ -1,4 +1,4 @@
-// rdmanetctl's YAML reader (cni/ctl/yaml_read.cpp): what it builds from anchors, aliases and
+// rdmanetctl's YAML reader (cni/translate/yaml_read.cpp): what it builds from anchors, aliases and
 // several documents, and the bounds that keep a hostile or broken file from hanging or
 // exhausting the CLI — including yaml-cpp 0.7's LoadAll loop that fuzz_render found.
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include <iterator>
 #include <string>
 
-#include "rdmanet/cni/ctl/admin.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 
 using namespace rdmanet::cni::ctl;
 using nlohmann::json;

@@ -11,6 +11,8 @@
 #include "ipam_test_util.hpp"
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/modes/device_policy.hpp"
+#include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/ipam/core/confined_file.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 

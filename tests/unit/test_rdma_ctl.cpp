@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "rdmanet/cni/ctl/rdma.hpp"
+#include "rdmanet/cni/cli/rdma.hpp"
 #include "rdmanet/netns/rdma_sysfs.hpp"
 #include "rdmanet/netns/error.hpp"
 #include "support/fake_rdma.hpp"

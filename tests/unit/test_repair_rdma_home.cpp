@@ -9,7 +9,7 @@
 
 #include "rdmanet/base/fd.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
-#include "rdmanet/cni/plugin/repair_rdma_home.hpp"
+#include "rdmanet/cni/node/repair_rdma_home.hpp"
 #include "support/fake_rdma.hpp"
 #include "support/fake_sysfs.hpp"
 

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "cni_test_helpers.hpp"
-#include "rdmanet/cni/config/attachment_state.hpp"
+#include "rdmanet/cni/state/attachment_state.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "support/fake_sysfs.hpp"
 #include "support/fake_vf_control.hpp"

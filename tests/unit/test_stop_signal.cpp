@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "rdmanet/cni/ctl/stop_signal.hpp"
+#include "rdmanet/cni/node/stop_signal.hpp"
 
 using rdmanet::cni::StopSignal;
 using namespace std::chrono_literals;

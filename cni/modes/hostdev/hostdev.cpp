@@ -7,6 +7,7 @@
 #include "rdmanet/cni/modes/hostdev/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/modes/device_policy.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/netns/error.hpp"

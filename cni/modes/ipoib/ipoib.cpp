@@ -6,6 +6,7 @@
 #include "rdmanet/cni/modes/ipoib/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/modes/device_policy.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/netns/error.hpp"
 #include "rdmanet/netns/ipoib.hpp"

@@ -16,6 +16,8 @@
 #include "rdmanet/cni/protocol/value_checks.hpp"
 
 #include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/modes/device_policy.hpp"
+#include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/cni/modes/sriov/mode.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"

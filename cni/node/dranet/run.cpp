@@ -6,7 +6,7 @@
 #include <spdlog/sinks/ansicolor_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "rdmanet/cni/ctl/stop_signal.hpp"
+#include "rdmanet/cni/node/stop_signal.hpp"
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/node/dranet/provider.hpp"
 #include "rdmanet/cni/node/unix_http_server.hpp"

@@ -56,13 +56,8 @@
 #include "rdmanet/cni/protocol/env.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/ipam/core/config.hpp"
-#include "rdmanet/netns/rtnl.hpp"
-#include "rdmanet/netns/sysfs.hpp"
 
 namespace rdmanet::cni {
-
-class StateStore;
-struct AttachmentKey;
 
 inline constexpr std::string_view kPolicyFileEnv = "RDMANET_POLICY_FILE";
 inline constexpr std::string_view kDefaultCniConfigDir = "/etc/cni/net.d";
@@ -131,67 +126,5 @@ NodePolicy load_node_policy_for(Command command, const EnvLookup& lookup, KnownM
 nlohmann::json policy_to_json(const NodePolicy& policy, KnownModes known_modes);
 // The file `rdmanetctl install` writes: the defaults, spelled out, pretty-printed.
 std::string default_policy_file_content(KnownModes known_modes);
-
-// ---- refusals ---------------------------------------------------------------------------------
-
-// Logs the refusal (spdlog warn + one line appended to policy.audit_log, created 0600 inside
-// log_dir, best effort) and throws Error(code, msg, details). `msg` must not carry secrets.
-[[noreturn]] void refuse(const NodePolicy& policy, ErrorCode code, const std::string& msg,
-                         const std::string& details = "");
-
-// One line in policy.audit_log (timestamped, control characters escaped, best effort): decisions
-// the admin should be able to find later, such as a DEL that succeeded despite a refused config.
-void audit_line(const NodePolicy& policy, const std::string& line);
-
-// ---- configuration checks (before anything is opened) ----------------------------------------
-
-// Code 7 "mode X is not allowed on this node" unless policy.modes is absent or lists it.
-void check_mode_allowed(const NodePolicy& policy, std::string_view mode);
-// Refuses (code 7, naming the key) a "sysctl" key the policy's sysctls globs do not match; the
-// key is matched in its IFNAME form ("net.ipv4.conf.IFNAME.arp_ignore").
-void check_sysctl_allowed(const NodePolicy& policy, const std::string& key_with_ifname_placeholder,
-                          const std::string& key_as_written);
-// Code 7 naming `key` ("logFile", "ipam.log_file") and log_dir unless `path` lies inside log_dir
-// (is_path_inside). Empty path = no log, always fine.
-void check_log_file(const NodePolicy& policy, std::string_view key, const std::string& path);
-// Code 7 unless `path` lies inside one of `dirs`; `key` and the dirs are named in the message.
-void check_path_in(const NodePolicy& policy, std::string_view key, const std::string& path,
-                   const std::vector<std::string>& dirs);
-
-// ---- device checks (backends, before any change to the device) --------------------------------
-
-// A host netdev as the policy sees it.
-struct HostDevice {
-    netns::LinkInfo link;
-    std::string pci_address;   // "" when not a PCI function
-    std::string vendor_id;     // "15b3"; "" when unknown
-    bool is_vf = false;        // sysfs <pci>/physfn exists
-};
-HostDevice describe_host_device(const netns::Sysfs& sysfs, const netns::LinkInfo& link);
-
-// Why a link of the host netns is one the node itself needs; nullopt when it is not.
-// Reasons: loopback; holds a default route (either family); lower device of such a device (VLAN
-// parent, macvlan master: IFLA_LINK chain) or a port of it (sysfs class/net/<dev>/master);
-// holds an address other than a link-local one (the node's own addresses).
-std::optional<std::string> node_uplink_reason(netns::Rtnl& host, const netns::Sysfs& sysfs,
-                                              const netns::LinkInfo& link);
-
-// hostdev / sriov (and anything else that MOVES a host netdev into a pod): built-in protections
-// (loopback, uplink, already attached to another live pod per `store`) then policy.devices and
-// policy.modes. `self` is the attachment being added (its own leftover state is not "another
-// pod"). Refusal: code 7 for policy (device not in the allow-list, not a VF), 102 (device_busy)
-// for a device the node or another pod holds. The device is untouched on refusal.
-void check_device_move(const NodePolicy& policy, netns::Rtnl& host, const netns::Sysfs& sysfs,
-                       const netns::LinkInfo& link, std::string_view mode, const StateStore& store,
-                       const AttachmentKey& self);
-
-// macvlan / IPoIB child on `master`: loopback is refused, the uplink only when
-// policy.masters.allow_uplink is false, then policy.masters. Code 7 / 102 as above.
-void check_master(const NodePolicy& policy, netns::Rtnl& host, const netns::Sysfs& sysfs,
-                  const netns::LinkInfo& master, std::string_view mode);
-
-// Pure matching, exposed for unit tests and for devices that are not netdevs (an RDMA device's
-// PCI function): empty string when `device` satisfies `rules`, else the reason it does not.
-std::string device_rules_mismatch(const DeviceRules& rules, const HostDevice& device, bool is_master);
 
 }  // namespace rdmanet::cni

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "rdmanet/cni/config/attachment_state.hpp"
+#include "rdmanet/cni/state/attachment_state.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/protocol/env.hpp"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "rdmanet/cni/config/attachment_state.hpp"
+#include "rdmanet/cni/state/attachment_state.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/protocol/env.hpp"

@@ -1,0 +1,55 @@
+#pragma once
+// rdmanetctl reconcile --local and rdmanetctl agent: the node-local repair of attachments whose
+// pod sandbox is gone (repair.hpp), as a one-shot command and as the DaemonSet's long-running
+// agent. Plain functions (no CLI11) so tests and the fake-kernel test binary can call them.
+#include <iosfwd>
+#include <string>
+
+#include "rdmanet/cni/cli/pool.hpp"
+#include "rdmanet/cni/plugin/plugin.hpp"
+#include "rdmanet/cni/node/repair.hpp"
+
+namespace rdmanet::cni::ctl {
+
+// The attachment states are the plugin's (the node policy's stateDir):
+// the repair runs the plugin's own DEL, which reads them there.
+struct LocalReconcileOptions {
+    bool dry_run = false;
+    KernelServices services;   // null members: the real kernel
+};
+
+// Prints one line per repair ("repaired NETWORK CONTAINER IFNAME (MODE): netns PATH gone"), one
+// per failure on err, and a summary; 0 when nothing failed, 1 otherwise.
+int reconcile_local(const LocalReconcileOptions& options, std::ostream& out, std::ostream& err);
+
+// The lines reconcile_local prints for `report` (shared with the agent's log).
+void print_repair_report(const RepairReport& report, bool dry_run, std::ostream& out, std::ostream& err);
+
+}  // namespace rdmanet::cni::ctl
+
+namespace rdmanet::cni::ctl {
+
+// `rdmanetctl agent`: the DaemonSet's long-running node agent. Every `interval_seconds` it takes
+// over the plugin's call records, runs the repair pass (as reconcile --local) and, with the
+// Kubernetes datastore and a node name, lists this node's pods (one field-selected request,
+// spec.nodeName=NODE, so its cost does not grow with pods on other nodes) to undo attachments
+// whose pod was deleted while its sandbox lingers, and publishes the node-slice changes an
+// API-server outage held back in `ipam_data_dir`, and re-checks that the node still holds its
+// node slices (recording released ones as revoked). SIGTERM/SIGINT end it promptly with status 0.
+struct AgentOptions {
+    int interval_seconds = 60;
+    // "" = no metrics endpoint; else HOST:PORT to serve GET /metrics on (port 0: any free port,
+    // printed as "metrics on HOST:PORT").
+    std::string metrics_address;
+    // The local IPAM store: its pools' metrics, and (with kube) its node-slice backlog.
+    std::string ipam_data_dir = std::string(ipam::kDefaultDataDir);
+    KubeOptions kube;
+    std::string node_name;     // $NODE_NAME in the DaemonSet; required with kube
+    int pod_grace_seconds = 120;   // a pod missing from the API for this long is treated as gone
+    int max_passes = 0;        // 0 = until signalled (tests use a bound)
+    KernelServices services;   // null members: the real kernel
+};
+
+int run_agent(const AgentOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace rdmanet::cni::ctl
