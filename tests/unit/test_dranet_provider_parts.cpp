@@ -8,12 +8,15 @@
 #include "rdmanet/cni/node/dranet/profile.hpp"
 #include "rdmanet/cni/node/dranet/wire.hpp"
 #include "rdmanet/cni/node/http_request.hpp"
+#include "rdmanet/cni/translate/dranet_profile.hpp"
+#include "rdmanet/cni/translate/render.hpp"
 
 using namespace rdmanet;
 using namespace rdmanet::cni;
 using namespace rdmanet::cni::node;
 using namespace rdmanet::cni::node::dranet;
 using nlohmann::json;
+namespace ctl = rdmanet::cni::ctl;
 
 namespace {
 
@@ -201,4 +204,54 @@ TEST_CASE("answer: without policyRouting the IPAM's routes go to the main table,
     CHECK(a.rules.empty());
     CHECK(a.routes == std::vector<RouteConfig>{{"10.20.0.0/16", "10.9.0.1", "", 0, 0}});
     CHECK_FALSE(a.to_json()["interface"].contains("arpIgnore"));
+}
+
+TEST_CASE("render -o profile: an RdmaNetwork and a HostDeviceNetwork become profiles the provider accepts", "[dranet]") {
+    ctl::RenderOptions options;
+    options.ipam = "rdmanet";
+    const auto rdma = ctl::render_documents(R"(
+apiVersion: rdmanet.dev/v1alpha1
+kind: RdmaNetwork
+metadata: {name: rail0}
+spec:
+  networkNamespace: ml
+  resourceName: nvidia.com/rail0
+  mode: hostdev
+  policyRouting: {priority: 1000}
+  sysctl: {net.ipv4.conf.IFNAME.arp_ignore: "2"}
+  ipam: {type: rdmanet-ipam, range: 10.80.0.0/24, gateway: 10.80.0.1}
+)", options);
+    REQUIRE(rdma.size() == 1);
+    const json profile = ctl::dranet_profile_of(rdma[0]);
+    CHECK(profile["network"] == "rail0");
+    CHECK(profile["ipam"] == json::parse(R"({"range":"10.80.0.0/24","gateway":"10.80.0.1"})"));
+    const Profile p = parse_profile("rail0", profile.dump(), NodePolicy{}, "", true);
+    CHECK(p.pod.policy_routing->priority == 1000u);
+    CHECK(p.arp_ignore == 2);
+
+    // network-operator's kind with whereabouts IPAM: --ipam rdmanet keeps the pool (same keys).
+    const auto hostdev = ctl::render_documents(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: HostDeviceNetwork
+metadata: {name: hostdevice-net}
+spec:
+  resourceName: hostdev
+  ipam: |
+    {"type": "whereabouts", "range": "192.168.10.152/27", "exclude": ["192.168.10.151/32"]}
+)", options);
+    const json hd = ctl::dranet_profile_of(hostdev.at(0));
+    CHECK(hd["network"] == "hostdevice-net");
+    CHECK(hd["ipam"]["range"] == "192.168.10.152/27");
+    CHECK(parse_profile("hostdevice-net", hd.dump(), NodePolicy{}, "", true).ipam.ranges.size() == 1);
+
+    // Without rdmanet's IPAM there is nothing for the provider to allocate with.
+    CHECK_THROWS_WITH(ctl::dranet_profile_of(ctl::render_documents(R"(
+apiVersion: mellanox.com/v1alpha1
+kind: HostDeviceNetwork
+metadata: {name: hd}
+spec:
+  resourceName: hostdev
+  ipam: |
+    {"type": "whereabouts", "range": "192.168.10.152/27"}
+)", ctl::RenderOptions{}).at(0)), Catch::Contains("--ipam rdmanet"));
 }
