@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -147,6 +148,9 @@ public:
         std::ofstream(profiles() + "/" + name + ".json", std::ios::trunc) << profile.dump(1);
     }
 
+    // Environment for the provider beyond the test's own (RDMANET_POLICY_FILE of a kube test).
+    std::map<std::string, std::string> extra_env;
+
     void start() {
         const std::string ctl = rdmanet::test::bin_dir() + "/rdmanetctl";
         std::vector<std::string> args{ctl, "dranet-provider", "--socket", socket_, "--profiles", profiles(),
@@ -160,7 +164,16 @@ public:
         const std::string log = dir_ + "/provider.log";
         posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
-        const int rc = posix_spawn(&pid_, ctl.c_str(), &fa, nullptr, argv.data(), environ);
+        std::vector<std::string> env_text;
+        for (char** e = environ; *e; ++e) {
+            const std::string entry = *e;
+            if (!extra_env.contains(entry.substr(0, entry.find('=')))) env_text.push_back(entry);
+        }
+        for (const auto& [k, v] : extra_env) env_text.push_back(k + "=" + v);
+        std::vector<char*> envp;
+        for (auto& e : env_text) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        const int rc = posix_spawn(&pid_, ctl.c_str(), &fa, nullptr, argv.data(), envp.data());
         posix_spawn_file_actions_destroy(&fa);
         if (rc != 0) throw std::runtime_error("cannot start " + ctl);
         for (int i = 0; i < 200; ++i) {
