@@ -48,3 +48,30 @@ TEST_CASE("dranet provider, kube datastore: the pool entry is the claim's, repea
     CHECK(allocations(server, "10.47.0.0-24").empty());
     CHECK(consistency_problems(server, "10.47.0.0-24", (10u << 24) | (47u << 16)).empty());
 }
+
+TEST_CASE("dranet provider, node slices: the claim's address comes from this node's slice, released with the claim",
+          "[kube][integration][dranet][slices]") {
+    ServerUnderTest server;
+    Env env(server);
+    ProviderProcess p("slices");
+    p.extra_env = env.env();
+    json ipam = env.conf("10.71.0.0/16", {{"node_slice_size", "/25"}, {"network_name", "blue"}})["ipam"];
+    ipam.erase("type");
+    p.write_profile("blue", {{"ipam", ipam}, {"policyRouting", true}});
+    p.start();   // --node-name node-1
+
+    const std::string claim = "3f2e1d0c-0000-4000-8000-00000000beef";
+    const auto req = dranet_test::profile_request(Device{"eth3", "", ""}, claim, "blue");
+    const auto first = dranet_test::http(p.socket(), "POST", "/GetProfileConfig", req);
+    INFO(first.body << p.log());
+    REQUIRE(first.status == 200);
+    CHECK(first.j()["interface"]["addresses"] == json::array({"10.71.0.1/16"}));
+    CHECK(get(server, "/nodeslicepools/blue")["status"]["allocations"] ==
+          json::parse(R"([{"nodeName":"node-1","sliceRange":"10.71.0.0/25"}])"));
+    CHECK(get(server, "/ippools/blue-node-1-10.71.0.0-25")["spec"]["allocations"] ==
+          json({{"1", {{"id", claim}, {"podref", "dranet:" + claim}, {"ifname", "eth3"}}}}));
+    CHECK(dranet_test::http(p.socket(), "POST", "/GetProfileConfig", req).j() == first.j());
+
+    CHECK(dranet_test::http(p.socket(), "POST", "/ReleaseProfileConfig", req).status == 200);
+    CHECK(get(server, "/ippools/blue-node-1-10.71.0.0-25")["spec"].value("allocations", json::object()).empty());
+}
