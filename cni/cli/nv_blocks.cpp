@@ -7,6 +7,7 @@
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
 #include "rdmanet/ipam/nvipam/node_block.hpp"
+#include "rdmanet/base/exit_status.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -51,7 +52,7 @@ std::vector<NvBlockUsage> nv_block_usage(const std::string& data_dir) {
 }
 
 int pool_blocks(const PoolOptions& options, std::ostream& out, std::ostream& err) {
-    try {
+    return base::exit_status_of(err, "rdmanetctl pool blocks", [&] {
         const auto usage = nv_block_usage(options.data_dir);
         if (options.json) {
             nlohmann::json list = nlohmann::json::array();
@@ -68,12 +69,7 @@ int pool_blocks(const PoolOptions& options, std::ostream& out, std::ostream& err
             out << " used " << u.used << " free " << u.free << " source " << u.source << '\n';
         }
         return 0;
-    } catch (const ipam::IpamError& e) {
-        err << "rdmanetctl pool blocks: " << e.msg << '\n';
-    } catch (const std::exception& e) {
-        err << "rdmanetctl pool blocks: " << e.what() << '\n';
-    }
-    return 1;
+    });
 }
 
 }  // namespace rdmanet::cni::ctl

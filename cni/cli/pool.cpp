@@ -10,6 +10,7 @@
 #include "rdmanet/cni/cli/pool.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
+#include "rdmanet/base/exit_status.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -32,17 +33,10 @@ std::vector<ipam::PoolDump> dump_all(ipam::Store& store) {
     return dumps;
 }
 
-// Runs a command body, turning any exception into a message on err and exit status 1.
+// Runs a command body (base::exit_status_of: an exception is one line on err, exit status 1).
 template <class Fn>
 int guarded(std::ostream& err, Fn&& fn) {
-    try {
-        return fn();
-    } catch (const ipam::IpamError& e) {
-        err << "rdmanetctl: " << e.msg << '\n';
-    } catch (const std::exception& e) {
-        err << "rdmanetctl: " << e.what() << '\n';
-    }
-    return 1;
+    return base::exit_status_of(err, "rdmanetctl", std::forward<Fn>(fn));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/reconcile.hpp"
 #include "rdmanet/ipam/kube/slice_reclaim.hpp"
+#include "rdmanet/base/exit_status.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -16,7 +17,7 @@ int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::
         err << "rdmanetctl reconcile: needs the Kubernetes datastore: --kubeconfig PATH or --in-cluster\n";
         return 2;
     }
-    try {
+    return base::exit_status_of(err, "rdmanetctl reconcile", [&] {
         auto store = open_kube_store(options);
         const auto report = ipam::kube::reconcile(*store, dry_run);
         const char* verb = dry_run ? "would release" : "released";
@@ -42,12 +43,7 @@ int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::
                 << slices.kept.size() << " kept in use, " << slices.nodes << " nodes\n";
         }
         return slices.problems.empty() ? 0 : 1;
-    } catch (const ipam::IpamError& e) {
-        err << "rdmanetctl reconcile: " << e.msg << '\n';
-    } catch (const std::exception& e) {
-        err << "rdmanetctl reconcile: " << e.what() << '\n';
-    }
-    return 1;
+    });
 }
 
 }  // namespace rdmanet::cni::ctl

@@ -5,6 +5,7 @@
 #include "rdmanet/cni/state/attachment_state.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/node/agent.hpp"
+#include "rdmanet/base/exit_status.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -27,16 +28,13 @@ void print_repair_report(const RepairReport& report, bool dry_run, std::ostream&
 }
 
 int reconcile_local(const LocalReconcileOptions& options, std::ostream& out, std::ostream& err) {
-    try {
+    return base::exit_status_of(err, "rdmanetctl reconcile --local", [&] {
         const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup(), mode_names());
         const StateStore store(policy);
         const auto report = repair_stranded_attachments(store, RepairOptions{options.dry_run, options.services});
         print_repair_report(report, options.dry_run, out, err);
         return report.failed.empty() ? 0 : 1;
-    } catch (const std::exception& e) {
-        err << "rdmanetctl reconcile --local: " << e.what() << '\n';
-        return 1;
-    }
+    });
 }
 
 }  // namespace rdmanet::cni::ctl

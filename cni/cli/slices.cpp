@@ -22,6 +22,7 @@
 #include "rdmanet/ipam/kube/slice_store.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
+#include "rdmanet/base/exit_status.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -331,7 +332,7 @@ void print_slices_report(const SlicesReport& r, std::ostream& out) {
 }
 
 int pool_slices(const PoolOptions& options, std::ostream& out, std::ostream& err) {
-    try {
+    return base::exit_status_of(err, "rdmanetctl", [&] {
         std::optional<ipam::kube::KubeConfig> api;
         if (options.kube.enabled()) api = kube_config(options.kube);
         const SlicesReport r = slices_report(ipam::kube::slices_dir(options.data_dir), api, kSlicesBudget,
@@ -342,12 +343,7 @@ int pool_slices(const PoolOptions& options, std::ostream& out, std::ostream& err
             print_slices_report(r, out);
         }
         return 0;
-    } catch (const ipam::IpamError& e) {
-        err << "rdmanetctl: " << e.msg << '\n';
-    } catch (const std::exception& e) {
-        err << "rdmanetctl: " << e.what() << '\n';
-    }
-    return 1;
+    });
 }
 
 }  // namespace rdmanet::cni::ctl

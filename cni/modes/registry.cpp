@@ -13,12 +13,15 @@ namespace {
 
 // One line per mode: its functions live in cni/modes/<name>/.
 constexpr ModeEntry kModes[] = {
-    {"macvlan", parse_macvlan_conf, macvlan_add, macvlan_del, macvlan_check},
-    {"hostdev", parse_hostdev_conf, hostdev_add, hostdev_del, hostdev_check},
-    {"sriov", parse_sriov_conf, sriov_add, sriov_del, sriov_check},
-    {"ipoib", parse_ipoib_conf, ipoib_add, ipoib_del, ipoib_check},
+    {"macvlan", parse_macvlan_conf, macvlan_add, macvlan_del, macvlan_check, false,
+     "a macvlan child of a host interface (\"master\"), created in the pod"},
+    {"hostdev", parse_hostdev_conf, hostdev_add, hostdev_del, hostdev_check, true,
+     "a host netdev (or PCI function) moved into the pod as it is"},
+    {"sriov", parse_sriov_conf, sriov_add, sriov_del, sriov_check, true,
+     "an SR-IOV VF configured from its PF (MAC, VLAN, rate, trust, GUID) and moved into the pod"},
+    {"ipoib", parse_ipoib_conf, ipoib_add, ipoib_del, ipoib_check, false,
+     "an IPoIB child of an InfiniBand interface (\"master\"), created on the host and moved"},
 };
-
 }  // namespace
 
 std::span<const ModeEntry> mode_entries() { return kModes; }
@@ -38,6 +41,12 @@ std::vector<std::string_view> mode_names() {
     std::vector<std::string_view> names;
     for (const auto& entry : kModes) names.push_back(entry.name);
     return names;
+}
+
+std::string mode_list() {
+    std::string list;
+    for (const auto& entry : kModes) list += (list.empty() ? "" : ", ") + std::string(entry.name);
+    return list;
 }
 
 }  // namespace rdmanet::cni

@@ -79,6 +79,17 @@ struct Call {
     Call with_env(const Environment& other) const { return Call{conf, other, policy, states, sysfs, services}; }
 };
 
+// The kernel a mode gets for ADD and CHECK: the namespaces and rtnetlink sockets the verb opened,
+// plus the services the caller injected (null members: the real kernel).
+Kernel kernel_of(const Call& call, const netns::NetNamespace& host_ns, netns::Rtnl& host,
+                 const netns::NetNamespace& pod_ns, netns::Rtnl& pod) {
+    Kernel kernel{host_ns, host, pod_ns, pod, call.sysfs};
+    kernel.vf = call.services.vf;
+    kernel.rdma = call.services.rdma;
+    kernel.ipoib = call.services.ipoib;
+    return kernel;
+}
+
 // Our own contribution to the result: one interface, the IPAM's addresses on it and its routes.
 Result own_result(const NetConf& conf, const Environment& env, const PodLink& link, const Result& ipam) {
     Result r;
@@ -132,10 +143,7 @@ void cmd_add(const Call& call, std::ostream& out) {
     if (pod->link_by_name(env.ifname))
         throw Error(ErrorCode::device_busy, "interface " + env.ifname + " already exists in " + env.netns,
                     "choose another interface name for this network");
-    Kernel kernel{host_ns, host, pod_ns, *pod, call.sysfs};
-    kernel.vf = call.services.vf;
-    kernel.rdma = call.services.rdma;
-    kernel.ipoib = call.services.ipoib;
+    Kernel kernel = kernel_of(call, host_ns, host, pod_ns, *pod);
     check_pod_settings(conf.pod, env.ifname, call.policy);
 
     AttachmentState state;
@@ -295,10 +303,7 @@ void cmd_check(const Call& call) {
     const auto pod_ns = open_pod_netns(env.netns);
     Rtnl host;
     const auto pod = rtnl_in(pod_ns);
-    Kernel kernel{host_ns, host, pod_ns, *pod, call.sysfs};
-    kernel.vf = call.services.vf;
-    kernel.rdma = call.services.rdma;
-    kernel.ipoib = call.services.ipoib;
+    Kernel kernel = kernel_of(call, host_ns, host, pod_ns, *pod);
     mode_entry(conf.mode).check(CheckRequest{conf, env, call.policy, call.states, kernel, prev.interfaces[index]});
 
     // Addresses as the final result lists them on our interface; routes only those we added
@@ -423,7 +428,7 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
     int code = 0;
     std::string state_dir;   // "" when the call failed before it loaded the policy
     const int status =
-        run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (macvlan, hostdev, sriov)",
+        run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (" + mode_list() + ")",
                  [&](const Environment& env, const std::string& input, std::ostream& result_out) {
                      verb = env.command;
                      try {

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "rdmanet/cni/modes/net_conf.hpp"
+#include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 #include "rdmanet/cni/translate/dranet_profile.hpp"
@@ -22,6 +23,7 @@
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "nv_ipam.hpp"
+#include "rdmanet/base/exit_status.hpp"
 
 namespace rdmanet::cni::ctl {
 
@@ -237,11 +239,12 @@ json make_nad(const std::string& name, const std::string& ns, const std::string&
     return nad;
 }
 
-// Device-backed modes get the capabilities that make Multus pass the device and the
-// device-info file path in runtimeConfig.
+// Modes that take a host device (the registry says which) get the capabilities that make Multus
+// pass the device and the device-info file path in runtimeConfig.
 void default_capabilities(ordered& plugin, const std::string& mode, const std::string& resource_name) {
     if (plugin.contains("capabilities") || resource_name.empty()) return;
-    if (mode == "hostdev" || mode == "sriov")
+    const ModeEntry* entry = find_mode_entry(mode);
+    if (entry && entry->takes_host_device)
         plugin["capabilities"] = {{"deviceID", true}, {"CNIDeviceInfoFile", true}};
 }
 
@@ -433,7 +436,7 @@ std::vector<json> render_documents(const std::string& text, const RenderOptions&
 }
 
 int render(const std::string& file, const RenderOptions& options, std::ostream& out, std::ostream& err) {
-    try {
+    return base::exit_status_of(err, "rdmanetctl render", [&] {
         if (options.output != "yaml" && options.output != "json" && options.output != "profile")
             throw std::runtime_error("--output must be yaml, json or profile");
         std::string text;
@@ -467,10 +470,7 @@ int render(const std::string& file, const RenderOptions& options, std::ostream& 
         }
         for (std::size_t i = 0; i < nads.size(); ++i) out << (i ? "---\n" : "") << nad_yaml(nads[i]);
         return 0;
-    } catch (const std::exception& e) {
-        err << "rdmanetctl render: " << e.what() << '\n';
-        return 1;
-    }
+    });
 }
 
 }  // namespace rdmanet::cni::ctl

@@ -20,6 +20,7 @@
 #include "rdmanet/ipam/core/naming.hpp"
 #include "rdmanet/ipam/core/runs.hpp"
 #include "rdmanet/ipam/kube/size_limit.hpp"
+#include "rdmanet/ipam/kube/response_json.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -27,13 +28,6 @@ using nlohmann::json;
 
 namespace {
 
-json parse_body(const HttpResponse& r, std::string_view action) {
-    auto j = json::parse(r.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-        throw IpamError(codes::io_failure, std::string(action) + ": the API server answered with a body that is not a JSON object");
-    }
-    return j;
-}
 
 // A name that reaches a path of the journal: no separators, no dot names, nothing odd.
 bool safe_component(std::string_view s) {
@@ -158,7 +152,7 @@ bool KubeStore::reserve(std::string_view network_name, const base::IpAddress& ip
         // It exists: ours (an earlier attempt whose answer was lost, a re-ADD) or someone else's.
         const std::string obj = object_path(ns(), kReservations, name);
         const HttpResponse g = api_.call("GET", obj);
-        if (g.status == 200) return reservation_held_by(parse_body(g, "GET " + obj), owner);
+        if (g.status == 200) return reservation_held_by(response_object(g, "GET " + obj), owner);
         if (g.status != 404) api_.fail("GET " + obj, g);
         api_.backoff(attempt, "reservation " + name + " was deleted while being created");   // gone again: retry
     }
@@ -174,7 +168,7 @@ void KubeStore::drop_reservation(std::string_view network_name, const base::IpAd
             api_.fail("GET " + path, g);
         }
         if (g.status != 200) api_.fail("GET " + path, g);
-        const json reservation = parse_body(g, "GET " + path);
+        const json reservation = response_object(g, "GET " + path);
         // Another pod's reservation of the same address (an overlapping pool) is not ours to delete.
         if (!reservation_held_by(reservation, owner)) return;
         const HttpResponse d = api_.call("DELETE", path, delete_preconditions(reservation).dump());
@@ -331,7 +325,7 @@ std::vector<json> KubeStore::list(std::string_view plural) {
     const std::string path = collection_path(ns(), plural);
     const HttpResponse r = api_.call("GET", path);
     if (r.status != 200) api_.fail("GET " + path, r);
-    json body = parse_body(r, "GET " + path);
+    json body = response_object(r, "GET " + path);
     std::vector<json> out;
     if (body.contains("items") && body["items"].is_array()) {
         for (auto& item : body["items"]) out.push_back(std::move(item));

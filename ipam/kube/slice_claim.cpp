@@ -4,20 +4,11 @@
 #include <algorithm>
 
 #include "rdmanet/ipam/kube/wire.hpp"
+#include "rdmanet/ipam/kube/response_json.hpp"
 
 namespace rdmanet::ipam::kube {
 
 using nlohmann::json;
-
-namespace {
-
-json parse_object(const HttpResponse& r, const std::string& action) {
-    json j = json::parse(r.body, nullptr, false);
-    if (!j.is_object()) throw IpamError(codes::io_failure, action + ": the API server answered with a body that is not a JSON object");
-    return j;
-}
-
-}  // namespace
 
 bool patch_node_slice_pool(KubeApi& api, const SliceScope& scope, const json& ops) {
     const std::string path = object_path(scope.ns, kNodeSlicePools, scope.pool_name);
@@ -31,7 +22,7 @@ bool patch_node_slice_pool(KubeApi& api, const SliceScope& scope, const json& op
 std::optional<NodeSlicePool> read_node_slice_pool(KubeApi& api, const SliceScope& scope, const Range& parent) {
     const std::string path = object_path(scope.ns, kNodeSlicePools, scope.pool_name);
     const HttpResponse r = api.call("GET", path);
-    if (r.status == 200) return parse_node_slice_pool(parse_object(r, "GET " + path), parent.cidr, scope.slice_prefix);
+    if (r.status == 200) return parse_node_slice_pool(response_object(r, "GET " + path), parent.cidr, scope.slice_prefix);
     if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return std::nullopt;
     if (r.status == 404) {
         throw IpamError(codes::io_failure, "GET " + path + " at " + api.config().server +
@@ -49,7 +40,7 @@ NodeSlicePool read_or_create_node_slice_pool(KubeApi& api, const SliceScope& sco
         const HttpResponse r =
             api.call("POST", path, new_node_slice_pool(scope.ns, scope.pool_name, parent.cidr, scope.slice_prefix).dump());
         if (r.status == 201 || r.status == 200) {
-            return parse_node_slice_pool(parse_object(r, "POST " + path), parent.cidr, scope.slice_prefix);
+            return parse_node_slice_pool(response_object(r, "POST " + path), parent.cidr, scope.slice_prefix);
         }
         if (r.status != 409) api.fail("POST " + path + " (create NodeSlicePool " + scope.pool_name + ")", r);
         if (attempt >= 3) api.backoff(attempt, "NodeSlicePool " + scope.pool_name + " keeps being created and deleted");

@@ -10,6 +10,7 @@
 #include "rdmanet/ipam/kube/slice_claim.hpp"
 #include "rdmanet/ipam/kube/status.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
+#include "rdmanet/ipam/kube/response_json.hpp"
 
 namespace rdmanet::ipam::kube {
 
@@ -17,11 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-json parse_json(const HttpResponse& r, const std::string& action) {
-    json j = json::parse(r.body, nullptr, false);
-    if (!j.is_object()) throw IpamError(codes::io_failure, action + ": the API server answered with a body that is not a JSON object");
-    return j;
-}
 
 // One slice IPPool as read: absent, or the object (for the delete preconditions) and its entries.
 struct ReadPool {
@@ -36,7 +32,7 @@ ReadPool read_slice_pool(KubeApi& api, const std::string& ns, const PoolKey& key
     ReadPool out{key, std::nullopt, std::nullopt};
     if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return out;
     if (r.status != 200) api.fail("GET " + path, r);
-    out.object = parse_json(r, "GET " + path);
+    out.object = response_object(r, "GET " + path);
     out.pool = parse_pool(*out.object, key.network_name);
     return out;
 }
@@ -147,7 +143,7 @@ constexpr std::string_view kMetadataListOnly = "application/json;as=PartialObjec
 std::vector<std::string> list_nodes(KubeApi& api) {
     const HttpResponse r = api.call("GET", "/api/v1/nodes", {}, "application/json", RequestOptions{kMetadataListOnly, false});
     if (r.status != 200) api.fail("GET /api/v1/nodes", r);
-    const json body = parse_json(r, "GET /api/v1/nodes");
+    const json body = response_object(r, "GET /api/v1/nodes");
     std::vector<std::string> nodes;
     if (body.contains("items") && body["items"].is_array()) {
         for (const auto& n : body["items"]) {
@@ -165,7 +161,7 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
     // No NodeSlicePool CRD: no network uses node_slice_size, nothing to reclaim.
     if (r.status == 404 && !object_not_found(parse_status(r.status, r.body))) return report;
     if (r.status != 200) api.fail("GET " + list_path, r);
-    const json body = parse_json(r, "GET " + list_path);
+    const json body = response_object(r, "GET " + list_path);
     std::vector<NodeSlicePool> pools;
     if (body.contains("items") && body["items"].is_array()) {
         for (const auto& item : body["items"]) {

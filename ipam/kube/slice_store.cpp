@@ -1,5 +1,6 @@
 // Node-slice mode of the Kubernetes datastore: see slice_store.hpp.
 #include "rdmanet/base/atomic_file.hpp"
+#include "rdmanet/base/flock.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
 
 #include <fcntl.h>
@@ -57,12 +58,24 @@ void write_held(const std::string& dir, const SliceSettings& s, const Range& par
     write_held_file(dir, h);
 }
 
-// An exclusive flock held for the object's lifetime.
+// An exclusive flock on the node's held file, held for the object's lifetime. A holder keeps it
+// at most through one claim (kClaimBudget against the API server), so waiting longer than that
+// means a hung process: the ADD gives up with try_again instead of hanging.
+inline constexpr std::chrono::milliseconds kNodeLockTimeout = kClaimBudget + std::chrono::seconds(5);
+
 class NodeLock {
 public:
     explicit NodeLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
-        if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
-            throw IpamError(codes::io_failure, "cannot lock " + path + ": " + std::strerror(errno));
+        if (fd_ < 0) throw IpamError(codes::io_failure, "cannot lock " + path + ": " + std::strerror(errno));
+        const int err = base::flock_exclusive_within(fd_, kNodeLockTimeout, std::chrono::milliseconds(20));
+        if (err == ETIMEDOUT) {
+            ::close(fd_);
+            throw IpamError(codes::try_again, "timed out after " + std::to_string(kNodeLockTimeout.count()) +
+                                                  " ms waiting for " + path + ": another process of this node holds it");
+        }
+        if (err != 0) {
+            ::close(fd_);
+            throw IpamError(codes::io_failure, "cannot lock " + path + ": " + std::strerror(err));
         }
     }
     ~NodeLock() {

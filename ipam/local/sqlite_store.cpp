@@ -15,6 +15,7 @@
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/core/runs.hpp"
 #include "sqlite.hpp"
+#include "rdmanet/base/private_dir.hpp"
 
 namespace rdmanet::ipam {
 
@@ -178,17 +179,8 @@ private:
 
 // mkdir -p; the components created here get 0700 (the data is node-private).
 void make_private_dir(const std::string& dir) {
-    std::string path;
-    std::size_t pos = 0;
-    while (pos != std::string::npos) {
-        pos = dir.find('/', pos + 1);
-        path = dir.substr(0, pos);
-        if (path.empty()) continue;
-        if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) io_error("mkdir " + path, errno);
-    }
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) io_error("stat " + dir, errno);
-    if (!S_ISDIR(st.st_mode)) throw IpamError(codes::io_failure, "ipam datastore: " + dir + " is not a directory");
+    if (const std::string problem = base::make_private_dir(dir); !problem.empty())
+        throw IpamError(codes::io_failure, "ipam datastore: " + problem);
 }
 
 // SQLite creates the -wal and -shm files with the mode of the database file, so creating that

@@ -3,20 +3,11 @@
 
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/node_identity.hpp"
+#include "rdmanet/ipam/kube/response_json.hpp"
 
 namespace rdmanet::ipam::nvipam {
 
 using nlohmann::json;
-
-namespace {
-
-json parse_body(const kube::HttpResponse& r, const std::string& action) {
-    json j = json::parse(r.body, nullptr, false);
-    if (!j.is_object()) throw IpamError(codes::io_failure, action + ": the API server answered with a body that is not a JSON object");
-    return j;
-}
-
-}  // namespace
 
 std::string PoolRef::path() const {
     return "/apis/" + std::string(kGroup) + "/" + std::string(kVersion) + "/namespaces/" + ns + "/" +
@@ -26,7 +17,7 @@ std::string PoolRef::path() const {
 json get_pool(kube::KubeApi& api, const PoolRef& ref) {
     const std::string path = ref.path();
     const kube::HttpResponse r = api.call("GET", path);
-    if (r.status == 200) return parse_body(r, "GET " + path);
+    if (r.status == 200) return kube::response_object(r, "GET " + path);
     if (r.status == 404) {
         if (kube::object_not_found(kube::parse_status(r.status, r.body)))
             throw IpamError(codes::io_failure, "no " + std::string(kind(ref.type)) + " " + ref.name + " in namespace " +
@@ -44,7 +35,7 @@ std::optional<std::map<std::string, std::string>> node_labels(kube::KubeApi& api
     const kube::HttpResponse r = api.call("GET", path);
     if (r.status == 404 && kube::object_not_found(kube::parse_status(r.status, r.body))) return std::nullopt;
     if (r.status != 200) api.fail("GET " + path, r);
-    const json o = parse_body(r, "GET " + path);
+    const json o = kube::response_object(r, "GET " + path);
     std::map<std::string, std::string> labels;
     const json md = o.value("metadata", json::object());
     if (md.is_object() && md.contains("labels") && md["labels"].is_object()) {

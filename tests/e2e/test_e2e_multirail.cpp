@@ -13,6 +13,7 @@
 
 #include "e2e/e2e_helpers.hpp"
 #include "support/process.hpp"
+#include "support/skip.hpp"
 
 using namespace rdmanet::test;
 using namespace rdmanet::test::e2e;
@@ -207,10 +208,8 @@ TEST_CASE("4 rails in 4 subnets: sourced traffic leaves through its rail, the re
 }
 
 TEST_CASE("4 rails in one subnet on one L2: only the owning rail answers ARP", "[e2e][macvlan][multirail]") {
-    if (run_process({"sh", "-c", "command -v arping"}).exit_code != 0) {
-        WARN("SKIPPED (not passing): arping (Debian iputils-arping) is not installed");
-        return;
-    }
+    if (run_process({"sh", "-c", "command -v arping"}).exit_code != 0)
+        skip_test("arping (Debian iputils-arping) is not installed");
     Workspace ws;
     Fabric fab;
     fab.far.ip({"link", "add", "br0", "type", "bridge"});
@@ -307,10 +306,17 @@ TEST_CASE("8 rails added concurrently get 8 tables, DEL removes exactly one rail
     CHECK(call(ws, "DEL", fab.pod, rails[1]).ok());   // idempotent
 
     {
+        // The threads only record (Catch2's assertions are not thread-safe); checked below.
+        std::vector<CniOutcome> del_results(rails.size());
         std::vector<std::thread> threads;
         for (std::size_t i = 0; i < rails.size(); ++i)
-            if (i != 1) threads.emplace_back([&, i] { CHECK(call(ws, "DEL", fab.pod, rails[i]).ok()); });
+            if (i != 1) threads.emplace_back([&, i] { del_results[i] = call(ws, "DEL", fab.pod, rails[i]); });
         for (auto& t : threads) t.join();
+        for (std::size_t i = 0; i < rails.size(); ++i) {
+            if (i == 1) continue;
+            INFO(rails[i].ifname << ": " << del_results[i].describe());
+            CHECK(del_results[i].ok());
+        }
     }
     CHECK(own_rules(fab.pod).empty());
     CHECK(table_routes(fab.pod).empty());

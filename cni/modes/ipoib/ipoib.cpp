@@ -7,6 +7,7 @@
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/modes/device_policy.hpp"
+#include "rdmanet/cni/modes/master.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/netns/error.hpp"
 #include "rdmanet/netns/ipoib.hpp"
@@ -17,13 +18,10 @@ namespace {
 
 constexpr unsigned kArphrdInfiniband = 32;
 
-netns::LinkInfo find_master(netns::Rtnl& host, const std::string& master) {
-    auto link = host.link_by_name(master);
-    if (!link)
-        throw Error(ErrorCode::device_not_found,
-                    "IPoIB master \"" + master + "\" does not exist in the host network namespace",
-                    "set \"master\" to the InfiniBand interface (ip -d link show type ipoib; e.g. \"ib0\")");
-    return *link;
+// "master" of the configuration (find_master's error says how to fix it).
+netns::LinkInfo ipoib_master(netns::Rtnl& host, const std::string& master) {
+    return find_master(host, "IPoIB", master,
+                       "set \"master\" to the InfiniBand interface (ip -d link show type ipoib; e.g. \"ib0\")");
 }
 
 netns::IpoibParentInfo read_parent(const netns::Sysfs& sysfs, const std::string& master) {
@@ -56,7 +54,7 @@ netns::IpoibSpec child_spec(const IpoibConf& conf, const netns::IpoibParentInfo&
 PodLink ipoib_add(const AddRequest& req) {
     const IpoibConf& conf = req.conf.settings.get<IpoibConf>();
     netns::Rtnl& host = req.kernel.host;
-    const auto master = find_master(host, conf.master);
+    const auto master = ipoib_master(host, conf.master);
     // Node policy (docs/security.md): loopback never, the uplink only when allowed.
     check_master(req.policy, host, req.kernel.sysfs, master, req.conf.mode);
     const auto parent = read_parent(req.kernel.sysfs, master.name);
@@ -119,7 +117,7 @@ void ipoib_check(const CheckRequest& req) {
     const Environment& env = req.env;
     Kernel& kernel = req.kernel;
     const Interface& expected = req.expected;
-    find_master(kernel.host, conf.settings.get<IpoibConf>().master);
+    ipoib_master(kernel.host, conf.settings.get<IpoibConf>().master);
     auto link = kernel.pod.link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
     const std::string kind = kernel.ipoib ? kernel.ipoib->kind() : "ipoib";

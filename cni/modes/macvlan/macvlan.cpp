@@ -7,6 +7,7 @@
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/modes/device_policy.hpp"
+#include "rdmanet/cni/modes/master.hpp"
 #include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/netns/error.hpp"
 
@@ -21,13 +22,9 @@ netns::MacvlanMode parse_macvlan_mode(const std::string& mode) {
     return netns::MacvlanMode::bridge;   // config validation already rejected anything else
 }
 
-netns::LinkInfo find_master(netns::Rtnl& host, const std::string& master) {
-    auto link = host.link_by_name(master);
-    if (!link)
-        throw Error(ErrorCode::device_not_found,
-                    "macvlan master \"" + master + "\" does not exist in the host network namespace",
-                    "set \"master\" to an existing interface (ip link show)");
-    return *link;
+// "master" of the configuration (find_master's error says how to fix it).
+netns::LinkInfo macvlan_master(netns::Rtnl& host, const std::string& master) {
+    return find_master(host, "macvlan", master, "set \"master\" to an existing interface (ip link show)");
 }
 
 }  // namespace
@@ -41,7 +38,7 @@ std::string temporary_link_name() {
 
 PodLink macvlan_add(const AddRequest& req) {
     const auto& mv = req.conf.settings.get<MacvlanConf>();
-    const auto master = find_master(req.kernel.host, mv.master);
+    const auto master = macvlan_master(req.kernel.host, mv.master);
     check_master(req.policy, req.kernel.host, req.kernel.sysfs, master, req.conf.mode);
     if (mv.mtu > master.mtu)
         throw Error(ErrorCode::invalid_config,
@@ -101,7 +98,7 @@ void macvlan_check(const CheckRequest& req) {
     Kernel& kernel = req.kernel;
     const Interface& expected = req.expected;
     const MacvlanConf& settings = conf.settings.get<MacvlanConf>();
-    const auto master = find_master(kernel.host, settings.master);
+    const auto master = macvlan_master(kernel.host, settings.master);
     auto link = kernel.pod.link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
     if (link->kind != "macvlan")

@@ -17,6 +17,8 @@
 #include <spdlog/spdlog.h>
 
 #include "rdmanet/base/atomic_file.hpp"
+#include "rdmanet/base/flock.hpp"
+#include "rdmanet/base/private_dir.hpp"
 #include "rdmanet/cni/protocol/json.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/netns/namespace.hpp"
@@ -25,11 +27,10 @@ namespace rdmanet::cni::sriov {
 
 namespace {
 
+// base::make_private_dir, and 0700 also when the directory was there before.
 void make_private_dir(const std::string& dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-        throw Error(ErrorCode::io_failure, "cannot create " + dir + ": " + ec.message());
+    if (const std::string problem = base::make_private_dir(dir); !problem.empty())
+        throw Error(ErrorCode::io_failure, "cannot create " + dir + ": " + problem);
     ::chmod(dir.c_str(), 0700);
 }
 
@@ -43,18 +44,13 @@ FileLock FileLock::acquire(const std::string& dir, const std::string& name, std:
     const std::string path = dir + "/" + name + ".lock";
     base::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd) throw Error(ErrorCode::io_failure, "cannot open lock " + path + ": " + std::strerror(errno));
-    // flock has no timeout of its own: poll with LOCK_NB, so a stuck holder costs at most
-    // `timeout`: a plugin call must never hang on a lock.
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return FileLock(std::move(fd));
-        if (errno != EWOULDBLOCK && errno != EINTR)
-            throw Error(ErrorCode::io_failure, "cannot lock " + path + ": " + std::strerror(errno));
-        if (std::chrono::steady_clock::now() >= deadline)
-            throw Error(ErrorCode::timeout, "timed out after " + std::to_string(timeout.count()) + " ms waiting for " + what,
-                        "another ADD or DEL of the same device is running or hung (lock " + path + ")");
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    // Bounded (base/flock.hpp), so a stuck holder costs at most `timeout`.
+    const int err = base::flock_exclusive_within(fd.get(), timeout, std::chrono::milliseconds(20));
+    if (err == ETIMEDOUT)
+        throw Error(ErrorCode::timeout, "timed out after " + std::to_string(timeout.count()) + " ms waiting for " + what,
+                    "another ADD or DEL of the same device is running or hung (lock " + path + ")");
+    if (err != 0) throw Error(ErrorCode::io_failure, "cannot lock " + path + ": " + std::strerror(err));
+    return FileLock(std::move(fd));
 }
 
 std::optional<VfOwner> InUseRecords::read(const std::string& pci) const {

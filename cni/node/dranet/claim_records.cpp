@@ -1,11 +1,6 @@
 // The provider's claim records and their routing tables: see claim_records.hpp.
 #include "rdmanet/cni/node/dranet/claim_records.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -13,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmanet/base/atomic_file.hpp"
+#include "rdmanet/base/private_dir.hpp"
 #include "rdmanet/cni/node/dranet/wire.hpp"
 
 namespace rdmanet::cni::node::dranet {
@@ -36,8 +32,8 @@ std::vector<unsigned> choose_tables(const std::set<unsigned>& used, unsigned fir
 }
 
 ClaimRecords::ClaimRecords(std::string state_dir) : state_dir_(std::move(state_dir)) {
-    if (::mkdir(state_dir_.c_str(), 0700) != 0 && errno != EEXIST)
-        throw std::runtime_error("cannot create state directory " + state_dir_ + ": " + std::strerror(errno));
+    if (const std::string why = base::make_private_dir(state_dir_); !why.empty())
+        throw std::runtime_error("--state-dir: " + why);
     const std::string path = state_dir_ + "/" + kFileName;
     std::ifstream in(path);
     if (!in) return;   // nothing recorded yet

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rdmanet/cni/node/stop_signal.hpp"
+#include "rdmanet/base/exit_status.hpp"
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/node/dranet/provider.hpp"
 #include "rdmanet/cni/node/unix_http_server.hpp"
@@ -14,7 +15,7 @@
 namespace rdmanet::cni::node::dranet {
 
 int run_provider(const RunOptions& options, std::ostream& out, std::ostream& err) {
-    try {
+    return base::exit_status_of(err, "rdmanetctl dranet-provider", [&] {
         // One line per decision on stderr: the DaemonSet's container log.
         spdlog::set_default_logger(std::make_shared<spdlog::logger>(
             "dranet-provider", std::make_shared<spdlog::sinks::ansicolor_stderr_sink_mt>(spdlog::color_mode::never)));
@@ -41,10 +42,7 @@ int run_provider(const RunOptions& options, std::ostream& out, std::ostream& err
         server.stop();
         out << "rdmanetctl dranet-provider: stopped\n";
         return 0;
-    } catch (const std::exception& e) {
-        err << "rdmanetctl dranet-provider: " << e.what() << '\n';
-        return 1;
-    }
+    });
 }
 
 }  // namespace rdmanet::cni::node::dranet

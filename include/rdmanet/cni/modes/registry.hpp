@@ -20,6 +20,11 @@ struct ModeEntry {
     PodLink (*add)(const AddRequest&);
     void (*del)(const DelRequest&);
     void (*check)(const CheckRequest&);
+    // The mode takes a device of the host (a PCI function handed out by a device plugin) rather
+    // than creating a virtual child: Multus must pass it deviceID and CNIDeviceInfoFile.
+    bool takes_host_device;
+    // One line for help texts and the plugin's about string.
+    std::string_view help;
 };
 
 std::span<const ModeEntry> mode_entries();
@@ -29,5 +34,7 @@ const ModeEntry* find_mode_entry(std::string_view name);
 const ModeEntry& mode_entry(std::string_view name);
 // Every entry's name, in table order (node policy validation, error messages).
 std::vector<std::string_view> mode_names();
+// The names joined with ", " in table order ("macvlan, hostdev, ...").
+std::string mode_list();
 
 }  // namespace rdmanet::cni

@@ -1,6 +1,7 @@
-// Multi-rail RDMA pieces that are pure logic or fake-kernel semantics: rdma.deviceName and
-// rdma.gidTimeoutMs parsing, the RoCE v2 GID of an address and its lookup in a GID table, the
-// GID table as sysfs shows it, the rename message, and the fake kernel's rename rules.
+// The RDMA GIDs and device names of a rail (multi-rail RDMA), the pieces that are pure logic or
+// fake-kernel semantics: rdma.deviceName and rdma.gidTimeoutMs parsing, the RoCE v2 GID of an
+// address and its lookup in a GID table, the GID table as sysfs shows it, the rename message, and
+// the fake kernel's rename rules.
 #include <catch2/catch.hpp>
 
 #include <linux/netlink.h>
@@ -47,7 +48,7 @@ struct TempTree {
 
 }  // namespace
 
-TEST_CASE("rdma.deviceName: optional, validated like a kernel RDMA device name", "[rdma][config][unit][rails]") {
+TEST_CASE("rdma.deviceName: optional, validated like a kernel RDMA device name", "[rdma][config][unit][rdma-gids-names]") {
     CHECK(parse(hostdev()).rdma.device_name.empty());
     CHECK(parse(hostdev({{"rdma", {{"deviceName", "rdma0"}}}})).rdma.device_name == "rdma0");
     CHECK(parse(hostdev({{"rdma", {{"deviceName", "rail_3.a-b"}}}})).rdma.device_name == "rail_3.a-b");
@@ -65,7 +66,7 @@ TEST_CASE("rdma.deviceName: optional, validated like a kernel RDMA device name",
     CHECK_THAT(rdma_device_name_problem(std::string(64, 'x')), Catch::Contains("63"));
 }
 
-TEST_CASE("rdma.gidTimeoutMs: 5000 by default, 0-60000", "[rdma][config][unit][rails]") {
+TEST_CASE("rdma.gidTimeoutMs: 5000 by default, 0-60000", "[rdma][config][unit][rdma-gids-names]") {
     CHECK(parse(hostdev()).rdma.gid_timeout_ms == 5000);
     CHECK(parse(hostdev({{"rdma", {{"gidTimeoutMs", 0}}}})).rdma.gid_timeout_ms == 0);
     CHECK(parse(hostdev({{"rdma", {{"gidTimeoutMs", 60000}}}})).rdma.gid_timeout_ms == 60000);
@@ -75,14 +76,14 @@ TEST_CASE("rdma.gidTimeoutMs: 5000 by default, 0-60000", "[rdma][config][unit][r
                       "rdma.gidTimeoutMs");
 }
 
-TEST_CASE("RoCE v2 GID of an address, as sysfs prints it", "[rdma][unit][rails]") {
+TEST_CASE("RoCE v2 GID of an address, as sysfs prints it", "[rdma][unit][rdma-gids-names]") {
     CHECK(roce_v2_gid(ip("192.168.100.1")) == "0000:0000:0000:0000:0000:ffff:c0a8:6401");
     CHECK(roce_v2_gid(ip("10.0.0.255")) == "0000:0000:0000:0000:0000:ffff:0a00:00ff");
     CHECK(roce_v2_gid(ip("fd00:1::a")) == "fd00:0001:0000:0000:0000:0000:0000:000a");
     CHECK(roce_v2_gid(ip("2001:db8::ABCD:1")) == "2001:0db8:0000:0000:0000:0000:abcd:0001");
 }
 
-TEST_CASE("GID match: the lowest RoCE v2 entry per address, v1 and IB entries ignored", "[rdma][unit][rails]") {
+TEST_CASE("GID match: the lowest RoCE v2 entry per address, v1 and IB entries ignored", "[rdma][unit][rdma-gids-names]") {
     const std::string v4 = "0000:0000:0000:0000:0000:ffff:c0a8:6401";
     const std::string v6 = "fd00:0001:0000:0000:0000:0000:0000:000a";
     const std::vector<netns::RdmaGidEntry> table = {
@@ -108,7 +109,7 @@ TEST_CASE("GID match: the lowest RoCE v2 entry per address, v1 and IB entries ig
     CHECK(roce_gids_from_json(j) == match.found);
 }
 
-TEST_CASE("GID table from sysfs: used entries with their types, RoCE detected by link layer", "[rdma][unit][rails]") {
+TEST_CASE("GID table from sysfs: used entries with their types, RoCE detected by link layer", "[rdma][unit][rdma-gids-names]") {
     TempTree tree;
     const std::string port = "class/infiniband/rdma0/ports/1/";
     tree.put(port + "link_layer", "Ethernet");
@@ -137,7 +138,7 @@ TEST_CASE("GID table from sysfs: used entries with their types, RoCE detected by
     CHECK_FALSE(netns::read_gid_table(sysfs, "rdma0/../rdma0").exists);
 }
 
-TEST_CASE("rename is SET with DEV_INDEX and a NUL-terminated DEV_NAME", "[rdma][unit][rails]") {
+TEST_CASE("rename is SET with DEV_INDEX and a NUL-terminated DEV_NAME", "[rdma][unit][rdma-gids-names]") {
     const auto msg = netns::rdma_wire::encode_rename(7, 3, "rdma0");
     // header 16 + index attr 8 + name attr (4 + 6 -> padded 12) = 36
     REQUIRE(msg.size() == 36);
@@ -154,7 +155,7 @@ TEST_CASE("rename is SET with DEV_INDEX and a NUL-terminated DEV_NAME", "[rdma][
     CHECK(std::string(reinterpret_cast<const char*>(&msg[28])) == "rdma0");
 }
 
-TEST_CASE("fake RDMA kernel: rename follows ib_device_rename", "[rdma][unit][rails]") {
+TEST_CASE("fake RDMA kernel: rename follows ib_device_rename", "[rdma][unit][rdma-gids-names]") {
     using netns::KernelError;
     test::FakeRdmaKernel kernel(1);   // namespace ids: 1 = init, 2 and 3 = pods
     kernel.boot_mode(netns::RdmaNetnsMode::exclusive);

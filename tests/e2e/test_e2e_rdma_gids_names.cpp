@@ -1,4 +1,5 @@
-// Multi-rail RDMA on a pod-owned device (exclusive RDMA netns mode) through libcni and
+// The RDMA GIDs and device names of a rail (multi-rail RDMA; policy routing is
+// test_e2e_multirail.cpp) on a pod-owned device (exclusive RDMA netns mode) through libcni and
 // rdmanet-fakekernel: the RoCE v2 GID wait, the GID indexes in the device-info file, CHECK of the
 // GIDs, and rdma.deviceName (rename in the pod, name back before the device goes home, clashes
 // refused before anything changes). RDMA netlink and the pod's sysfs view of the device are the
@@ -98,8 +99,8 @@ void require_untouched(const Workspace& ws, const SriovNode& node, const ScopedN
 
 }  // namespace
 
-TEST_CASE("rails: ADD waits for a late RoCE v2 GID, reports its index, CHECK verifies it, DEL renames back",
-          "[e2e][sriov][rdma][rails]") {
+TEST_CASE("rdma gids and names: ADD waits for a late RoCE v2 GID, reports its index, CHECK verifies it, DEL renames back",
+          "[e2e][sriov][rdma][rdma-gids-names]") {
     Workspace ws;
     SriovNode node(ws, "exclusive");
     ScopedNetns pod("rl");
@@ -163,8 +164,8 @@ TEST_CASE("rails: ADD waits for a late RoCE v2 GID, reports its index, CHECK ver
     CHECK_FALSE(fs::exists(devinfo));
 }
 
-TEST_CASE("rails: a RoCE v2 GID that never appears fails ADD after the bounded wait and undoes everything",
-          "[e2e][sriov][rdma][rails]") {
+TEST_CASE("rdma gids and names: a RoCE v2 GID that never appears fails ADD after the bounded wait and undoes everything",
+          "[e2e][sriov][rdma][rdma-gids-names]") {
     Workspace ws;
     SriovNode node(ws, "exclusive");
     ScopedNetns pod("rg");
@@ -185,8 +186,8 @@ TEST_CASE("rails: a RoCE v2 GID that never appears fails ADD after the bounded w
     CHECK_FALSE(fs::exists(devinfo));
 }
 
-TEST_CASE("rails: rdma.deviceName already used in the pod is code 7 before anything changes",
-          "[e2e][sriov][rdma][rails]") {
+TEST_CASE("rdma gids and names: rdma.deviceName already used in the pod is code 7 before anything changes",
+          "[e2e][sriov][rdma][rdma-gids-names]") {
     Workspace ws;
     SriovNode node(ws, "exclusive");
     ScopedNetns pod("rc");
@@ -221,8 +222,8 @@ TEST_CASE("rails: rdma.deviceName already used in the pod is code 7 before anyth
     CHECK(node.vf_log().empty());
 }
 
-TEST_CASE("rails: a name held by a device outside the pod (EEXIST at rename) is code 7 and rolled back",
-          "[e2e][sriov][rdma][rails]") {
+TEST_CASE("rdma gids and names: a name held by a device outside the pod (EEXIST at rename) is code 7 and rolled back",
+          "[e2e][sriov][rdma][rdma-gids-names]") {
     Workspace ws;
     SriovNode node(ws, "exclusive");
     ScopedNetns pod("re");
@@ -241,8 +242,8 @@ TEST_CASE("rails: a name held by a device outside the pod (EEXIST at rename) is 
     CHECK(node.rdma_owner("mlx5_0") == 0);
 }
 
-TEST_CASE("rails: agent repair brings a renamed device home under its own name after the pod died without DEL",
-          "[e2e][sriov][rdma][rails][agent]") {
+TEST_CASE("rdma gids and names: agent repair brings a renamed device home under its own name after the pod died without DEL",
+          "[e2e][sriov][rdma][rdma-gids-names][agent]") {
     Workspace ws;
     SriovNode node(ws, "exclusive");
     const json vf_before = node.vf(node.pf, 0);
