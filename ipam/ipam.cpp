@@ -71,7 +71,8 @@ IpamResult add(Store& store, const IpamRequest& request) {
         for (std::size_t i = 0; i < config.ranges.size(); ++i) {
             const Range& range = config.ranges[i];
             AllocateRequest ar{range, config.network_name, config.enable_overlapping_ranges, owner,
-                               request.network, plan.per_range[i]};
+                               request.recorded_network.empty() ? request.network : request.recorded_network,
+                               plan.per_range[i]};
             touched.push_back(ar.pool());
             const Allocation a = store.allocate(ar);
             result.ips.push_back({base::IpNetwork{a.ip, range.cidr.prefix}, range.gateway});

@@ -46,8 +46,10 @@ private:
                         "with --ipam rdmanet: the kubeconfig the IPAM reads (default: the one rdmanetctl install writes)");
         cmd->add_option("--cni-version", render_options.cni_version,
                         "cniVersion of the rendered config (network-operator kinds; RdmaNetwork may set spec.cniVersion)");
-        cmd->add_option("-o,--output", render_options.output, "yaml (default) or json")
-            ->check(CLI::IsMember({"yaml", "json"}));
+        cmd->add_option("-o,--output", render_options.output,
+                        "yaml (default), json, or profile: a DRANET provider profile (DIR/<profile>.json) of the "
+                        "network (needs rdmanet-ipam: --ipam rdmanet)")
+            ->check(CLI::IsMember({"yaml", "json", "profile"}));
         cmd->callback([this, &status] { status = render(render_file, render_options, std::cout, std::cerr); });
     }
 

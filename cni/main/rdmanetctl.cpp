@@ -15,6 +15,7 @@
 //   rdmanetctl doctor [--json] [--root DIR] ...          node checks; exit 1 on problems
 //   rdmanetctl rdma mode [exclusive|shared] [--persist]  RDMA netns mode (show/set, boot option)
 //   rdmanetctl devices [--sysfs-root DIR]                RDMA devices, ports, netdevs, PCI, PF/VF
+//   rdmanetctl dranet-provider --socket PATH --profiles DIR ...  DRANET's profile provider (DaemonSet)
 #include <chrono>
 #include <iostream>
 #include <string>
@@ -29,6 +30,7 @@
 #include "rdmanet/cni/node/stop_signal.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/cni/node/agent.hpp"
+#include "rdmanet/cni/node/dranet/run.hpp"
 
 namespace {
 
@@ -145,6 +147,24 @@ int main(int argc, char** argv) {
     agent->add_option("--passes", agent_options.max_passes, "stop after N passes (0 = run until SIGTERM)")
         ->check(CLI::Range(0, 1000000));
     agent->callback([&] { status = ctl::run_agent(agent_options, std::cout, std::cerr); });
+
+    // dranet-provider: DRANET's profile provider (cni/node/dranet/, docs/dra-provider.md).
+    rdmanet::cni::node::dranet::RunOptions provider_options;
+    CLI::App* provider = app.add_subcommand(
+        "dranet-provider", "serve DRANET's profile-provider webhook on a root-only unix socket: addresses from "
+                           "rdmanet's IPAM and per-rail routes/rules for ResourceClaims; runs until SIGTERM");
+    provider->add_option("--socket", provider_options.socket_path,
+                         "unix socket to serve (DRANET's --webhook-url=unix://PATH), e.g. /run/rdmanet/dranet.sock")
+        ->required();
+    provider->add_option("--profiles", provider_options.profiles_dir, "directory of the profiles, DIR/<profile>.json")
+        ->required();
+    provider->add_option("--state-dir", provider_options.state_dir,
+                         "the provider's claim records (default: dranet/ next to rdmanet's state directory)");
+    provider->add_option("--node-name", provider_options.node_name, "this node's name (node slices)")->envname("NODE_NAME");
+    provider->add_option("--threads", provider_options.threads, "connections served at once")->check(CLI::Range(1, 64));
+    provider->callback([&] {
+        status = rdmanet::cni::node::dranet::run_provider(provider_options, std::cout, std::cerr);
+    });
 
     CLI::App* verify = pool->add_subcommand("verify", "check the store's internal consistency; non-zero exit on problems");
     add_data_dir(*verify, options);

@@ -20,6 +20,7 @@
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/translate/render.hpp"
+#include "rdmanet/cni/translate/dranet_profile.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/config/pod_settings.hpp"
@@ -503,8 +504,8 @@ std::vector<json> render_documents(const std::string& text, const RenderOptions&
 
 int render(const std::string& file, const RenderOptions& options, std::ostream& out, std::ostream& err) {
     return base::exit_status_of(err, "rdmanetctl render", [&] {
-        if (options.output != "yaml" && options.output != "json")
-            throw std::runtime_error("--output must be yaml or json");
+        if (options.output != "yaml" && options.output != "json" && options.output != "profile")
+            throw std::runtime_error("--output must be yaml, json or profile");
         std::string text;
         if (file == "-") {
             text.assign(std::istreambuf_iterator<char>(std::cin), {});
@@ -514,6 +515,17 @@ int render(const std::string& file, const RenderOptions& options, std::ostream& 
             text.assign(std::istreambuf_iterator<char>(in), {});
         }
         const auto nads = render_documents(text, options);
+        if (options.output == "profile") {
+            // One network: the profile itself (DIR/<profile>.json); several: {"<name>.json": profile}.
+            if (nads.size() == 1) {
+                out << dranet_profile_of(nads.front()).dump(2) << '\n';
+            } else {
+                json files = json::object();
+                for (const auto& nad : nads) files[nad["metadata"].value("name", "") + ".json"] = dranet_profile_of(nad);
+                out << files.dump(2) << '\n';
+            }
+            return 0;
+        }
         if (options.output == "json") {
             if (nads.size() == 1) {
                 out << nads.front().dump(2) << '\n';

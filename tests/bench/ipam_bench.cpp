@@ -74,7 +74,7 @@ Stats run(const Scenario& s, const std::string& base_dir, int iterations) {
     cpu.reserve(static_cast<std::size_t>(iterations));
     for (int i = 0; i < iterations + 50; ++i) {   // the first 50 warm the statement cache and pages
         const std::string id = "bench-" + std::to_string(i);
-        const IpamRequest req{config, "benchnet", id, "net1", "bench/" + id, {}};
+        const IpamRequest req{config, "benchnet", id, "net1", "bench/" + id, {}, {}};
         const double cpu_start = thread_cpu_us();
         const auto start = Clock::now();
         const IpamResult r = add(store, req);

@@ -200,14 +200,30 @@ TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with 
                                                            {"netns", "/run/netns"},
                                                            {"host-sys", "/sys"},
                                                            {"pci-drivers", "/sys/bus/pci/drivers"},
-                                                           {"host-proc-cmdline", "/proc/cmdline"}});
+                                                           {"host-proc-cmdline", "/proc/cmdline"},
+                                                           {"run-rdmanet", "/run/rdmanet"},
+                                                           {"dranet-profiles", "/etc/rdmanet/profiles"}});
 
     REQUIRE(pod["initContainers"].size() == 1);
     const auto& init = pod["initContainers"][0];
     CHECK(init["command"] == json({"rdmanetctl", "install"}));
-    REQUIRE(pod["containers"].size() == 2);
+    REQUIRE(pod["containers"].size() == 3);
     const auto& watcher = pod["containers"][0];
     const auto& agent = pod["containers"][1];
+    // DRANET's profile provider: a root-only socket in the host's /run/rdmanet, the admin's
+    // profiles read-only, no capability, the node name for node slices.
+    const auto& provider = pod["containers"][2];
+    CHECK(provider["command"] == json({"rdmanetctl", "dranet-provider"}));
+    check_flags_known(provider);
+    const auto pm = mounts(provider);
+    CHECK(arg_value(provider, "--socket") == "/run/rdmanet/dranet.sock");
+    CHECK(pm.at("/run/rdmanet") == "run-rdmanet");
+    CHECK(pm.at(arg_value(provider, "--profiles")) == "dranet-profiles");
+    CHECK(pm.at("/var/lib/cni") == "cni-state");
+    CHECK(pm.at("/etc/cni/net.d") == "cni-conf");
+    CHECK(provider["securityContext"]["capabilities"]["drop"] == json({"ALL"}));
+    CHECK_FALSE(provider["securityContext"]["capabilities"].contains("add"));
+    CHECK(provider["env"][0]["name"] == "NODE_NAME");
     CHECK(watcher["command"] == json({"rdmanetctl", "install"}));
     CHECK(std::find(watcher["args"].begin(), watcher["args"].end(), json("--watch")) != watcher["args"].end());
     CHECK(agent["command"] == json({"rdmanetctl", "agent"}));

@@ -57,7 +57,7 @@ std::vector<int> wait_all(const std::vector<pid_t>& pids) {
 }
 
 IpamRequest request_for(const IpamConfig& c, const std::string& container_id) {
-    return IpamRequest{c, "procnet", container_id, "net1", "ns/" + container_id, {}};
+    return IpamRequest{c, "procnet", container_id, "net1", "ns/" + container_id, {}, {}};
 }
 
 struct Outcome {

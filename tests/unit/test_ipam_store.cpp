@@ -27,7 +27,7 @@ const uint128 k2_63 = uint128{1} << 63;
 
 IpamRequest ipam_request(const IpamConfig& c, const std::string& container_id, const std::string& ifname = "net1",
                          const std::string& podref = "") {
-    return IpamRequest{c, "testnet", container_id, ifname, podref.empty() ? "ns/" + container_id : podref, {}};
+    return IpamRequest{c, "testnet", container_id, ifname, podref.empty() ? "ns/" + container_id : podref, {}, {}};
 }
 
 int error_code(const std::function<void()>& fn) {
@@ -334,7 +334,7 @@ TEST_CASE("ipam API: podref falls back to the container id, GC through the API",
     CHECK(make_podref("", "pod", "cid") == "cid");
     CHECK(make_podref("ns", "", "cid") == "cid");
 
-    IpamRequest anon{c, "testnet", "cid-1", "net1", "", {}};
+    IpamRequest anon{c, "testnet", "cid-1", "net1", "", {}, {}};
     add(store, anon);
     auto found = store.find(PoolKey{"", c.ranges[0].cidr}, "cid-1", "net1");
     REQUIRE(found);
@@ -343,7 +343,7 @@ TEST_CASE("ipam API: podref falls back to the container id, GC through the API",
     auto released = gc(store, c, "testnet", valid);
     REQUIRE(released.size() == 1);
     CHECK(released[0].owner.container_id == "cid-1");
-    CHECK(error_code([&] { add(store, IpamRequest{c, "testnet", "", "net1", "", {}}); }) == codes::invalid_config);
+    CHECK(error_code([&] { add(store, IpamRequest{c, "testnet", "", "net1", "", {}, {}}); }) == codes::invalid_config);
 }
 
 TEST_CASE("ipam store: a rolled-back pool creation does not confuse later pools", "[ipam]") {

@@ -25,6 +25,10 @@ struct IpamRequest {
     // one inside no range is returned as-is without reservation (whereabouts' static addresses)
     // and then needs a prefix length.
     std::vector<std::string> static_ips;
+    // What the store records as the allocation's network, the scope of a GC (CNI GC releases only
+    // allocations recorded under its own network); "" = `network`. A DRA claim's allocations are
+    // recorded under a name no CNI network can have, so a container runtime's GC never frees them.
+    std::string recorded_network;
 };
 
 struct IpamIp {

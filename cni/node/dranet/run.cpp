@@ -1,0 +1,48 @@
+// rdmanetctl dranet-provider: see run.hpp.
+#include "rdmanet/cni/node/dranet/run.hpp"
+
+#include <filesystem>
+
+#include <spdlog/sinks/ansicolor_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "rdmanet/cni/node/stop_signal.hpp"
+#include "rdmanet/base/exit_status.hpp"
+#include "rdmanet/cni/modes/registry.hpp"
+#include "rdmanet/cni/node/dranet/provider.hpp"
+#include "rdmanet/cni/node/unix_http_server.hpp"
+
+namespace rdmanet::cni::node::dranet {
+
+int run_provider(const RunOptions& options, std::ostream& out, std::ostream& err) {
+    return base::exit_status_of(err, "rdmanetctl dranet-provider", [&] {
+        // One line per decision on stderr: the DaemonSet's container log.
+        spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+            "dranet-provider", std::make_shared<spdlog::sinks::ansicolor_stderr_sink_mt>(spdlog::color_mode::never)));
+        const auto names = mode_names();
+        const NodePolicy policy = load_node_policy(process_env_lookup(), names);
+        if (options.profiles_dir.empty() || !std::filesystem::is_directory(options.profiles_dir))
+            throw std::runtime_error("--profiles \"" + options.profiles_dir + "\" is not a directory");
+        ProviderOptions po{options.profiles_dir, options.state_dir, options.node_name};
+        if (po.state_dir.empty())
+            po.state_dir = std::filesystem::path(policy.state_dir).parent_path().string() + "/dranet";
+        // Blocked before the workers start, so that only the wait below sees SIGTERM/SIGINT.
+        StopSignal stop;
+        ProfileProvider provider(po, policy);
+        UnixServerOptions so;
+        so.socket_path = options.socket_path;
+        so.threads = options.threads;
+        UnixHttpServer server(so, [&provider](const HttpRequest& r) { return provider.handle(r); });
+        server.start();
+        out << "rdmanetctl dranet-provider: serving " << options.socket_path << " (profiles " << options.profiles_dir
+            << ", state " << po.state_dir << ")\n";
+        out.flush();
+        while (!stop.wait(std::chrono::seconds(3600))) {
+        }
+        server.stop();
+        out << "rdmanetctl dranet-provider: stopped\n";
+        return 0;
+    });
+}
+
+}  // namespace rdmanet::cni::node::dranet

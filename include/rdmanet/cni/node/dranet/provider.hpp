@@ -1,0 +1,49 @@
+#pragma once
+// DRANET's profile provider: the three endpoints over rdmanet's IPAM, the policyRouting planner
+// and the provider's claim records. The transport (cni/node/unix_http_server.hpp) is separate:
+// handle() takes a parsed request and never throws.
+//
+// Ownership: a device of a claim is the IPAM attachment (container id = claim UID, interface =
+// device name) with the podref "dranet:<claim UID>" and the recorded network "dranet:<profile>":
+//   - a repeat GetProfileConfig finds the same attachment and gets the same addresses;
+//   - rdmanet's pod reconciler skips podrefs without a '/' (no pod identity to look up);
+//   - a container runtime's CNI GC is scoped to its network's name, which never contains ':'.
+#include <string>
+
+#include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/node/dranet/claim_records.hpp"
+#include "rdmanet/cni/node/dranet/wire.hpp"
+#include "rdmanet/cni/node/unix_http_server.hpp"
+
+namespace rdmanet::cni::node::dranet {
+
+struct ProviderOptions {
+    std::string profiles_dir;
+    std::string state_dir;
+    std::string node_name;
+};
+
+// The IPAM identity of a claim's device (see above).
+std::string claim_podref(const std::string& claim_uid);
+std::string claim_network(const std::string& profile);
+
+class ProfileProvider {
+public:
+    ProfileProvider(ProviderOptions options, NodePolicy policy);
+
+    // Routes: GET /health, POST /GetProfileConfig, POST /ReleaseProfileConfig.
+    HttpResponse handle(const HttpRequest& request);
+
+    // Throw ProviderError with the status to answer.
+    NetworkConfigAnswer get_profile_config(const ProfileRequest& request);
+    void release_profile_config(const ProfileRequest& request);
+
+    const ClaimRecords& records() const { return records_; }
+
+private:
+    ProviderOptions options_;
+    NodePolicy policy_;
+    ClaimRecords records_;
+};
+
+}  // namespace rdmanet::cni::node::dranet
