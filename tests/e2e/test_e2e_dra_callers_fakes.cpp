@@ -163,7 +163,7 @@ TEST_CASE("dra-driver-sriov STANDALONE: the claimed VF by deviceID, RDMA device 
     CHECK(drive(ws, node.env(), call).ok());   // a repeated DEL
 }
 
-TEST_CASE("Multus with DRA: the claimed VF by deviceID/pciBusID in a conflist; the driver's device-info file "
+TEST_CASE("Multus with DRA: the claimed VF by deviceID/pciBusID in a conflist, the driver's device-info file "
           "survives ADD and DEL, rdmanet fills in only Multus' copy",
           "[e2e][dra][sriov]") {
     const std::string mode = GENERATE("sriov", "hostdev");

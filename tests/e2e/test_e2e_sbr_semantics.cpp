@@ -152,7 +152,7 @@ TEST_CASE("sbr 'Works with multiple IPs': two addresses with two gateways get a 
     CHECK(ws.state_files().empty());
 }
 
-TEST_CASE("sbr 'Works with Table ID': a fixed table gets every address's rule; a second rail cannot share it",
+TEST_CASE("sbr 'Works with Table ID': a fixed table gets every address's rule, a second rail cannot share it",
           "[e2e][macvlan][multirail][sbr]") {
     Workspace ws;
     Fabric fab;

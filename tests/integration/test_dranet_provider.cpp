@@ -116,7 +116,7 @@ TEST_CASE("dranet provider: 16 concurrent claims on one pool get 16 addresses an
     still_serving(p);
 }
 
-TEST_CASE("dranet provider: a static address of the claim is reserved; another owner's gets 409", "[dranet][integration]") {
+TEST_CASE("dranet provider: a static address of the claim is reserved, another owner's gets 409", "[dranet][integration]") {
     ProviderProcess p("static");
     p.write_profile("rail", rail_profile(p, "10.63.0.0/24", "10.63.0.1"));
     p.start();

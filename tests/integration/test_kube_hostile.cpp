@@ -140,7 +140,7 @@ TEST_CASE("kube hostile: nv-ipam pools with another node's block or no usable ad
 // Single-pool (whereabouts) DEL while the API server refuses or answers garbage: DEL ends at once
 // with success, the release is recorded for the node agent, which finishes it once the server
 // answers; an ADD of the same attachment in between takes the entry over instead.
-TEST_CASE("kube hostile: single-pool DEL never wedges on the API server; the agent finishes the release",
+TEST_CASE("kube hostile: single-pool DEL never wedges on the API server, the agent finishes the release",
           "[kube][integration][hostile][inrepo]") {
     TestApiServer server;
     Env env(server);

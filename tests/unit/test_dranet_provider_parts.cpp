@@ -51,7 +51,7 @@ TEST_CASE("http request parser: a request fed byte by byte, the body by Content-
     CHECK(p.request().body == "{\"a\":1}");
 }
 
-TEST_CASE("http request parser: a GET without a body is done at the blank line; the query is cut", "[dranet]") {
+TEST_CASE("http request parser: a GET without a body is done at the blank line, the query is cut", "[dranet]") {
     RequestParser p;
     p.feed("GET /health?x=1 HTTP/1.1\r\nHost: x\r\n\r\n");
     REQUIRE(p.state() == RequestParser::State::done);
