@@ -103,6 +103,138 @@ real_apiserver_assets() {
   esac
 }
 
+# The stages of `test`: each is run by stage(), which records its result and time; a failed stage
+# fails the run but never stops the ones after it. The summary at the end names each stage's
+# result and minutes and the failing ctest entries, so that the tail of a long log says what failed.
+stage_lines=()
+run_status=0
+stage() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  local took=$(( (SECONDS - start + 30) / 60 ))
+  if ((rc)); then
+    run_status=1
+    stage_lines+=("FAILED  ${took} min  $name (exit $rc)")
+  else
+    stage_lines+=("ok      ${took} min  $name")
+  fi
+  return 0
+}
+
+# summary: each stage's line, then the ctest entries that failed in the main and hardening builds.
+summary() {
+  echo "== summary of tests/run.sh test (${SECONDS}s in all)"
+  printf '  %s\n' "${stage_lines[@]}"
+  local dir log
+  for dir in "$build" "${HARDENING_BUILD_DIR:-$build-hardening}"; do
+    log=$dir/Testing/Temporary/LastTestsFailed.log
+    if [[ -s $log ]]; then
+      echo "  failed ctest entries in $dir:"
+      sed 's/^[0-9]*:/    /' "$log"
+    fi
+  done
+}
+
+# ctest splits a test name at ';' (one Catch2 test case would become two failing ctest entries).
+test_names_without_semicolon() {
+  if grep -rn --include='*.cpp' 'TEST_CASE("[^"]*;' "$root/tests"; then
+    echo "run.sh: a TEST_CASE name above contains ';': ctest would split it; use ',' instead" >&2
+    return 1
+  fi
+}
+
+# The node image suite (ctest -L image, tests/image/run_image_test.sh) builds the image from the
+# binaries just built (no second compile: ~10 s, plus 1 to 3 min once for the Debian base on a
+# machine without one) and runs its containers. IMAGE=0 skips it.
+main_suites() {
+  local image_filter=()
+  [[ ${IMAGE:-1} == 0 ]] && image_filter=(-LE image)
+  (cd "$build" && ctest --output-on-failure --timeout 600 -j"$jobs" "${image_filter[@]}")
+}
+
+# The sriov lab also kills the plugin at each failpoint step (the failpoint walk on the real igb
+# driver): that needs the plugin built with -DRDMANET_FAILPOINTS=ON, a gcc build like the main one
+# (static, runs in the guest) with only the rdmanet target (build dir $build-failpoints, or
+# FAILPOINT_BUILD_DIR), compiled as unity batches like the main build. When it fails, the run fails
+# and the lab skips that section.
+failpoint_build() {
+  cmake -S "$root" -B "$fp_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMANET_UNITY_BUILD=ON \
+    -DRDMANET_FAILPOINTS=ON >/dev/null &&
+    cmake --build "$fp_build" -j"$jobs" --target rdmanet
+}
+
+sriov_lab() {
+  local fp_env=(-u LAB_FAILPOINT_BUILD)
+  [[ -x $fp_build/bin/rdmanet ]] && fp_env=(LAB_FAILPOINT_BUILD="$fp_build")
+  env "${fp_env[@]}" "$root/tests/lab/run_lab.sh" "$build" sriov
+}
+
+# arm64 (aarch64, e.g. Grace nodes): cross-build the product and unit_tests (unity) into
+# build-arm64 (BUILD_ARM64_DIR), check the binaries and run them and the unit tests under
+# qemu-user (tests/arch/run_arm64.sh), build the multi-arch image (IMAGE=0 skips it) and boot the
+# arm64 kernel lab on Debian's 4K and 16K-page kernels (LAB=0 skips it). Installs its own packages.
+arm64_stages() {
+  local arm64_build=${BUILD_ARM64_DIR:-$root/build-arm64}
+  stage "arm64: cross build" env ARM64_TESTS=1 "$here/arch/build_arm64.sh" "$arm64_build" \
+    rdmanet rdmanet-ipam rdmanetctl unit_tests
+  [[ ${stage_lines[-1]} == ok* ]] || return 0   # nothing to run without the binaries
+  stage "arm64: binaries and unit tests under qemu-user" "$here/arch/run_arm64.sh" "$arm64_build"
+  if [[ ${IMAGE:-1} != 0 ]]; then
+    echo "== arm64: multi-arch image"
+    stage "arm64: multi-arch image" "$here/image/run_multiarch_test.sh" "$build" "$arm64_build"
+  fi
+  if [[ ${LAB:-1} != 0 ]]; then
+    echo "== kernel lab: Debian 12 arm64 (4K pages) under qemu-system-aarch64"
+    stage "kernel lab: arm64 (4K pages)" "$here/lab/run_lab.sh" "$arm64_build" arm64
+    echo "== kernel lab: Debian 13 arm64-16k (16K pages) under qemu-system-aarch64"
+    stage "kernel lab: arm64-16k (16K pages)" "$here/lab/run_lab.sh" "$arm64_build" arm64-16k
+  fi
+}
+
+# `test`: install what is missing, build, run every suite, print the summary; exit 1 when any
+# stage failed.
+run_test_command() {
+  install_missing "${test_packages[@]}"
+  configure -DRDMANET_BUILD_TESTS=ON
+  stage "build (main, RelWithDebInfo)" build
+  stage "real kube-apiserver assets" real_apiserver_assets
+  stage "test names without ';'" test_names_without_semicolon
+  stage "unit, integration, e2e and image suites (main build)" main_suites
+  if [[ ${HARDENING:-1} != 0 ]]; then
+    echo "== hardening: sanitizers, failpoint walk, fuzzing"
+    stage "hardening: sanitizers, failpoint walk, fuzzing" hardening
+  fi
+  # Kernel lab (tests/lab): the RDMA paths on Debian's 6.1 kernel with soft-RoCE under QEMU, then
+  # the sriov mode on the same kernel with QEMU 10's emulated igb (from bookworm-backports, unpacked
+  # into a cache, the system's QEMU untouched); installs its own packages. On by default (CI runs
+  # it); LAB=0 skips both, LAB_SRIOV=0 only the second.
+  if [[ ${LAB:-1} != 0 ]]; then
+    echo "== kernel lab: Debian 6.1 + soft-RoCE under QEMU"
+    stage "kernel lab: 6.1 soft-RoCE" "$root/tests/lab/run_lab.sh" "$build" rxe
+    if [[ ${LAB_SRIOV:-1} != 0 ]]; then
+      echo "== failpoint build of rdmanet for the sriov lab"
+      fp_build=${FAILPOINT_BUILD_DIR:-$build-failpoints}
+      stage "failpoint build of rdmanet (sriov lab)" failpoint_build
+      echo "== kernel lab: Debian 6.1 + igb SR-IOV VFs under QEMU 10"
+      stage "kernel lab: 6.1 igb SR-IOV" sriov_lab
+    fi
+  fi
+  # Kernel lab, rdma73 suite: RDMA traffic between pods (rping, perftest, ibv_rc_pingpong) on Linux
+  # 7.3 soft-RoCE, the kernel from trixie-backports unpacked into a cache (never installed);
+  # installs perftest and rdmacm-utils. LAB=0 or LAB_RDMA73=0 skips it.
+  if [[ ${LAB:-1} != 0 && ${LAB_RDMA73:-1} != 0 ]]; then
+    echo "== kernel lab: Linux 7.3 soft-RoCE, RDMA traffic between pods under QEMU"
+    stage "kernel lab: 7.3 soft-RoCE RDMA traffic" "$root/tests/lab/run_lab.sh" "$build" rdma73
+  fi
+  if [[ ${ARM64:-1} != 0 ]]; then
+    echo "== arm64: cross build, checks under qemu-user"
+    arm64_stages
+  fi
+  summary
+  exit $run_status
+}
+
 need_root() {
   if [[ $(id -u) -ne 0 ]]; then
     echo "run as root: the tests create network namespaces and links" >&2
@@ -136,84 +268,7 @@ case "${1:-}" in
     ;;
   test)
     need_root
-    install_missing "${test_packages[@]}"
-    configure -DRDMANET_BUILD_TESTS=ON
-    build
-    status=0
-    real_apiserver_assets || status=1
-    # ctest splits a test name at ';' (one Catch2 test case would become two failing ctest entries).
-    if grep -rn --include='*.cpp' 'TEST_CASE("[^"]*;' "$root/tests"; then
-      echo "run.sh: a TEST_CASE name above contains ';': ctest would split it; use ',' instead" >&2
-      status=1
-    fi
-    # The node image suite (ctest -L image, tests/image/run_image_test.sh) builds the image from
-    # the binaries just built (no second compile: ~10 s, plus 1 to 3 min once for the Debian base on
-    # a machine without one) and runs its containers. IMAGE=0 skips it.
-    image_filter=()
-    [[ ${IMAGE:-1} == 0 ]] && image_filter=(-LE image)
-    (cd "$build" && ctest --output-on-failure --timeout 600 -j"$jobs" "${image_filter[@]}") || status=1
-    if [[ ${HARDENING:-1} != 0 ]]; then
-      echo "== hardening: sanitizers, failpoint walk, fuzzing"
-      hardening || status=1
-    fi
-    # Kernel lab (tests/lab): the RDMA paths on Debian's 6.1 kernel with soft-RoCE under QEMU,
-    # then the sriov mode on the same kernel with QEMU 10's emulated igb (from bookworm-backports,
-    # unpacked into a cache, the system's QEMU untouched); installs its own packages. On by
-    # default (CI runs it); LAB=0 skips both, LAB_SRIOV=0 only the second.
-    if [[ ${LAB:-1} != 0 ]]; then
-      echo "== kernel lab: Debian 6.1 + soft-RoCE under QEMU"
-      "$root/tests/lab/run_lab.sh" "$build" rxe || status=1
-      if [[ ${LAB_SRIOV:-1} != 0 ]]; then
-        # The sriov lab also kills the plugin at each failpoint step (the failpoint walk on the
-        # real igb driver): that needs the plugin built with -DRDMANET_FAILPOINTS=ON, a gcc build
-        # like the main one (static, runs in the guest) with only the rdmanet target (build dir
-        # $build-failpoints, or FAILPOINT_BUILD_DIR): 94 compile units, about an eighth of the
-        # main build's. When it fails, the run fails and the lab skips that section.
-        echo "== failpoint build of rdmanet for the sriov lab"
-        fp_build=${FAILPOINT_BUILD_DIR:-$build-failpoints}
-        fp_env=(-u LAB_FAILPOINT_BUILD)
-        if cmake -S "$root" -B "$fp_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMANET_FAILPOINTS=ON >/dev/null &&
-           cmake --build "$fp_build" -j"$jobs" --target rdmanet; then
-          fp_env=(LAB_FAILPOINT_BUILD="$fp_build")
-        else
-          status=1
-        fi
-        echo "== kernel lab: Debian 6.1 + igb SR-IOV VFs under QEMU 10"
-        env "${fp_env[@]}" "$root/tests/lab/run_lab.sh" "$build" sriov || status=1
-      fi
-    fi
-    # Kernel lab, rdma73 suite: RDMA traffic between pods (rping, perftest, ibv_rc_pingpong) on
-    # Linux 7.3 soft-RoCE, the kernel from trixie-backports unpacked into a cache (never
-    # installed); installs perftest and rdmacm-utils. LAB=0 or LAB_RDMA73=0 skips it.
-    if [[ ${LAB:-1} != 0 && ${LAB_RDMA73:-1} != 0 ]]; then
-      echo "== kernel lab: Linux 7.3 soft-RoCE, RDMA traffic between pods under QEMU"
-      "$root/tests/lab/run_lab.sh" "$build" rdma73 || status=1
-    fi
-    # arm64 (aarch64, e.g. Grace nodes): cross-build the product and unit_tests (unity) into
-    # build-arm64 (BUILD_ARM64_DIR), check the binaries and run them and the unit tests under
-    # qemu-user (tests/arch/run_arm64.sh), build the multi-arch image (IMAGE=0 skips it) and boot
-    # the arm64 kernel lab on Debian's 4K and 16K-page kernels (LAB=0 skips it). Installs its own
-    # packages. On by default (CI runs it); ARM64=0 skips all of it.
-    if [[ ${ARM64:-1} != 0 ]]; then
-      echo "== arm64: cross build, checks under qemu-user"
-      arm64_build=${BUILD_ARM64_DIR:-$root/build-arm64}
-      if ARM64_TESTS=1 "$here/arch/build_arm64.sh" "$arm64_build" rdmanet rdmanet-ipam rdmanetctl unit_tests; then
-        "$here/arch/run_arm64.sh" "$arm64_build" || status=1
-        if [[ ${IMAGE:-1} != 0 ]]; then
-          echo "== arm64: multi-arch image"
-          "$here/image/run_multiarch_test.sh" "$build" "$arm64_build" || status=1
-        fi
-        if [[ ${LAB:-1} != 0 ]]; then
-          echo "== kernel lab: Debian 12 arm64 (4K pages) under qemu-system-aarch64"
-          "$here/lab/run_lab.sh" "$arm64_build" arm64 || status=1
-          echo "== kernel lab: Debian 13 arm64-16k (16K pages) under qemu-system-aarch64"
-          "$here/lab/run_lab.sh" "$arm64_build" arm64-16k || status=1
-        fi
-      else
-        status=1
-      fi
-    fi
-    exit $status
+    run_test_command
     ;;
   *)
     echo "usage: $0 demo|test|build [--arch arm64]" >&2

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "e2e/e2e_fabric.hpp"
+#include "e2e/e2e_failpoint_call.hpp"
 #include "e2e/e2e_fakekernel.hpp"
 #include "rdmanet/base/failpoint.hpp"
 
@@ -26,28 +27,10 @@ using namespace rdmanet::test::e2e;
 
 namespace {
 
-struct PluginUnderTest {
-    std::string path = rdmanet_path();
-    std::map<std::string, std::string> env;
-};
-
+// One call with `failing_step` armed to fail with its error.
 CniOutcome invoke(const Workspace& ws, const std::string& command, const ScopedNetns& pod, const std::string& id,
                   const json& conf, const std::string& failing_step, const PluginUnderTest& plugin) {
-    PluginRequest req;
-    req.command = command;
-    req.container_id = id;
-    req.netns = pod.path();
-    req.ifname = "net1";
-    req.args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=walk;K8S_POD_NAME=" + id;
-    req.path = default_cni_path();
-    req.stdin_data = conf.dump();
-    auto env = ws.env();
-    env.insert(plugin.env.begin(), plugin.env.end());
-    if (!failing_step.empty()) {
-        env["RDMANET_FAILPOINT"] = failing_step;
-        env["RDMANET_FAILPOINT_ACTION"] = "error";
-    }
-    return invoke_plugin(plugin.path, req, env);
+    return call_with_failpoint(ws, command, pod, id, conf, failing_step, FailpointAction::error, plugin);
 }
 
 std::size_t allocations(const Workspace& ws) {
@@ -58,13 +41,6 @@ std::size_t allocations(const Workspace& ws) {
 
 json ipam(const Workspace& ws, const std::string& range) {
     return {{"type", "rdmanet-ipam"}, {"range", range}, {"data_dir", ws.path("rdmanet-ipam")}};
-}
-
-// The Kubernetes store's own steps: the walk's local store passes none of them (the failpoint
-// walk kills there on the test API server).
-bool kube_store_step(std::string_view step) {
-    return step == "add_after_pool_write" || step == "del_after_reservation_drop" ||
-           step.find("_slice_") != std::string_view::npos;
 }
 
 // What a configuration passes: the pod-side record only when it changes something beyond the

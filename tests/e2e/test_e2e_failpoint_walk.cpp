@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 
+#include "e2e/e2e_failpoint_call.hpp"
 #include "e2e/e2e_fakekernel.hpp"
 #include "e2e/e2e_helpers.hpp"
 #include "fixture.hpp"
@@ -26,26 +27,10 @@ namespace {
 
 constexpr int kKilled = 128 + 9;   // run_process reports death by SIGKILL as 128 + signal
 
-// The plugin binary under test and what it needs in its environment beyond the workspace's.
-struct PluginUnderTest {
-    std::string path = rdmanet_path();
-    std::map<std::string, std::string> env;
-};
-
+// One call with `failpoint` armed to SIGKILL the plugin there.
 CniOutcome call(const Workspace& ws, const std::string& command, const ScopedNetns& pod, const std::string& id,
                 const json& conf, const std::string& failpoint, const PluginUnderTest& plugin = {}) {
-    PluginRequest req;
-    req.command = command;
-    req.container_id = id;
-    req.netns = pod.path();
-    req.ifname = "net1";
-    req.args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=walk;K8S_POD_NAME=" + id;
-    req.path = default_cni_path();
-    req.stdin_data = conf.dump();
-    auto env = ws.env();
-    env.insert(plugin.env.begin(), plugin.env.end());
-    if (!failpoint.empty()) env["RDMANET_FAILPOINT"] = failpoint;
-    return invoke_plugin(plugin.path, req, env);
+    return call_with_failpoint(ws, command, pod, id, conf, failpoint, FailpointAction::kill, plugin);
 }
 
 // Allocations left in the embedded IPAM's store, counted through rdmanetctl.
@@ -57,21 +42,6 @@ std::size_t allocations(const Workspace& ws) {
     for (const auto& pool : json::parse(r.out)) n += pool["spec"]["allocations"].size();
     return n;
 }
-
-// The Kubernetes store's steps with one IPPool per range (pool entry and reservation written in
-// two requests): node-slice mode passes neither.
-bool single_object_step(std::string_view step) {
-    return step == "add_after_pool_write" || step == "del_after_reservation_drop";
-}
-
-// The Kubernetes store's steps in node-slice mode (node_slice_size): slice claimed, allocation
-// committed locally, published.
-bool slice_step(std::string_view step) {
-    return step == "add_after_slice_claim" || step == "add_after_slice_commit" || step == "add_after_slice_publish";
-}
-
-// The Kubernetes store's own steps: a walk on the local store passes none of them.
-bool kube_store_step(std::string_view step) { return single_object_step(step) || slice_step(step); }
 
 // The pod-side record step, and the one between the table's routes and its rules, are passed only
 // by a configuration that changes something beyond the interface (policyRouting: a table, rules,

@@ -110,17 +110,22 @@ void check_rails(const Rails& rails, const std::vector<json>& answers) {
     CHECK(tables.size() == 4);
 }
 
-}  // namespace
-
-TEST_CASE("dranet provider: four rails of one claim, applied as DRANET does, each leaves through its own gateway",
-          "[dranet][integration][rails]") {
-    ProviderProcess p("rails");
+// Profiles rail0..rail3: rail i allocates from 10.7i.0.0/24 with gateway 10.7i.0.1.
+void write_rail_profiles(ProviderProcess& p, const json& policy_routing) {
     for (int i = 0; i < 4; ++i)
         p.write_profile("rail" + std::to_string(i),
                         {{"ipam", {{"range", "10.7" + std::to_string(i) + ".0.0/24"},
                                    {"gateway", "10.7" + std::to_string(i) + ".0.1"},
                                    {"data_dir", p.data_dir()}}},
-                         {"policyRouting", true}});
+                         {"policyRouting", policy_routing}});
+}
+
+}  // namespace
+
+TEST_CASE("dranet provider: four rails of one claim, applied as DRANET does, each leaves through its own gateway",
+          "[dranet][integration][rails]") {
+    ProviderProcess p("rails");
+    write_rail_profiles(p, true);
     p.start();
     Rails rails;
     std::vector<json> answers;
@@ -139,12 +144,7 @@ TEST_CASE("dranet provider: four rails of one claim, applied as DRANET does, eac
 TEST_CASE("dranet provider: four claims of one device each end up in one pod, tables never collide",
           "[dranet][integration][rails]") {
     ProviderProcess p("claims");
-    for (int i = 0; i < 4; ++i)
-        p.write_profile("rail" + std::to_string(i),
-                        {{"ipam", {{"range", "10.7" + std::to_string(i) + ".0.0/24"},
-                                   {"gateway", "10.7" + std::to_string(i) + ".0.1"},
-                                   {"data_dir", p.data_dir()}}},
-                         {"policyRouting", {{"priority", 1000}}}});
+    write_rail_profiles(p, {{"priority", 1000}});
     p.start();
     Rails rails;
     std::vector<json> answers;

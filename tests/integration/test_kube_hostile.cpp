@@ -14,25 +14,6 @@ using namespace kube_test;
 
 namespace {
 
-const std::string kNvApi = "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/" + kNs;
-
-void create_nv_pool(const ApiServer& s, const std::string& plural, const std::string& name, const json& spec,
-                    const json& allocations = nullptr) {
-    const json object = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
-                         {"kind", plural == "ippools" ? "IPPool" : "CIDRPool"},
-                         {"metadata", {{"name", name}, {"namespace", kNs}}},
-                         {"spec", spec}};
-    auto r = s.request("POST", kNvApi + "/" + plural, object.dump());
-    INFO(r.text);
-    REQUIRE(r.status == 201);
-    if (allocations.is_null()) return;
-    json with_status = r.body;
-    with_status["status"] = {{"allocations", allocations}};
-    auto w = s.request("PUT", kNvApi + "/" + plural + "/" + name + "/status", with_status.dump());
-    INFO(w.text);
-    REQUIRE(w.status == 200);
-}
-
 json nv_conf(const Env& env, const std::string& pool, const std::string& type) {
     const json ipam = {{"type", "rdmanet-ipam"}, {"poolName", pool}, {"poolType", type},
                        {"kubernetes", {{"kubeconfig", env.kubeconfig}}}, {"data_dir", env.data_dir}};

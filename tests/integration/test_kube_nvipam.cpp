@@ -16,26 +16,6 @@ using ipam_plugin_test::first_ip;
 
 namespace {
 
-const std::string kNvApi = "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/" + kNs;
-
-// Creates the pool; with `status`, writes it as nv-ipam's controller does (PUT .../status).
-void create_pool(const ApiServer& s, const std::string& plural, const std::string& name, const json& spec,
-                 const json& allocations = nullptr) {
-    const json object = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
-                         {"kind", plural == "ippools" ? "IPPool" : "CIDRPool"},
-                         {"metadata", {{"name", name}, {"namespace", kNs}}},
-                         {"spec", spec}};
-    auto r = s.request("POST", kNvApi + "/" + plural, object.dump());
-    INFO(r.text);
-    REQUIRE(r.status == 201);
-    if (allocations.is_null()) return;
-    json with_status = r.body;
-    with_status["status"] = {{"allocations", allocations}};
-    auto w = s.request("PUT", kNvApi + "/" + plural + "/" + name + "/status", with_status.dump());
-    INFO(w.text);
-    REQUIRE(w.status == 200);
-}
-
 json pool_status(const ApiServer& s, const std::string& plural, const std::string& name) {
     auto r = s.request("GET", kNvApi + "/" + plural + "/" + name);
     REQUIRE(r.status == 200);
@@ -71,7 +51,7 @@ TEST_CASE("nv-ipam IPPool: the controller's block for the node, the pool gateway
           "[kube][integration][nvipam]") {
     ServerUnderTest server;
     Env env(server);
-    create_pool(server, "ippools", "pool1",
+    create_nv_pool(server, "ippools", "pool1",
                 {{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 100}, {"gateway", "192.168.0.1"},
                  {"routes", {{{"dst", "10.200.0.0/16"}}}}, {"defaultGateway", true}},
                 {{{"nodeName", "node-b"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
@@ -119,7 +99,7 @@ TEST_CASE("nv-ipam CIDRPool /24 gatewayIndex 1: x.y.z.2/24, gateway .1, routes a
           "[kube][integration][nvipam]") {
     ServerUnderTest server;
     Env env(server);
-    create_pool(server, "cidrpools", "rail1",
+    create_nv_pool(server, "cidrpools", "rail1",
                 {{"cidr", "10.10.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1},
                  {"routes", {{{"dst", "10.10.0.0/16"}}}}, {"defaultGateway", true}},
                 {{{"nodeName", "node-a"}, {"prefix", "10.10.7.0/24"}, {"gateway", "10.10.7.1"}}});
@@ -151,10 +131,10 @@ TEST_CASE("nv-ipam CIDRPool /31 (peer as gateway, and both addresses without one
           "[kube][integration][nvipam]") {
     ServerUnderTest server;
     Env env(server);
-    create_pool(server, "cidrpools", "p2p", {{"cidr", "172.20.0.0/24"}, {"perNodeNetworkPrefix", 31}, {"gatewayIndex", 0}});
-    create_pool(server, "cidrpools", "p2p-nogw", {{"cidr", "172.21.0.0/24"}, {"perNodeNetworkPrefix", 31}});
-    create_pool(server, "cidrpools", "v6", {{"cidr", "fd00:10::/112"}, {"perNodeNetworkPrefix", 120}, {"gatewayIndex", 1}});
-    create_pool(server, "cidrpools", "v4", {{"cidr", "10.30.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
+    create_nv_pool(server, "cidrpools", "p2p", {{"cidr", "172.20.0.0/24"}, {"perNodeNetworkPrefix", 31}, {"gatewayIndex", 0}});
+    create_nv_pool(server, "cidrpools", "p2p-nogw", {{"cidr", "172.21.0.0/24"}, {"perNodeNetworkPrefix", 31}});
+    create_nv_pool(server, "cidrpools", "v6", {{"cidr", "fd00:10::/112"}, {"perNodeNetworkPrefix", 120}, {"gatewayIndex", 1}});
+    create_nv_pool(server, "cidrpools", "v4", {{"cidr", "10.30.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
 
     auto p = call_on(env, "node-a", "ADD", nv_conf(env, "p2p", "cidrpool"), "p1");
     INFO(p.describe());
@@ -195,7 +175,7 @@ TEST_CASE("nv-ipam: exclusions and perNodeExclusions are never handed out, a ful
           "[kube][integration][nvipam]") {
     ServerUnderTest server;
     Env env(server);
-    create_pool(server, "cidrpools", "small",
+    create_nv_pool(server, "cidrpools", "small",
                 {{"cidr", "10.40.0.0/24"}, {"perNodeNetworkPrefix", 28}, {"gatewayIndex", 1},
                  {"perNodeExclusions", {{{"startIndex", 2}, {"endIndex", 3}}}},
                  {"exclusions", {{{"startIP", "10.40.0.8"}, {"endIP", "10.40.0.9"}}}}});
@@ -219,7 +199,7 @@ TEST_CASE("nv-ipam: exclusions and perNodeExclusions are never handed out, a ful
 TEST_CASE("nv-ipam: an API outage does not stop a node that knows its block", "[kube][integration][nvipam][inrepo]") {
     TestApiServer server;
     Env env(server);
-    create_pool(server, "cidrpools", "rail2", {{"cidr", "10.50.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
+    create_nv_pool(server, "cidrpools", "rail2", {{"cidr", "10.50.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
     const json conf = nv_conf(env, "rail2", "cidrpool");
     REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
     server.set_outage(TestApiServer::Outage::drop);
@@ -254,7 +234,7 @@ TEST_CASE("nv-ipam claim without a controller: 16 nodes racing, static allocatio
     constexpr int kNodes = 16;
     for (int n = 0; n < kNodes; ++n) create_node(server, "node-" + std::to_string(n), {{"rail", "1"}});
     create_node(server, "other", {{"rail", "2"}});
-    create_pool(server, "cidrpools", "race",
+    create_nv_pool(server, "cidrpools", "race",
                 {{"cidr", "10.60.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1},
                  {"staticAllocations", {{{"nodeName", "node-7"}, {"prefix", "10.60.200.0/24"}, {"gateway", "10.60.200.254"}},
                                         {{"prefix", "10.60.3.0/24"}}}},
@@ -308,7 +288,7 @@ TEST_CASE("nv-ipam: nv-ipam's controller writing at the same time as claiming no
     ServerUnderTest server({.extra_args = {"--latency-ms", "2"}});
     Env env(server);
     constexpr int kNodes = 12;
-    create_pool(server, "cidrpools", "both", {{"cidr", "10.61.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
+    create_nv_pool(server, "cidrpools", "both", {{"cidr", "10.61.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
     const std::string path = kNvApi + "/cidrpools/both";
     // A stand-in for nv-ipam's controller: it reconciles the odd-numbered nodes, each a moment
     // before that node's ADD starts, keeping valid entries and writing the status with the
@@ -397,13 +377,13 @@ TEST_CASE("nv-ipam bad input: unknown pool, refused spec, no free block, poolTyp
     auto unknown_ns = call_on(env, "node-a", "ADD", nv_conf(env, "nope", "ippool", {{"poolNamespace", "nvidia-network-operator"}}), "u2");
     CHECK_THAT(unknown_ns.msg(), Catch::Contains("no IPPool nope in namespace nvidia-network-operator"));
 
-    create_pool(server, "cidrpools", "bad", {{"cidr", "10.70.0.0/16"}, {"perNodeNetworkPrefix", 8}});
+    create_nv_pool(server, "cidrpools", "bad", {{"cidr", "10.70.0.0/16"}, {"perNodeNetworkPrefix", 8}});
     auto bad = call_on(env, "node-a", "ADD", nv_conf(env, "bad", "cidrpool"), "b1");
     CHECK(bad.code() == 7);
     CHECK_THAT(bad.msg(), Catch::Contains("CIDRPool kube-system/bad") && Catch::Contains("spec.perNodeNetworkPrefix"));
 
     // One block of 8 fits in a /28 (a second would end on the broadcast address).
-    create_pool(server, "ippools", "tiny", {{"subnet", "10.71.0.0/28"}, {"perNodeBlockSize", 8}},
+    create_nv_pool(server, "ippools", "tiny", {{"subnet", "10.71.0.0/28"}, {"perNodeBlockSize", 8}},
                 {{{"nodeName", "node-x"}, {"startIP", "10.71.0.1"}, {"endIP", "10.71.0.8"}}});
     auto none = call_on(env, "node-a", "ADD", nv_conf(env, "tiny", "ippool"), "t1");
     INFO(none.describe());

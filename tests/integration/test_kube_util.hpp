@@ -129,6 +129,29 @@ inline json get(const ApiServer& s, const std::string& path) {
     return r.body;
 }
 
+// nv-ipam's API group in the test namespace.
+inline const std::string kNvApi = "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/" + kNs;
+
+// Creates an nv-ipam pool (`plural`: ippools or cidrpools) in nv-ipam's exact shape; with
+// `allocations`, writes its status as nv-ipam's controller does (PUT .../status, the only way a
+// real server takes it).
+inline void create_nv_pool(const ApiServer& s, const std::string& plural, const std::string& name, const json& spec,
+                           const json& allocations = nullptr) {
+    const json object = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
+                         {"kind", plural == "ippools" ? "IPPool" : "CIDRPool"},
+                         {"metadata", {{"name", name}, {"namespace", kNs}}},
+                         {"spec", spec}};
+    auto r = s.request("POST", kNvApi + "/" + plural, object.dump());
+    INFO(r.text);
+    REQUIRE(r.status == 201);
+    if (allocations.is_null()) return;
+    json with_status = r.body;
+    with_status["status"] = {{"allocations", allocations}};
+    auto w = s.request("PUT", kNvApi + "/" + plural + "/" + name + "/status", with_status.dump());
+    INFO(w.text);
+    REQUIRE(w.status == 200);
+}
+
 // One bin/rdmanet-ipam call as simulated node `node` (its own $NODENAME and local store).
 inline CniOutcome call_on(const Env& env, const std::string& node, const std::string& command, const json& conf,
                           const std::string& id, std::chrono::milliseconds timeout = std::chrono::seconds(90)) {
