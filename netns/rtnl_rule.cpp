@@ -20,7 +20,7 @@ detail::NlMsgPtr rule_request(int type, int flags, const RuleInfo& r, const std:
     fib_rule_hdr hdr{};
     hdr.family = static_cast<std::uint8_t>(family);
     hdr.action = FR_ACT_TO_TBL;
-    hdr.table = r.table < 256 ? static_cast<std::uint8_t>(r.table) : RT_TABLE_UNSPEC;
+    hdr.table = r.table < 256 ? static_cast<std::uint8_t>(r.table) : std::uint8_t{RT_TABLE_UNSPEC};
     if (r.src) hdr.src_len = static_cast<std::uint8_t>(r.src->prefix);
     detail::NlMsgPtr msg = detail::new_message(type, flags, &hdr, sizeof hdr);
     bool ok = nla_put_u32(msg.get(), FRA_TABLE, r.table) == 0;

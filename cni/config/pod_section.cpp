@@ -36,7 +36,7 @@ void parse_policy_routing(const JsonFields& top, NetConf& conf) {
     const JsonFields pr(*value, top.name("policyRouting"), top.code());
     PolicyRouting routing;
     routing.table = pr.uint("table");
-    if (routing.table && (*routing.table == 0 || *routing.table >= 253 && *routing.table <= 255))
+    if (routing.table && (*routing.table == 0 || (*routing.table >= 253 && *routing.table <= 255)))
         pr.invalid("table", std::to_string(*routing.table) + " is reserved (0 unspec, 253 default, 254 main, 255 local)",
                    "use 1-252 or 256-4294967295, or leave \"table\" out for the first free table from 100 up");
     routing.priority = pr.uint("priority");

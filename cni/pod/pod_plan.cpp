@@ -17,12 +17,6 @@ std::optional<base::IpAddress> gateway_of_family(const std::vector<IpConfig>& ip
     return std::nullopt;
 }
 
-std::optional<base::IpAddress> address_of_family(const std::vector<IpConfig>& ips, base::IpAddress::Family family) {
-    for (const auto& ip : ips)
-        if (ip.address.address.family() == family) return ip.address.address;
-    return std::nullopt;
-}
-
 netns::RouteInfo to_route_info(const Route& route, const std::vector<IpConfig>& ips, int index) {
     netns::RouteInfo info;
     if (route.dst.prefix != 0) info.dst = route.dst.masked();
