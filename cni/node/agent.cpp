@@ -124,8 +124,8 @@ private:
                            : o_.dranet_state_dir;
         gc.socket_path = o_.dranet_socket;
         const auto r = node::dranet::collect_claims(*kube_config_, gc);
-        if (!r.ran) return;
         metrics_.record_claim_gc(r);
+        if (!r.ran) return;
         for (const auto& key : r.released)
             out_ << "released DRANET claim " << key.claim_uid << " device " << key.device
                  << ": its ResourceClaim no longer exists\n";

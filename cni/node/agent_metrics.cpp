@@ -64,11 +64,12 @@ void AgentMetrics::record_kube_access(int refused, bool node_record) {
 }
 
 void AgentMetrics::record_claim_gc(const node::dranet::ClaimGcReport& report) {
+    claims_held_ = report.held;
+    if (!report.ran) return;   // no claim recorded: nothing asked, nothing to count
     ++claim_gc_rounds_;
     claims_released_ += report.released.size();
     claim_release_failures_ += report.failures.size();
     if (report.skipped != node::dranet::GcSkip::none) ++claim_gc_skipped_[node::dranet::to_string(report.skipped)];
-    claims_held_ = report.held;
 }
 
 void AgentMetrics::record_calls(const std::vector<CallRecord>& records) {

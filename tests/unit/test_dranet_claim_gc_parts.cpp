@@ -86,4 +86,8 @@ TEST_CASE("claim GC: the metrics of rounds", "[unit][dranet][agent]") {
     CHECK(s.value("rdmanet_dranet_claim_gc_skipped_total", {{"reason", "credentials"}}) == 1.0);
     CHECK(s.value("rdmanet_dranet_claim_gc_skipped_total", {{"reason", "discovery"}}) == 0.0);
     CHECK(s.types.at("rdmanet_dranet_claims_held") == "gauge");
+    // DRANET released the last claim itself: no record left, the gauge drops, no round counted.
+    m.record_claim_gc(ClaimGcReport{});
+    CHECK(scrape().value("rdmanet_dranet_claims_held") == 0.0);
+    CHECK(scrape().value("rdmanet_dranet_claim_gc_rounds_total") == 2.0);
 }

@@ -48,7 +48,8 @@ public:
     // answered 401/403 in it; `node_record`: the node's record says the last CNI call or agent
     // request with them was refused (access_denied_record.hpp).
     void record_kube_access(int refused, bool node_record);
-    // One round of the DRANET claim GC that found claim records (claim_gc.hpp).
+    // One round of the DRANET claim GC (claim_gc.hpp); one that found no claim record only sets
+    // the held gauge to 0 (the provider's last claim was released by DRANET itself).
     void record_claim_gc(const node::dranet::ClaimGcReport& report);
     // The whole exposition (Prometheus text format 0.0.4).
     std::string render(const std::vector<PoolUsage>& pools) const;
