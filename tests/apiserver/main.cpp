@@ -316,8 +316,11 @@ void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
             std::lock_guard lock(s.mu);
             ++s.injected["fail_resource"];
         }
-        send(res, {faults.fail_status, apiserver::status_object(faults.fail_status, "ServiceUnavailable",
-                                                                "the server is currently unable to handle the request (injected)")});
+        const bool internal = faults.fail_status == 500;
+        send(res, {faults.fail_status,
+                   apiserver::status_object(faults.fail_status, internal ? "InternalError" : "ServiceUnavailable",
+                                            internal ? "Internal error occurred: injected"
+                                                     : "the server is currently unable to handle the request (injected)")});
         return;
     }
     const bool write = req.method != "GET";

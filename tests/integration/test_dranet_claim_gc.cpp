@@ -238,6 +238,38 @@ TEST_CASE("dranet claim GC: a failing list (5xx) or resource.k8s.io not served r
     CHECK(metrics_after(r).value("rdmanet_dranet_claims_released_total") == 1.0);
 }
 
+TEST_CASE("dranet claim GC: a claim recorded while a round runs is not released by that round",
+          "[kube][integration][dranet][claimgc][inrepo]") {
+    TestApiServer server;
+    Env env(server);
+    ProviderProcess p("gcrace");
+    start_provider(p, "10.96.0.0/24");
+    const std::string live = server.create_resource_claim(kClaimNs, "live");
+    get_config(p, live, "eth1");
+    // Every API request takes 1 s: the round reads the records, then discovers and lists. A claim
+    // the provider records meanwhile is missing from that list (here: never created in the API at
+    // all, the harshest case) and must still not be released: only records read before the list
+    // was asked for are compared with it.
+    server.set_faults({{"latency_ms", 1000}});
+    dranet::ClaimGcReport report;
+    std::thread round([&] { report = gc_round(env, p); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::string newcomer = "77777777-8888-4999-8aaa-bbbbbbbbbbbb";
+    get_config(p, newcomer, "eth1");
+    round.join();
+    INFO(report.error);
+    CHECK(report.skipped == dranet::GcSkip::none);
+    CHECK(report.released.empty());
+    CHECK(recorded(p) == std::set<std::string>{live, newcomer});
+    CHECK(allocations(p) == 2);
+    // The next round reads it and, its claim not existing, releases it.
+    server.set_faults({{"latency_ms", 0}});
+    const auto next = gc_round(env, p);
+    REQUIRE(next.released.size() == 1);
+    CHECK(next.released[0].claim_uid == newcomer);
+    CHECK(recorded(p) == std::set<std::string>{live});
+}
+
 TEST_CASE("dranet claim GC: the provider down skips the round, a later round releases",
           "[kube][integration][dranet][claimgc]") {
     ServerUnderTest server;
