@@ -144,6 +144,12 @@ int main(int argc, char** argv) {
     agent->add_option("--pod-grace", agent_options.pod_grace_seconds,
                       "seconds a pod must be missing from the API before its attachments are undone")
         ->check(CLI::Range(0, 86400));
+    agent->add_option("--dranet-state-dir", agent_options.dranet_state_dir,
+                      "the DRANET provider's --state-dir, whose claims the agent collects when their ResourceClaim is "
+                      "gone (default: the provider's default)");
+    agent->add_option("--dranet-socket", agent_options.dranet_socket,
+                      "the DRANET provider's --socket, to which the claim GC posts its releases")
+        ->capture_default_str();
     agent->add_option("--passes", agent_options.max_passes, "stop after N passes (0 = run until SIGTERM)")
         ->check(CLI::Range(0, 1000000));
     agent->callback([&] { status = ctl::run_agent(agent_options, std::cout, std::cerr); });

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -16,6 +17,7 @@
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/node/agent_metrics.hpp"
 #include "rdmanet/cni/node/agent.hpp"
+#include "rdmanet/cni/node/dranet/claim_gc.hpp"
 
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/node/metrics_server.hpp"
@@ -77,6 +79,7 @@ public:
             finish_deferred_releases();
             recheck_slices();
             refresh_nv_blocks();
+            collect_dranet_claims(policy);
         }
         if (kube_config_ || kube_) {
             metrics_.record_kube_access(
@@ -111,6 +114,32 @@ public:
     }
 
 private:
+    // DRANET's provider: releases the claims whose ResourceClaim is gone, through the provider
+    // (claim_gc.hpp). Nothing happens without its claim records; a skipped round is logged (a
+    // refusal of the credentials as an error, counted with the agent's other refusals).
+    void collect_dranet_claims(const NodePolicy& policy) {
+        node::dranet::ClaimGcOptions gc;
+        gc.state_dir = o_.dranet_state_dir.empty()
+                           ? std::filesystem::path(policy.state_dir).parent_path().string() + "/dranet"
+                           : o_.dranet_state_dir;
+        gc.socket_path = o_.dranet_socket;
+        const auto r = node::dranet::collect_claims(*kube_config_, gc);
+        metrics_.record_claim_gc(r);
+        if (!r.ran) return;
+        for (const auto& key : r.released)
+            out_ << "released DRANET claim " << key.claim_uid << " device " << key.device
+                 << ": its ResourceClaim no longer exists\n";
+        for (const auto& f : r.failures) err_ << "agent: error: releasing DRANET " << f << " (retried next pass)\n";
+        if (r.skipped == node::dranet::GcSkip::credentials) {
+            ++refused_;
+            err_ << "agent: error: DRANET claim GC skipped, the API server refused the credentials or permissions "
+                 << "(fix the kubeconfig or RBAC: resourceclaims get/list in resource.k8s.io): " << r.error << '\n';
+        } else if (r.skipped != node::dranet::GcSkip::none) {
+            err_ << "agent: DRANET claim GC skipped (" << node::dranet::to_string(r.skipped) << "), nothing released: "
+                 << r.error << '\n';
+        }
+    }
+
     // Node slices: the plugin commits to the node's local store first and publishes to the slice
     // IPPools after; what an API-server outage held back waits in a backlog. CNI calls publish it
     // too, but a node with no pod churn would keep it until its next call: the agent publishes it

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "rdmanet/cni/node/dranet/claim_gc.hpp"
 #include "rdmanet/cni/node/prometheus_text.hpp"
 #include "rdmanet/ipam/core/range.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
@@ -62,6 +63,15 @@ void AgentMetrics::record_kube_access(int refused, bool node_record) {
     access_denied_ = refused > 0 || node_record;
 }
 
+void AgentMetrics::record_claim_gc(const node::dranet::ClaimGcReport& report) {
+    claims_held_ = report.held;
+    if (!report.ran) return;   // no claim recorded: nothing asked, nothing to count
+    ++claim_gc_rounds_;
+    claims_released_ += report.released.size();
+    claim_release_failures_ += report.failures.size();
+    if (report.skipped != node::dranet::GcSkip::none) ++claim_gc_skipped_[node::dranet::to_string(report.skipped)];
+}
+
 void AgentMetrics::record_calls(const std::vector<CallRecord>& records) {
     for (const auto& r : records) calls_.add(r);
 }
@@ -118,6 +128,28 @@ std::string AgentMetrics::render(const std::vector<PoolUsage>& pools) const {
     t.family("rdmanet_kube_access_denied_total", "counter",
              "API requests of the agent the Kubernetes API server refused with 401 or 403.");
     t.sample("rdmanet_kube_access_denied_total", {}, static_cast<double>(access_refused_total_));
+
+    t.family("rdmanet_dranet_claims_held", "gauge",
+             "ResourceClaims the DRANET provider holds addresses for on this node, after the agent's last claim GC.");
+    t.sample("rdmanet_dranet_claims_held", {}, static_cast<double>(claims_held_));
+    t.family("rdmanet_dranet_claims_released_total", "counter",
+             "Claim devices the agent's claim GC released through the DRANET provider (their ResourceClaim was gone).");
+    t.sample("rdmanet_dranet_claims_released_total", {}, static_cast<double>(claims_released_));
+    t.family("rdmanet_dranet_claim_release_failures_total", "counter",
+             "Releases of the claim GC the DRANET provider answered with an error (retried next pass).");
+    t.sample("rdmanet_dranet_claim_release_failures_total", {}, static_cast<double>(claim_release_failures_));
+    t.family("rdmanet_dranet_claim_gc_rounds_total", "counter",
+             "Claim GC rounds of the agent that found the DRANET provider's claim records.");
+    t.sample("rdmanet_dranet_claim_gc_rounds_total", {}, static_cast<double>(claim_gc_rounds_));
+    t.family("rdmanet_dranet_claim_gc_skipped_total", "counter",
+             "Claim GC rounds that released nothing or stopped early, by reason: discovery (resource.k8s.io not "
+             "served or not discoverable), list (the ResourceClaim list failed), credentials (401/403), provider "
+             "(the provider did not answer).");
+    for (const char* reason : {"discovery", "list", "credentials", "provider"}) {
+        const auto it = claim_gc_skipped_.find(reason);
+        t.sample("rdmanet_dranet_claim_gc_skipped_total", {{"reason", reason}},
+                 static_cast<double>(it == claim_gc_skipped_.end() ? 0 : it->second));
+    }
 
     t.family("rdmanet_plugin_calls_total", "counter", "CNI calls of the plugin by verb and result code (0 = success).");
     for (const auto& [key, n] : calls_.calls())

@@ -262,6 +262,22 @@ void ApiServer::delete_pod(const std::string& ns, const std::string& name) const
     request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name, json{{"gracePeriodSeconds", 0}}.dump());
 }
 
+std::string ApiServer::create_resource_claim(const std::string& ns, const std::string& name) const {
+    // One request of a device class, as a ResourceClaimTemplate would make it: the real server
+    // validates the spec (the class need not exist until the scheduler allocates the claim).
+    json claim = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceClaim"},
+                  {"metadata", {{"name", name}, {"namespace", ns}}},
+                  {"spec", {{"devices", {{"requests", {{{"name", "rail"}, {"exactly", {{"deviceClassName", "dranet.net"}}}}}}}}}}};
+    ensure_namespace(ns);
+    auto r = request("POST", "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims", claim.dump());
+    if (r.status != 201) throw std::runtime_error("create resourceclaim failed: " + r.text);
+    return r.body["metadata"].value("uid", "");
+}
+
+int ApiServer::delete_resource_claim(const std::string& ns, const std::string& name) const {
+    return request("DELETE", "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" + name).status;
+}
+
 std::string ApiServer::create_node(const std::string& name) const {
     json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}}, {"spec", json::object()}};
     auto r = request("POST", "/api/v1/nodes", node.dump());

@@ -70,6 +70,9 @@ public:
     // A pod scheduled to `node` (spec.nodeName); returns its metadata.uid.
     std::string create_pod_on(const std::string& ns, const std::string& name, const std::string& node) const;
     void delete_pod(const std::string& ns, const std::string& name) const;
+    // resource.k8s.io/v1 ResourceClaims: create returns metadata.uid; delete returns the HTTP status.
+    std::string create_resource_claim(const std::string& ns, const std::string& name) const;
+    int delete_resource_claim(const std::string& ns, const std::string& name) const;
     // core/v1 Nodes (cluster-scoped): create returns metadata.uid; delete returns the HTTP status
     // (200, or 404 for a node that does not exist).
     std::string create_node(const std::string& name) const;

@@ -21,6 +21,10 @@
 //        Misbehaving answers to every API request, objects untouched: "endless" (200 whose
 //        chunked JSON body never ends, until the client hangs up), "trickle" (200 whose body
 //        comes one byte per 200 ms, for at most 60 s), "unauthorized" (401), "forbidden" (403).
+//   Faults on one resource or group (in /_test/faults too): "fail_resource": PLURAL answers every
+//   API request on that resource (list included) with "fail_status" (default 503) while the rest
+//   of the server works; "unserved_group": GROUP makes the server behave as one that does not
+//   serve GROUP (missing from /apis, 404 on /apis/GROUP and below). "" turns either off.
 // --forbidden-token: a token that authenticates an identity RBAC grants nothing (user
 // "system:serviceaccount:rdmanet-system:forbidden"): discovery is served, every API request is
 // answered 403 Forbidden as the kube-apiserver words it.
@@ -63,10 +67,13 @@ struct Faults {
     int latency_ms = 0;
     double error_rate = 0, conflict_rate = 0, throttle_rate = 0, drop_rate = 0, drop_after_rate = 0;
     int retry_after_s = 1;
+    std::string fail_resource, unserved_group;
+    int fail_status = 503;
     json to_json() const {
         return {{"latency_ms", latency_ms}, {"error_rate", error_rate}, {"conflict_rate", conflict_rate},
                 {"throttle_rate", throttle_rate}, {"drop_rate", drop_rate}, {"drop_after_rate", drop_after_rate},
-                {"retry_after", retry_after_s}};
+                {"retry_after", retry_after_s}, {"fail_resource", fail_resource}, {"fail_status", fail_status},
+                {"unserved_group", unserved_group}};
     }
     void apply(const json& j) {
         latency_ms = j.value("latency_ms", latency_ms);
@@ -76,6 +83,9 @@ struct Faults {
         drop_rate = j.value("drop_rate", drop_rate);
         drop_after_rate = j.value("drop_after_rate", drop_after_rate);
         retry_after_s = j.value("retry_after", retry_after_s);
+        fail_resource = j.value("fail_resource", fail_resource);
+        fail_status = j.value("fail_status", fail_status);
+        unserved_group = j.value("unserved_group", unserved_group);
     }
 };
 
@@ -188,6 +198,9 @@ bool misbehave(const std::string& mode, httplib::Response& res);
 
 bool serve_discovery(Server& s, const httplib::Request& req, httplib::Response& res) {
     const std::string& p = req.path;
+    const std::string unserved = s.current().unserved_group;
+    static const std::regex group_re(R"(^/apis/([^/]+)/?$)");
+    std::smatch gm;
     if (p == "/version") {
         send(res, {200, {{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-rdmanet-test"}, {"platform", "linux/amd64"}}});
     } else if (p == "/api") {
@@ -198,18 +211,32 @@ bool serve_discovery(Server& s, const httplib::Request& req, httplib::Response& 
         json groups = json::array();
         std::set<std::string> seen;
         for (const auto& t : s.store.types()) {
-            if (t.group.empty() || !seen.insert(t.group).second) continue;
+            if (t.group.empty() || t.group == unserved || !seen.insert(t.group).second) continue;
             json v = {{"groupVersion", t.group + "/" + t.version}, {"version", t.version}};
             groups.push_back({{"name", t.group}, {"versions", {v}}, {"preferredVersion", v}});
         }
         send(res, {200, {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", groups}}});
     } else if (p == "/api/v1") {
         send(res, {200, discovery_resources(s.store, "", "v1")});
+    } else if (std::regex_match(p, gm, group_re)) {
+        // One group's APIGroup document (what a client reads to find the served version).
+        const std::string group = gm[1];
+        json versions = json::array();
+        std::set<std::string> seen;
+        for (const auto& t : s.store.types())
+            if (t.group == group && group != unserved && seen.insert(t.version).second)
+                versions.push_back({{"groupVersion", group + "/" + t.version}, {"version", t.version}});
+        if (versions.empty()) {
+            send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
+        } else {
+            send(res, {200, {{"kind", "APIGroup"}, {"apiVersion", "v1"}, {"name", group}, {"versions", versions},
+                             {"preferredVersion", versions[0]}}});
+        }
     } else {
         static const std::regex gv(R"(^/apis/([^/]+)/([^/]+)/?$)");
         std::smatch m;
         if (!std::regex_match(p, m, gv)) return false;
-        json list = discovery_resources(s.store, m[1], m[2]);
+        json list = m[1] == unserved ? json{{"resources", json::array()}} : discovery_resources(s.store, m[1], m[2]);
         if (list["resources"].empty()) {
             send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
         } else {
@@ -274,7 +301,7 @@ void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
     const std::string ns = m[4].str(), plural = m[5].str(), name = m[6].str();
     const bool status_subresource = m[7].matched;
     const apiserver::ResourceType* t = s.store.find_type(group, version, plural);
-    if (!t) {
+    if (!t || (!group.empty() && group == s.current().unserved_group)) {
         send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
         return;
     }
@@ -282,6 +309,18 @@ void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
     // cluster-scoped one (namespaces, nodes) has no namespace in its path.
     if ((ns.empty() && !(req.method == "GET" && name.empty()) && t->namespaced) || (!ns.empty() && !t->namespaced)) {
         send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
+        return;
+    }
+    if (const Faults faults = s.current(); !faults.fail_resource.empty() && faults.fail_resource == plural) {
+        {
+            std::lock_guard lock(s.mu);
+            ++s.injected["fail_resource"];
+        }
+        const bool internal = faults.fail_status == 500;
+        send(res, {faults.fail_status,
+                   apiserver::status_object(faults.fail_status, internal ? "InternalError" : "ServiceUnavailable",
+                                            internal ? "Internal error occurred: injected"
+                                                     : "the server is currently unable to handle the request (injected)")});
         return;
     }
     const bool write = req.method != "GET";

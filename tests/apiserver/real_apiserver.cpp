@@ -318,6 +318,7 @@ void RealApiServer::reset() const {
     for (const char* plural : kNvIpamPlurals) delete_all(kNvIpam + "/" + plural, kNvIpam);
     delete_all("/api/v1/pods", "/api/v1");
     delete_all("/api/v1/nodes", "/api/v1");
+    delete_all("/apis/resource.k8s.io/v1/resourceclaims", "/apis/resource.k8s.io/v1");
 }
 
 std::map<std::string, long> RealApiServer::request_counts() const {

@@ -187,6 +187,9 @@ ResourceStore::ResourceStore(bool with_whereabouts_crds) {
     types_.push_back({"", "v1", "pods", "pod", "Pod", "po"});
     types_.push_back({"", "v1", "namespaces", "namespace", "Namespace", "ns", false});
     types_.push_back({"", "v1", "nodes", "node", "Node", "no", false});
+    // DRA's ResourceClaims (built into the kube-apiserver, no CRD): what rdmanet's node agent lists
+    // to find the DRANET provider's claims that are gone. Stored as they come (no schema check).
+    types_.push_back({"resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", ""});
     if (with_whereabouts_crds) {
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "ippools", "ippool", "IPPool", ""});
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "overlappingrangeipreservations",

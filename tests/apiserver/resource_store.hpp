@@ -36,6 +36,9 @@
 //  - cluster-scoped resources (namespaces, core/v1 nodes): addressed without /namespaces/NS, and
 //    a namespaced path to them is 404 as on the real server; a node is created, got, listed and
 //    deleted like any object (no kubelet, no status updates);
+//  - resource.k8s.io/v1 ResourceClaims: namespaced objects like any other (create, get, list per
+//    namespace and across all, delete), stored without a schema check or finalizers (the real
+//    server adds delete protection once a claim is allocated; nothing allocates here);
 //  - errors as `Status` objects (NotFound with details for an object, without for a resource
 //    the server does not have);
 //  - etcd's default value limit (--max-request-bytes, 1.5 MiB = 1,572,864 bytes): a create,

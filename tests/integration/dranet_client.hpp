@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmanet/base/fd.hpp"
-#include "rdmanet/ipam/kube/http_wire.hpp"
+#include "rdmanet/cni/node/unix_http_client.hpp"
 #include "support/cni_driver.hpp"
 
 extern char** environ;
@@ -39,44 +39,16 @@ struct Reply {
     json j() const { return json::parse(body, nullptr, false); }
 };
 
+// The product's unix-socket client pieces (the node agent's claim GC releases through them).
 inline rdmanet::base::UniqueFd connect_unix(const std::string& path) {
-    rdmanet::base::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return {};
-    timeval tv{20, 0};
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
+    return rdmanet::cni::node::connect_unix_socket(path, std::chrono::seconds(20));
 }
 
-inline void send_raw(int fd, std::string_view data) {
-    while (!data.empty()) {
-        const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-        if (n <= 0) return;   // the server may close early (413): its answer is still readable
-        data.remove_prefix(static_cast<std::size_t>(n));
-    }
-}
+inline void send_raw(int fd, std::string_view data) { rdmanet::cni::node::send_all(fd, data); }
 
 inline Reply read_reply(int fd) {
-    rdmanet::ipam::kube::ResponseParser parser;
-    char buf[16384];
-    for (;;) {
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) {
-            if (!parser.started()) return {};
-            try {
-                parser.end_of_stream();
-            } catch (const std::exception&) {
-                return {};
-            }
-            break;
-        }
-        parser.feed(std::string_view(buf, static_cast<std::size_t>(n)));
-        if (parser.done()) break;
-    }
-    auto r = parser.take();
-    return Reply{r.status, r.body};
+    auto r = rdmanet::cni::node::read_http_reply(fd);
+    return Reply{r.status, std::move(r.body)};
 }
 
 // One request, as Go's http.Client writes it.

@@ -171,7 +171,8 @@ TEST_CASE("deploy: RBAC is least privilege", "[deploy]") {
                          {{"nv-ipam.nvidia.com", "ippools/status"}, {"update"}},
                          {{"nv-ipam.nvidia.com", "cidrpools/status"}, {"update"}},
                          {{"", "pods"}, {"get", "list"}},
-                         {{"", "nodes"}, {"get", "list"}}});
+                         {{"", "nodes"}, {"get", "list"}},
+                         {{"resource.k8s.io", "resourceclaims"}, {"get", "list"}}});
 
     const auto& binding = one(objects, "ClusterRoleBinding", "rdmanet");
     CHECK(binding["roleRef"] == json({{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "rdmanet"}}));
@@ -250,6 +251,11 @@ TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with 
     CHECK(am.at("/etc/cni/net.d") == "cni-conf");
     CHECK(am.at("/opt/cni/bin") == "cni-bin");
     CHECK(am.at("/run/netns") == "netns");
+    // The claim GC reaches the provider's socket (read-only: connecting writes nothing).
+    CHECK(arg_value(agent, "--dranet-socket") == arg_value(provider, "--socket"));
+    CHECK(am.at("/run/rdmanet") == "run-rdmanet");
+    for (const auto& m : agent["volumeMounts"])
+        if (m["name"] == "run-rdmanet") CHECK(m.value("readOnly", false));
     for (const auto& m : agent["volumeMounts"])
         if (m["name"] == "netns") CHECK(m["mountPropagation"] == "HostToContainer");
     CHECK(agent["securityContext"]["capabilities"]["add"] == json({"NET_ADMIN", "SYS_ADMIN"}));

@@ -31,18 +31,17 @@ std::vector<unsigned> choose_tables(const std::set<unsigned>& used, unsigned fir
     return out;
 }
 
-ClaimRecords::ClaimRecords(std::string state_dir) : state_dir_(std::move(state_dir)) {
-    if (const std::string why = base::make_private_dir(state_dir_); !why.empty())
-        throw std::runtime_error("--state-dir: " + why);
-    const std::string path = state_dir_ + "/" + kFileName;
+std::optional<std::map<ClaimKey, ClaimRecord>> read_claim_records(const std::string& state_dir) {
+    const std::string path = state_dir + "/" + kFileName;
     std::ifstream in(path);
-    if (!in) return;   // nothing recorded yet
+    if (!in) return std::nullopt;   // nothing recorded yet
     std::stringstream ss;
     ss << in.rdbuf();
     const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
     if (!j.is_object() || !j.contains("claims") || !j["claims"].is_array())
         throw std::runtime_error(path + " is not the provider's claim record: move it away to start empty "
                                  "(the claims' addresses stay in the IPAM datastore)");
+    std::map<ClaimKey, ClaimRecord> records;
     for (const auto& c : j["claims"]) {
         if (!c.is_object() || !c.value("claim", nlohmann::json()).is_string() ||
             !c.value("device", nlohmann::json()).is_string())
@@ -52,8 +51,15 @@ ClaimRecords::ClaimRecords(std::string state_dir) : state_dir_(std::move(state_d
         if (c.contains("tables") && c["tables"].is_array())
             for (const auto& t : c["tables"])
                 if (t.is_number_unsigned()) r.tables.push_back(t.get<unsigned>());
-        records_[ClaimKey{c["claim"].get<std::string>(), c["device"].get<std::string>()}] = std::move(r);
+        records[ClaimKey{c["claim"].get<std::string>(), c["device"].get<std::string>()}] = std::move(r);
     }
+    return records;
+}
+
+ClaimRecords::ClaimRecords(std::string state_dir) : state_dir_(std::move(state_dir)) {
+    if (const std::string why = base::make_private_dir(state_dir_); !why.empty())
+        throw std::runtime_error("--state-dir: " + why);
+    if (auto records = read_claim_records(state_dir_)) records_ = std::move(*records);
 }
 
 void ClaimRecords::save() const {

@@ -70,6 +70,16 @@ ProfileRequest parse_profile_request(std::string_view body) {
     return req;
 }
 
+std::string profile_request_json(const ProfileRequest& request) {
+    nlohmann::json device = {{"name", request.device.name}};
+    if (!request.device.pci_address.empty()) device["pci_address"] = request.device.pci_address;
+    if (!request.device.mac_address.empty()) device["mac_address"] = request.device.mac_address;
+    nlohmann::json config = nlohmann::json::object();
+    if (!request.profile.empty()) config["profile"] = request.profile;
+    if (!request.static_addresses.empty()) config["interface"] = {{"addresses", request.static_addresses}};
+    return nlohmann::json{{"device", device}, {"claim_uid", request.claim_uid}, {"config", config}}.dump();
+}
+
 nlohmann::json NetworkConfigAnswer::to_json() const {
     nlohmann::json iface = nlohmann::json::object();
     if (!addresses.empty()) iface["addresses"] = addresses;

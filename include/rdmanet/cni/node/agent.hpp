@@ -35,7 +35,9 @@ namespace rdmanet::cni::ctl {
 // spec.nodeName=NODE, so its cost does not grow with pods on other nodes) to undo attachments
 // whose pod was deleted while its sandbox lingers, and publishes the node-slice changes an
 // API-server outage held back in `ipam_data_dir`, and re-checks that the node still holds its
-// node slices (recording released ones as revoked). SIGTERM/SIGINT end it promptly with status 0.
+// node slices (recording released ones as revoked). With the Kubernetes datastore and the DRANET
+// provider's claim records present it also releases, through the provider, the claims whose
+// ResourceClaim is gone (cni/node/dranet/claim_gc.hpp). SIGTERM/SIGINT end it promptly with status 0.
 struct AgentOptions {
     int interval_seconds = 60;
     // "" = no metrics endpoint; else HOST:PORT to serve GET /metrics on (port 0: any free port,
@@ -47,6 +49,10 @@ struct AgentOptions {
     std::string node_name;     // $NODE_NAME in the DaemonSet; required with kube
     int pod_grace_seconds = 120;   // a pod missing from the API for this long is treated as gone
     int max_passes = 0;        // 0 = until signalled (tests use a bound)
+    // The DRANET provider's --state-dir ("" = its default: dranet/ next to the node policy's
+    // stateDir) and --socket: the claim GC runs when its claims.json exists.
+    std::string dranet_state_dir;
+    std::string dranet_socket = "/run/rdmanet/dranet.sock";
     KernelServices services;   // null members: the real kernel
 };
 

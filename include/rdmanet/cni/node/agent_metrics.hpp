@@ -15,6 +15,10 @@
 #include "rdmanet/cni/plugin/call_metrics.hpp"
 #include "rdmanet/cni/node/repair.hpp"
 
+namespace rdmanet::cni::node::dranet {
+struct ClaimGcReport;
+}
+
 namespace rdmanet::cni {
 
 struct PoolUsage {
@@ -44,6 +48,9 @@ public:
     // answered 401/403 in it; `node_record`: the node's record says the last CNI call or agent
     // request with them was refused (access_denied_record.hpp).
     void record_kube_access(int refused, bool node_record);
+    // One round of the DRANET claim GC (claim_gc.hpp); one that found no claim record only sets
+    // the held gauge to 0 (the provider's last claim was released by DRANET itself).
+    void record_claim_gc(const node::dranet::ClaimGcReport& report);
     // The whole exposition (Prometheus text format 0.0.4).
     std::string render(const std::vector<PoolUsage>& pools) const;
 
@@ -60,6 +67,11 @@ private:
     std::uint64_t deferred_pending_ = 0;
     std::uint64_t access_refused_total_ = 0;
     bool access_denied_ = false;
+    std::uint64_t claim_gc_rounds_ = 0;
+    std::uint64_t claims_released_ = 0;
+    std::uint64_t claim_release_failures_ = 0;
+    std::map<std::string, std::uint64_t> claim_gc_skipped_;   // reason
+    std::size_t claims_held_ = 0;
     CallStats calls_;
 };
 

@@ -29,6 +29,11 @@ struct ClaimRecord {
 // 253-255; throws ProviderError(500) when the table space is exhausted.
 std::vector<unsigned> choose_tables(const std::set<unsigned>& used, unsigned first, std::size_t count);
 
+// The records in <state_dir>/claims.json as they are on disk (nullopt: no file, nothing recorded),
+// without creating anything: what the node agent's claim GC reads. Throws std::runtime_error naming
+// the file when it cannot be parsed.
+std::optional<std::map<ClaimKey, ClaimRecord>> read_claim_records(const std::string& state_dir);
+
 class ClaimRecords {
 public:
     // Loads <state_dir>/claims.json (creating the directory 0700 when missing). Throws

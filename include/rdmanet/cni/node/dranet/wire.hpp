@@ -42,6 +42,10 @@ struct ProfileRequest {
 // be empty here: GetProfileConfig refuses that, a release without one is answered 200.
 ProfileRequest parse_profile_request(std::string_view body);
 
+// The request's JSON as DRANET sends it (members left out when empty): what the node agent's claim
+// GC posts to /ReleaseProfileConfig, so that a release has one implementation (the provider's).
+std::string profile_request_json(const ProfileRequest& request);
+
 bool is_valid_claim_uid(std::string_view uid);
 bool is_valid_device_name(std::string_view name);
 
