@@ -42,7 +42,7 @@ std::unique_ptr<Store> open_store(const StoreConfig& config, std::chrono::millis
     case Datastore::kubernetes: {
         // The deadline starts now: loading the kubeconfig is part of the verb's budget too.
         const auto deadline = kube::Deadline::in(budget);
-        auto kubeconfig = kube::load_kubeconfig(config.kubeconfig, config.kubeconfig_dirs, config.on_refusal);
+        auto kubeconfig = kube::load_store_kubeconfig(config);
         if (config.node_slice_prefix) {
             if (config.slice_pool_name.empty()) {
                 config_error("node_slice_size needs a name for the NodeSlicePool: set ipam.network_name (or the "

@@ -15,7 +15,8 @@
 //   rdmanetctl doctor [--json] [--root DIR] ...          node checks; exit 1 on problems
 //   rdmanetctl rdma mode [exclusive|shared] [--persist]  RDMA netns mode (show/set, boot option)
 //   rdmanetctl devices [--sysfs-root DIR]                RDMA devices, ports, netdevs, PCI, PF/VF
-//   rdmanetctl dranet-provider --socket PATH --profiles DIR ...  DRANET's profile provider (DaemonSet)
+//   rdmanetctl dranet-provider --socket PATH --profiles DIR [--kubeconfig F | --in-cluster] ...
+//                                                        DRANET's profile provider (DaemonSet)
 #include <chrono>
 #include <iostream>
 #include <string>
@@ -43,10 +44,19 @@ void add_data_dir(CLI::App& cmd, ctl::PoolOptions& options) {
 }
 
 // The Kubernetes datastore (IPPools through the API) instead of the local store.
+// One access or the other, and --namespace only with one of them: a usage error (exit 2) rather
+// than a flag that is silently ignored.
 void add_kube(CLI::App& cmd, ctl::KubeOptions& kube) {
-    cmd.add_option("--kubeconfig", kube.kubeconfig, "use the Kubernetes datastore through this kubeconfig");
-    cmd.add_flag("--in-cluster", kube.in_cluster, "use the Kubernetes datastore with the pod's service account");
+    auto* kubeconfig =
+        cmd.add_option("--kubeconfig", kube.kubeconfig, "use the Kubernetes datastore through this kubeconfig");
+    auto* in_cluster =
+        cmd.add_flag("--in-cluster", kube.in_cluster, "use the Kubernetes datastore with the pod's service account");
+    kubeconfig->excludes(in_cluster);
     cmd.add_option("--namespace", kube.ns, "namespace of the IPPools (default: the kubeconfig context's, else kube-system)");
+    cmd.parse_complete_callback([&kube] {
+        if (!kube.ns.empty() && !kube.enabled())
+            throw CLI::ValidationError("--namespace", "only with --kubeconfig or --in-cluster");
+    });
 }
 
 }  // namespace
@@ -168,6 +178,8 @@ int main(int argc, char** argv) {
                          "the provider's claim records (default: dranet/ next to rdmanet's state directory)");
     provider->add_option("--node-name", provider_options.node_name, "this node's name (node slices)")->envname("NODE_NAME");
     provider->add_option("--threads", provider_options.threads, "connections served at once")->check(CLI::Range(1, 64));
+    // The Kubernetes access of profiles whose ipam section names no kubeconfig of its own.
+    add_kube(*provider, provider_options.kube);
     provider->callback([&] {
         status = rdmanet::cni::node::dranet::run_provider(provider_options, std::cout, std::cerr);
     });

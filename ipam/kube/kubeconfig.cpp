@@ -10,6 +10,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/confined_file.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 #include "rdmanet/ipam/kube/http_wire.hpp"
@@ -227,6 +228,11 @@ KubeConfig load_kubeconfig(const std::string& path, const std::vector<std::strin
     auto text = read_optional(path);
     if (!text) config_error("ipam.kubernetes.kubeconfig " + path + " cannot be read");
     return parse_kubeconfig(*text, path);
+}
+
+KubeConfig load_store_kubeconfig(const StoreConfig& store) {
+    if (store.kubeconfig.empty() && store.default_kube) return store.default_kube();
+    return load_kubeconfig(store.kubeconfig, store.kubeconfig_dirs, store.on_refusal);
 }
 
 std::optional<KubeConfig> in_cluster_config(const std::optional<std::string>& service_host,

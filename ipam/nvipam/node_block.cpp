@@ -123,7 +123,7 @@ IpamConfig resolved_config(const IpamConfig& config, std::string_view network) {
                         nv.ns.empty() ? std::string(kDefaultNamespace) : nv.ns, ""};
     const std::string node = kube::resolve_node_name(config.store.nodename, config.store.node_config_dir);
     const StoreConfig& store = config.store;
-    auto load = [&store] { return kube::load_kubeconfig(store.kubeconfig, store.kubeconfig_dirs, store.on_refusal); };
+    auto load = [&store] { return kube::load_store_kubeconfig(store); };
     const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                                  std::chrono::system_clock::now().time_since_epoch()).count();
     out.ranges.clear();

@@ -122,12 +122,15 @@ public:
 
     // Environment for the provider beyond the test's own (RDMANET_POLICY_FILE of a kube test).
     std::map<std::string, std::string> extra_env;
+    // Flags after the ones every test passes (--kubeconfig F, --namespace NS).
+    std::vector<std::string> extra_args;
 
     void start() {
         const std::string ctl = rdmanet::test::bin_dir() + "/rdmanetctl";
         std::vector<std::string> args{ctl, "dranet-provider", "--socket", socket_, "--profiles", profiles(),
                                       "--state-dir", state_dir(), "--node-name", "node-1", "--threads",
                                       std::to_string(threads_)};
+        args.insert(args.end(), extra_args.begin(), extra_args.end());
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);

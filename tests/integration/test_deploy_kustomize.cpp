@@ -225,6 +225,9 @@ TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with 
     CHECK(provider["securityContext"]["capabilities"]["drop"] == json({"ALL"}));
     CHECK_FALSE(provider["securityContext"]["capabilities"].contains("add"));
     CHECK(provider["env"][0]["name"] == "NODE_NAME");
+    // Profiles that name no kubeconfig: the pod's service account, the agent's namespace.
+    CHECK(std::find(provider["args"].begin(), provider["args"].end(), json("--in-cluster")) != provider["args"].end());
+    CHECK(arg_value(provider, "--namespace") == arg_value(agent, "--namespace"));
     CHECK(watcher["command"] == json({"rdmanetctl", "install"}));
     CHECK(std::find(watcher["args"].begin(), watcher["args"].end(), json("--watch")) != watcher["args"].end());
     CHECK(agent["command"] == json({"rdmanetctl", "agent"}));

@@ -117,3 +117,150 @@ TEST_CASE("dranet provider, nv-ipam CIDRPool: the node's subnet and gateway in t
     REQUIRE(server.request("GET", api + "/rail1").status == 200);
     CHECK(server.stats()["requests"].get<std::uint64_t>() > before);
 }
+
+TEST_CASE("dranet provider, --kubeconfig: a profile without a kubeconfig uses the provider's access and --namespace, "
+          "a profile's own kubeconfig wins",
+          "[kube][integration][dranet]") {
+    ServerUnderTest server;
+    Env env(server);
+    const std::string flag_ns = "rdma-pools";
+    server.ensure_namespace(flag_ns);
+    auto pool_in = [&](const std::string& ns, const std::string& pool) {
+        return server.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + ns + "/ippools/" + pool);
+    };
+
+    ProviderProcess p("kubeflag");
+    p.extra_env = env.env();
+    json bare = env.conf("10.48.0.0/24")["ipam"];
+    bare.erase("type");
+    bare.erase("kubernetes");
+    p.write_profile("bare", {{"network", "kubenet"}, {"ipam", bare}});
+    json own = env.conf("10.49.0.0/24")["ipam"];
+    own.erase("type");
+    p.write_profile("own", {{"network", "kubenet"}, {"ipam", own}});
+    p.extra_args = {"--kubeconfig", env.kubeconfig, "--namespace", flag_ns};
+    p.start();
+
+    const auto bare_req = dranet_test::profile_request(Device{"eth1", "", ""}, "claim-flag-a", "bare");
+    const auto a = dranet_test::http(p.socket(), "POST", "/GetProfileConfig", bare_req);
+    INFO(a.body << p.log());
+    REQUIRE(a.status == 200);
+    CHECK(a.j()["interface"]["addresses"] == json::array({"10.48.0.1/24"}));
+    // The provider's access with its --namespace: the pool is in that namespace, not the context's.
+    const auto flagged = pool_in(flag_ns, "10.48.0.0-24");
+    REQUIRE(flagged.status == 200);
+    CHECK(flagged.body["spec"]["allocations"]["1"]["podref"] == "dranet:claim-flag-a");
+    CHECK(pool_in(kNs, "10.48.0.0-24").status == 404);
+
+    // A profile naming its own kubeconfig keeps it (and that kubeconfig's namespace).
+    const auto own_req = dranet_test::profile_request(Device{"eth1", "", ""}, "claim-flag-b", "own");
+    const auto b = dranet_test::http(p.socket(), "POST", "/GetProfileConfig", own_req);
+    REQUIRE(b.status == 200);
+    CHECK(b.j()["interface"]["addresses"] == json::array({"10.49.0.1/24"}));
+    CHECK(allocations(server, "10.49.0.0-24").size() == 1);
+    CHECK(pool_in(flag_ns, "10.49.0.0-24").status == 404);
+
+    CHECK(dranet_test::http(p.socket(), "POST", "/ReleaseProfileConfig", bare_req).status == 200);
+    CHECK(pool_in(flag_ns, "10.48.0.0-24").body["spec"].value("allocations", json::object()).empty());
+    CHECK(dranet_test::http(p.socket(), "POST", "/ReleaseProfileConfig", own_req).status == 200);
+    CHECK(allocations(server, "10.49.0.0-24").empty());
+
+    // Without the flags the same profile is refused with what to set, and nothing is allocated.
+    ProviderProcess q("kubeflag-off");
+    q.extra_env = env.env();
+    q.write_profile("bare", {{"network", "kubenet"}, {"ipam", bare}});
+    q.start();
+    const auto refused = dranet_test::http(q.socket(), "POST", "/GetProfileConfig",
+                                           dranet_test::profile_request(Device{"eth1", "", ""}, "claim-flag-c", "bare"));
+    CHECK(refused.status == 400);
+    CHECK_THAT(refused.body, Catch::Contains("--kubeconfig or --in-cluster"));
+    CHECK(pool_in(flag_ns, "10.48.0.0-24").body["spec"].value("allocations", json::object()).empty());
+}
+
+TEST_CASE("dranet provider: conflicting or unusable Kubernetes flags stop it at start with what to fix",
+          "[integration][dranet]") {
+    ProviderProcess p("kubeflag-bad");
+    auto run = [&](const std::vector<std::string>& extra) {
+        std::vector<std::string> argv{rdmanet::test::bin_dir() + "/rdmanetctl", "dranet-provider", "--socket",
+                                      p.socket(), "--profiles", p.profiles(), "--state-dir", p.state_dir()};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        // Not in a pod, whatever runs the tests: no API server address for --in-cluster.
+        return rdmanet::test::run_process(argv, {{"KUBERNETES_SERVICE_HOST", ""}}, "", std::chrono::seconds(20));
+    };
+    auto r = run({"--kubeconfig", p.dir() + "/kubeconfig", "--in-cluster"});
+    CHECK(r.exit_code == 2);   // a usage error
+    CHECK_THAT(r.err, Catch::Contains("--kubeconfig excludes --in-cluster"));
+    r = run({"--namespace", "kube-system"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--namespace: only with --kubeconfig or --in-cluster"));
+    r = run({"--in-cluster"});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("--in-cluster: not running in a pod"));
+    r = run({"--kubeconfig", p.dir() + "/missing-kubeconfig"});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains(p.dir() + "/missing-kubeconfig"));
+    CHECK_FALSE(r.timed_out);
+    CHECK_FALSE(std::filesystem::exists(p.socket()));   // never served
+}
+
+TEST_CASE("dranet provider, nv-ipam IPPool: the node's block from the pool's status, the pool's gateway and routes "
+          "in the claim's table, repeat-safe, released",
+          "[kube][integration][dranet][nvipam]") {
+    ServerUnderTest server;
+    Env env(server);
+    const std::string api = "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/" + kNs + "/ippools";
+    const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"}, {"kind", "IPPool"},
+                       {"metadata", {{"name", "rail2"}, {"namespace", kNs}}},
+                       {"spec", {{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 100}, {"gateway", "192.168.0.1"},
+                                 {"routes", {{{"dst", "10.200.0.0/16"}}}}}}};
+    auto created = server.request("POST", api, pool.dump());
+    REQUIRE(created.status == 201);
+    // nv-ipam's controller's blocks: node-1 (the provider's node) holds the second one.
+    json with_status = created.body;
+    with_status["status"] = {{"allocations", {{{"nodeName", "node-2"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
+                                              {{"nodeName", "node-1"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}}}};
+    REQUIRE(server.request("PUT", api + "/rail2/status", with_status.dump()).status == 200);
+    const json status_before = server.request("GET", api + "/rail2").body["status"];
+
+    ProviderProcess p("nvippool");
+    p.extra_env = env.env();
+    // poolType left out: nv-ipam's default, the IPPool kind.
+    p.write_profile("rail2", {{"ipam", {{"poolName", "rail2"}, {"kubernetes", {{"kubeconfig", env.kubeconfig}}},
+                                        {"data_dir", env.data_dir}}},
+                              {"policyRouting", true}});
+    p.start();   // --node-name node-1
+    auto call = [&](const std::string& path, const std::string& claim) {
+        return dranet_test::http(p.socket(), "POST", path,
+                                 dranet_test::profile_request(Device{"eth2", "", ""}, claim, "rail2"));
+    };
+    const auto a = call("/GetProfileConfig", "claim-ipp-a");
+    INFO(a.body << p.log());
+    REQUIRE(a.status == 200);
+    CHECK(a.j()["interface"]["addresses"] == json::array({"192.168.0.101/24"}));
+    REQUIRE(a.j()["rules"].size() == 1);
+    const unsigned table = a.j()["rules"][0]["table"];
+    CHECK(a.j()["rules"][0]["source"] == "192.168.0.101/32");
+    const json routes = a.j()["routes"];
+    auto has = [&](const json& route) { return std::find(routes.begin(), routes.end(), route) != routes.end(); };
+    CHECK(has({{"destination", "0.0.0.0/0"}, {"gateway", "192.168.0.1"}, {"table", table}}));
+    CHECK(has({{"destination", "10.200.0.0/16"}, {"gateway", "192.168.0.1"}, {"table", table}}));
+    for (const auto& r : routes) CHECK(r["table"] == table);
+
+    // The kubelet's retry: the same answer, nothing allocated and no API request (the block is known).
+    const auto requests = server.stats()["requests"].get<std::uint64_t>();
+    CHECK(call("/GetProfileConfig", "claim-ipp-a").j() == a.j());
+    const auto b = call("/GetProfileConfig", "claim-ipp-b");
+    REQUIRE(b.status == 200);
+    CHECK(b.j()["interface"]["addresses"] == json::array({"192.168.0.102/24"}));   // .101 is still a's
+    CHECK(b.j()["rules"][0]["table"] != table);
+    CHECK(server.stats()["requests"].get<std::uint64_t>() == requests);
+
+    // Release: a's address is free again (the lowest free one goes to the next claim), twice is fine.
+    CHECK(call("/ReleaseProfileConfig", "claim-ipp-a").status == 200);
+    CHECK(call("/ReleaseProfileConfig", "claim-ipp-a").status == 200);
+    const auto c = call("/GetProfileConfig", "claim-ipp-c");
+    REQUIRE(c.status == 200);
+    CHECK(c.j()["interface"]["addresses"] == json::array({"192.168.0.101/24"}));
+    // The controller's status is nv-ipam's: never written by a claim.
+    CHECK(server.request("GET", api + "/rail2").body["status"] == status_before);
+}

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
@@ -127,6 +128,41 @@ TEST_CASE("kubeconfig: load_kubeconfig refuses a missing path", "[kube][kubeconf
         CHECK_THAT(e.msg, Catch::Contains("/nonexistent/rdmanet/kubeconfig") && Catch::Contains("does not exist"));
     }
     CHECK_THROWS_AS(load_kubeconfig(""), IpamError);
+}
+
+TEST_CASE("kubeconfig: a store's own kubeconfig wins over the caller's default access, which fills in only "
+          "when none is named",
+          "[kube][kubeconfig]") {
+    char tmpl[] = "/tmp/rdmanet-kc-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl));
+    const std::string path = std::string(tmpl) + "/kc";
+    std::ofstream(path) << config("    server: https://own:1\n", "    token: own-token\n");
+    int default_calls = 0;
+    StoreConfig store;
+    store.default_kube = [&default_calls] {
+        ++default_calls;
+        KubeConfig c;
+        c.server = "https://default:2";
+        c.source = "the caller's default";
+        return c;
+    };
+    CHECK(load_store_kubeconfig(store).server == "https://default:2");
+    CHECK(load_store_kubeconfig(store).server == "https://default:2");
+    CHECK(default_calls == 2);   // asked on every use: a rotated token is read again
+
+    store.kubeconfig = path;
+    CHECK(load_store_kubeconfig(store).server == "https://own:1");
+    CHECK(default_calls == 2);
+
+    // Without a default the kubeconfig stays required, as rdmanet-ipam requires it.
+    StoreConfig bare;
+    try {
+        load_store_kubeconfig(bare);
+        FAIL("no error");
+    } catch (const IpamError& e) {
+        CHECK_THAT(e.msg, Catch::Contains("ipam.kubernetes.kubeconfig is required"));
+    }
+    std::filesystem::remove_all(tmpl);
 }
 
 TEST_CASE("kubeconfig: in-cluster service account (rdmanetctl in a pod)", "[kube][kubeconfig]") {

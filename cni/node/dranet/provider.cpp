@@ -30,9 +30,11 @@ namespace {
     }
 }
 
-ipam::IpamRequest ipam_request(const Profile& profile, const ProfileRequest& request) {
+ipam::IpamRequest ipam_request(const Profile& profile, const ProfileRequest& request,
+                               const ProviderOptions& options) {
     ipam::IpamRequest r;
     r.config = profile.ipam;
+    r.config.store.default_kube = options.default_kube;
     r.network = profile.network;
     r.recorded_network = claim_network(profile.name);
     r.container_id = request.claim_uid;
@@ -56,9 +58,14 @@ NetworkConfigAnswer ProfileProvider::get_profile_config(const ProfileRequest& re
     if (request.profile.empty())
         throw ProviderError(400, "config.profile is empty: name one of the node's rdmanet profiles");
     const Profile profile = load_profile(options_.profiles_dir, request.profile, policy_, options_.node_name, true);
+    const bool on_kube = profile.ipam.store.datastore == ipam::Datastore::kubernetes || profile.ipam.nv.enabled;
+    if (on_kube && profile.ipam.store.kubeconfig.empty() && !options_.default_kube)
+        throw ProviderError(400, "profile \"" + profile.name +
+                                     "\": its ipam section uses the Kubernetes API but names no kubernetes.kubeconfig, "
+                                     "and the provider runs without --kubeconfig or --in-cluster: set one of them");
     ipam::IpamResult result;
     try {
-        result = ipam::add(ipam_request(profile, request));
+        result = ipam::add(ipam_request(profile, request, options_));
     } catch (const ipam::IpamError& e) {
         rethrow_ipam(e);
     } catch (const Error& e) {
@@ -83,7 +90,7 @@ void ProfileProvider::release_profile_config(const ProfileRequest& request) {
     if (!profile_name.empty()) {
         try {
             const Profile profile = load_profile(options_.profiles_dir, profile_name, policy_, options_.node_name, false);
-            ipam::del(ipam_request(profile, request));
+            ipam::del(ipam_request(profile, request, options_));
         } catch (const ProviderError& e) {
             if (e.status == 500) throw;
             // The profile is gone or unusable: nothing names the pools any more. The claim's

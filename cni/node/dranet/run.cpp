@@ -11,6 +11,7 @@
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/node/dranet/provider.hpp"
 #include "rdmanet/cni/node/unix_http_server.hpp"
+#include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::cni::node::dranet {
 
@@ -23,7 +24,19 @@ int run_provider(const RunOptions& options, std::ostream& out, std::ostream& err
         const NodePolicy policy = load_node_policy(process_env_lookup(), names);
         if (options.profiles_dir.empty() || !std::filesystem::is_directory(options.profiles_dir))
             throw std::runtime_error("--profiles \"" + options.profiles_dir + "\" is not a directory");
-        ProviderOptions po{options.profiles_dir, options.state_dir, options.node_name};
+        ProviderOptions po{options.profiles_dir, options.state_dir, options.node_name, {}};
+        if (options.kube.enabled()) {
+            // Checked once now, so that a missing service account or a broken kubeconfig stops
+            // the start; then read again for every request (a rotated token, an edited file).
+            ipam::kube::KubeConfig checked;
+            try {
+                checked = ctl::kube_config(options.kube);
+            } catch (const ipam::IpamError& e) {
+                throw std::runtime_error(std::string(options.kube.in_cluster ? "" : "--kubeconfig: ") + e.msg);
+            }
+            out << "rdmanetctl dranet-provider: profiles without a kubeconfig use " << checked.source << '\n';
+            po.default_kube = [kube = options.kube] { return ctl::kube_config(kube); };
+        }
         if (po.state_dir.empty())
             po.state_dir = std::filesystem::path(policy.state_dir).parent_path().string() + "/dranet";
         // Blocked before the workers start, so that only the wait below sees SIGTERM/SIGINT.

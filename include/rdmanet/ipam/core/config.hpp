@@ -46,6 +46,10 @@
 
 namespace rdmanet::ipam {
 
+namespace kube {
+struct KubeConfig;   // rdmanet/ipam/kube/kubeconfig.hpp
+}
+
 inline constexpr std::string_view kDefaultDataDir = "/var/lib/cni/rdmanet/ipam";
 inline constexpr std::string_view kDefaultNodeConfigDir = "/etc/cni/net.d/rdmanet.d";
 
@@ -70,6 +74,11 @@ struct StoreConfig {
     // plugin at the kubelet's credentials through a kubeconfig it controls. Empty = unconfined.
     std::vector<std::string> kubeconfig_dirs;
     std::function<void(const std::string& message)> on_refusal;   // the audit log, as in PathLimits
+    // The caller's own Kubernetes access, used only when `kubeconfig` is empty: rdmanetctl
+    // dranet-provider's --kubeconfig/--in-cluster for profiles that name no kubeconfig. Called
+    // once per verb, so a rotated service-account token is read again. Never set from a
+    // configuration; empty = the kubernetes datastore requires `kubeconfig`.
+    std::function<kube::KubeConfig()> default_kube;
     // node_slice_size's prefix length: node-slice mode of the kubernetes datastore when set.
     std::optional<int> node_slice_prefix;
     // Where a `nodename` file names this node when $NODENAME is unset: the directory of

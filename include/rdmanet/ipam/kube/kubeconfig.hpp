@@ -17,6 +17,10 @@
 #include <string_view>
 #include <vector>
 
+namespace rdmanet::ipam {
+struct StoreConfig;   // rdmanet/ipam/core/config.hpp
+}
+
 namespace rdmanet::ipam::kube {
 
 inline constexpr std::string_view kDefaultNamespace = "kube-system";
@@ -48,6 +52,10 @@ KubeConfig parse_kubeconfig(std::string_view yaml_text, const std::string& sourc
 // opened. Empty = no confinement (rdmanetctl's --kubeconfig, library callers).
 KubeConfig load_kubeconfig(const std::string& path, const std::vector<std::string>& allowed_dirs = {},
                            const std::function<void(const std::string& message)>& on_refusal = {});
+
+// The Kubernetes access of a store configuration: its kubeconfig (confined to its
+// kubeconfig_dirs), else the caller's default_kube, else the error that the kubeconfig is required.
+KubeConfig load_store_kubeconfig(const StoreConfig& store);
 
 // The in-cluster service account: the API server at `service_host`:`service_port` (the pod's
 // KUBERNETES_SERVICE_HOST/_PORT, which the caller reads: the library reads no environment) and

@@ -8,12 +8,14 @@
 //   - a repeat GetProfileConfig finds the same attachment and gets the same addresses;
 //   - rdmanet's pod reconciler skips podrefs without a '/' (no pod identity to look up);
 //   - a container runtime's CNI GC is scoped to its network's name, which never contains ':'.
+#include <functional>
 #include <string>
 
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/node/dranet/claim_records.hpp"
 #include "rdmanet/cni/node/dranet/wire.hpp"
 #include "rdmanet/cni/node/unix_http_server.hpp"
+#include "rdmanet/ipam/kube/kubeconfig.hpp"
 
 namespace rdmanet::cni::node::dranet {
 
@@ -21,6 +23,10 @@ struct ProviderOptions {
     std::string profiles_dir;
     std::string state_dir;
     std::string node_name;
+    // The Kubernetes access of profiles whose ipam section names no kubeconfig (the datastore
+    // "kubernetes", node slices, nv-ipam pools); a profile's own kubernetes.kubeconfig wins.
+    // Empty: such a profile is refused (400) as rdmanet-ipam refuses it.
+    std::function<ipam::kube::KubeConfig()> default_kube;
 };
 
 // The IPAM identity of a claim's device (see above).

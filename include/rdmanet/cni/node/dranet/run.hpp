@@ -3,6 +3,8 @@
 #include <ostream>
 #include <string>
 
+#include "rdmanet/cni/node/kube.hpp"
+
 namespace rdmanet::cni::node::dranet {
 
 struct RunOptions {
@@ -11,6 +13,9 @@ struct RunOptions {
     std::string state_dir;    // "" = <node policy's stateDir>/../dranet (next to rdmanet's state)
     std::string node_name;
     unsigned threads = 4;
+    // --kubeconfig/--in-cluster/--namespace: the Kubernetes access of profiles that name no
+    // kubeconfig of their own (ProviderOptions::default_kube). Off when neither is given.
+    ctl::KubeOptions kube;
 };
 
 // Exit status: 0 after a stop signal, 1 when it cannot start (the reason on `err`).
