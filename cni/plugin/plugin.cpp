@@ -136,7 +136,7 @@ void cmd_add(const Call& call, std::ostream& out) {
     const auto host_ns = NetNamespace::current();
     const auto pod_ns = open_pod_netns(env.netns);
     if (pod_ns.same_as(host_ns))
-        throw Error(8, "CNI_NETNS " + env.netns + " is the plugin's own network namespace",
+        throw Error(ErrorCode::invalid_netns, "CNI_NETNS " + env.netns + " is the plugin's own network namespace",
                     "the runtime must call the plugin from the host namespace");
     Rtnl host;
     const auto pod = rtnl_in(pod_ns);
