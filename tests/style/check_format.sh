@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when a C++ file git tracks under cni/, ipam/, netns/, include/ or tests/ differs from
+# Fails when a C++ file git tracks under base/, cni/, ipam/, netns/, include/ or tests/ differs from
 # what clang-format makes of it with the repository's .clang-format, and names the files.
 #   check_format.sh [repo root]          check (exit 1 and the list when any file differs)
 #   check_format.sh --fix [repo root]    rewrite those files in place
@@ -12,7 +12,7 @@ cd "$root"
 command -v clang-format >/dev/null || { echo "clang-format is not installed (Debian: apt-get install clang-format)"; exit 1; }
 [[ -f .clang-format ]] || { echo "no .clang-format in $root"; exit 1; }
 
-mapfile -t files < <(git ls-files -- 'cni/*.cpp' 'cni/*.hpp' 'ipam/*.cpp' 'ipam/*.hpp' 'netns/*.cpp' 'netns/*.hpp' \
+mapfile -t files < <(git ls-files -- 'base/*.cpp' 'cni/*.cpp' 'cni/*.hpp' 'ipam/*.cpp' 'ipam/*.hpp' 'netns/*.cpp' 'netns/*.hpp' \
                                      'include/*.hpp' 'tests/*.cpp' 'tests/*.hpp')
 if ((fix)); then
     clang-format -i --style=file "${files[@]}"

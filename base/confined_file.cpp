@@ -1,5 +1,5 @@
 // Opening files below an allowed directory without following symlinks (see confined_file.hpp).
-#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/base/confined_file.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -7,11 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace rdmanet::ipam {
+namespace rdmanet::base {
 
 namespace {
-
-using base::UniqueFd;
 
 // Splits "/a//b/c" into {"a","b","c"}.
 std::vector<std::string_view> components(std::string_view path) {
@@ -159,4 +157,4 @@ std::string read_confined(const std::string& dir, const std::string& path, std::
     return out;
 }
 
-}  // namespace rdmanet::ipam
+}  // namespace rdmanet::base

@@ -5,9 +5,8 @@
 // so a symlink planted (or swapped in) anywhere below the allowed directory is refused instead of
 // followed. The allowed directory itself is the admin's and is resolved normally.
 //
-// Lives in the ipam layer because both the IPAM (configuration_path, kubeconfig, data_dir,
-// log_file) and the cni layer (logFile, state dir, the node policy) use it; ipam must not depend
-// on cni.
+// In the base room because both the IPAM (configuration_path, kubeconfig, data_dir, log_file) and
+// the cni rooms (logFile, state dir, the node policy, the device-info file) use it.
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -15,7 +14,7 @@
 
 #include "rdmanet/base/fd.hpp"
 
-namespace rdmanet::ipam {
+namespace rdmanet::base {
 
 // Lexical containment, no file system access: `path` is absolute, has no "." or ".." component
 // and lies strictly below `dir` (dir itself does not count). Repeated slashes are tolerated.
@@ -41,15 +40,15 @@ enum class CreateDirs { no, yes };
 // opened with `flags | O_NOFOLLOW | O_CLOEXEC` and `mode` (for O_CREAT; 0600 is what we use).
 // A last component that is not a regular file (FIFO, device, directory) is refused with EINVAL
 // before any read would block on it: O_NONBLOCK is added for the open and cleared afterwards.
-base::UniqueFd open_confined(const std::string& dir, const std::string& path, int flags, unsigned mode,
+UniqueFd open_confined(const std::string& dir, const std::string& path, int flags, unsigned mode,
                               CreateDirs create_dirs = CreateDirs::no);
 
 // Opens (creating 0700 as needed) the directory `path` below `dir` the same way; returns an
 // O_DIRECTORY fd. path == dir is allowed here (the directory itself).
-base::UniqueFd open_confined_dir(const std::string& dir, const std::string& path, CreateDirs create_dirs);
+UniqueFd open_confined_dir(const std::string& dir, const std::string& path, CreateDirs create_dirs);
 
 // Reads a whole regular file opened by open_confined(dir, path, O_RDONLY); at most `limit` bytes
 // (ConfinedFileError EFBIG past it).
 std::string read_confined(const std::string& dir, const std::string& path, std::size_t limit = 1 << 20);
 
-}  // namespace rdmanet::ipam
+}  // namespace rdmanet::base
