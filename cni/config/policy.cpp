@@ -11,7 +11,7 @@
 
 #include "rdmanet/base/json_fields.hpp"
 #include "rdmanet/cni/protocol/json.hpp"
-#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/base/confined_file.hpp"
 #include "rdmanet/base/fd.hpp"
 
 namespace rdmanet::cni {
@@ -28,7 +28,7 @@ using nlohmann::json;
 
 bool is_clean_absolute(const std::string& path) {
     // A directory is "clean" when a file below it would pass is_path_inside.
-    return ipam::is_path_inside(path + "/x", path);
+    return base::is_path_inside(path + "/x", path);
 }
 
 void reject_unknown_keys(const json& obj, const std::set<std::string>& known, const std::string& source,
@@ -171,7 +171,7 @@ NodePolicy parse_node_policy(std::string_view text, const std::string& source, K
     p.masters = parse_rules(j, "masters", true, source);
     p.log_dir = dir_value(j, "logDir", p.log_dir, source);
     p.audit_log = get_string(j, "auditLog", p.log_dir + "/policy.log", source, "");
-    if (!p.audit_log.empty() && !ipam::is_path_inside(p.audit_log, p.log_dir))
+    if (!p.audit_log.empty() && !base::is_path_inside(p.audit_log, p.log_dir))
         policy_error(source, "auditLog \"" + p.audit_log + "\" must lie inside logDir " + p.log_dir);
     p.kubeconfig_dirs = dir_list(j, "kubeconfigDirs", p.kubeconfig_dirs, source);
     p.ipam_config_dirs = dir_list(j, "ipamConfigDirs", p.ipam_config_dirs, source);

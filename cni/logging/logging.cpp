@@ -13,7 +13,7 @@
 
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/policy/checks.hpp"
-#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/base/confined_file.hpp"
 #include "rdmanet/cni/protocol/text.hpp"
 
 namespace rdmanet::cni {
@@ -90,7 +90,7 @@ void setup_policed_logging(const NodePolicy& policy, std::string_view key, const
                            const std::string& level, const std::string& context, bool strict) {
     install(nullptr, "off", context);   // until the file is accepted, log nowhere
     if (file.empty()) return;
-    if (!ipam::is_path_inside(file, policy.log_dir)) {
+    if (!base::is_path_inside(file, policy.log_dir)) {
         if (strict) check_log_file(policy, key, file);   // refuses: code 7, audited
         try {
             check_log_file(policy, key, file);
@@ -101,9 +101,9 @@ void setup_policed_logging(const NodePolicy& policy, std::string_view key, const
     }
     if (level == "off") return;
     try {
-        auto fd = ipam::open_confined(policy.log_dir, file, O_WRONLY | O_APPEND | O_CREAT, 0600, ipam::CreateDirs::yes);
+        auto fd = base::open_confined(policy.log_dir, file, O_WRONLY | O_APPEND | O_CREAT, 0600, base::CreateDirs::yes);
         install(std::make_shared<FdSink>(std::move(fd)), level, context);
-    } catch (const ipam::ConfinedFileError& e) {
+    } catch (const base::ConfinedFileError& e) {
         const bool planted = e.errno_value == ELOOP || e.errno_value == EINVAL || e.errno_value == ENOTDIR;
         if (!planted) return;   // unwritable (EACCES, ENOSPC, read-only fs): logging off, as always
         try {

@@ -79,16 +79,26 @@ struct Call {
     Call with_env(const Environment& other) const { return Call{conf, other, policy, states, sysfs, services}; }
 };
 
-// The kernel a mode gets for ADD and CHECK: the namespaces and rtnetlink sockets the verb opened,
-// plus the services the caller injected (null members: the real kernel).
-Kernel kernel_of(const Call& call, const netns::NetNamespace& host_ns, netns::Rtnl& host,
-                 const netns::NetNamespace& pod_ns, netns::Rtnl& pod) {
-    Kernel kernel{host_ns, host, pod_ns, pod, call.sysfs};
-    kernel.vf = call.services.vf;
-    kernel.rdma = call.services.rdma;
-    kernel.ipoib = call.services.ipoib;
-    return kernel;
-}
+// The one place a verb's Kernel is built: the host namespace and an rtnetlink socket in it, the
+// pod namespace the caller opened (none for a DEL whose pod is gone) and a socket inside it, and
+// the services the caller injected. Owns the handles the Kernel refers to.
+class VerbKernel {
+public:
+    VerbKernel(const Call& call, const NetNamespace& host_ns, std::optional<NetNamespace> pod_ns)
+        : pod_ns_(std::move(pod_ns)),
+          pod_(pod_ns_ ? rtnl_in(*pod_ns_) : nullptr),
+          kernel_{host_ns, host_, pod_ns_ ? &*pod_ns_ : nullptr, pod_.get(), call.sysfs, call.services} {}
+    VerbKernel(const VerbKernel&) = delete;
+    VerbKernel& operator=(const VerbKernel&) = delete;
+
+    Kernel& kernel() { return kernel_; }
+
+private:
+    Rtnl host_;
+    std::optional<NetNamespace> pod_ns_;
+    std::unique_ptr<Rtnl> pod_;
+    Kernel kernel_;
+};
 
 // Our own contribution to the result: one interface, the IPAM's addresses on it and its routes.
 Result own_result(const NetConf& conf, const Environment& env, const PodLink& link, const Result& ipam) {
@@ -129,23 +139,9 @@ void throw_if_any(const std::vector<std::string>& failures, const std::string& p
     throw Error(ErrorCode::try_again, msg);
 }
 
-void cmd_add(const Call& call, std::ostream& out) {
-    const NetConf& conf = call.conf;
-    const Environment& env = call.env;
-    const StateStore& store = call.states;
-    const auto host_ns = NetNamespace::current();
-    const auto pod_ns = open_pod_netns(env.netns);
-    if (pod_ns.same_as(host_ns))
-        throw Error(8, "CNI_NETNS " + env.netns + " is the plugin's own network namespace",
-                    "the runtime must call the plugin from the host namespace");
-    Rtnl host;
-    const auto pod = rtnl_in(pod_ns);
-    if (pod->link_by_name(env.ifname))
-        throw Error(ErrorCode::device_busy, "interface " + env.ifname + " already exists in " + env.netns,
-                    "choose another interface name for this network");
-    Kernel kernel = kernel_of(call, host_ns, host, pod_ns, *pod);
-    check_pod_settings(conf.pod, env.ifname, call.policy);
-
+// The attachment state ADD starts from: who and where, and what the node agent needs to undo
+// the attachment if the runtime never sends DEL (the netns identity, the config, CNI_ARGS).
+AttachmentState new_attachment_state(const NetConf& conf, const Environment& env, const NetNamespace& pod_ns) {
     AttachmentState state;
     state.network = conf.name;
     state.container_id = env.container_id;
@@ -153,7 +149,6 @@ void cmd_add(const Call& call, std::ostream& out) {
     state.mode = conf.mode;
     state.netns = env.netns;
     state.ipam_type = conf.ipam.type;
-    // What the node agent needs to undo this attachment if the runtime never sends DEL.
     const auto identity = netns_identity_of_fd(pod_ns.fd());
     state.netns_dev = identity.dev;
     state.netns_inode = identity.inode;
@@ -161,9 +156,31 @@ void cmd_add(const Call& call, std::ostream& out) {
     state.cni_args = env.cni_args_raw;
     state.cni_path = env.path;
     state.nodename = env.nodename;
+    return state;
+}
+
+void cmd_add(const Call& call, std::ostream& out) {
+    const NetConf& conf = call.conf;
+    const Environment& env = call.env;
+    const StateStore& store = call.states;
+    const auto host_ns = NetNamespace::current();
+    auto opened_pod_ns = open_pod_netns(env.netns);
+    if (opened_pod_ns.same_as(host_ns))
+        throw Error(ErrorCode::invalid_netns, "CNI_NETNS " + env.netns + " is the plugin's own network namespace",
+                    "the runtime must call the plugin from the host namespace");
+    VerbKernel verb_kernel(call, host_ns, std::move(opened_pod_ns));
+    Kernel& kernel = verb_kernel.kernel();
+    const NetNamespace& pod_ns = *kernel.pod_ns;
+    Rtnl* const pod = kernel.pod;
+    if (pod->link_by_name(env.ifname))
+        throw Error(ErrorCode::device_busy, "interface " + env.ifname + " already exists in " + env.netns,
+                    "choose another interface name for this network");
+    check_pod_settings(conf.pod, env.ifname, call.policy);
+
+    AttachmentState state = new_attachment_state(conf, env, pod_ns);
 
     // Refused before anything changes: an rdma.deviceName the pod's RDMA namespace already has.
-    rdma_device_name_precheck(conf, pod_ns, kernel.rdma);
+    rdma_device_name_precheck(conf, pod_ns, kernel.services.rdma);
 
     // Everything an undo step refers to is declared before the Rollback, which unwinds in its
     // destructor (after the locals declared below it are gone). The pod-side record is filled in
@@ -252,7 +269,6 @@ void cmd_del(const Call& call) {
     } else {
         try {
             const auto host_ns = NetNamespace::current();
-            Rtnl host;
             // A path that now names another namespace (reused by the runtime for a new pod) is
             // treated as gone: nothing of ours is in there.
             std::string pod_path = env.netns;
@@ -260,8 +276,10 @@ void cmd_del(const Call& call) {
                 spdlog::warn("{} names another namespace than at ADD: treated as gone", env.netns);
                 pod_path.clear();
             }
-            const auto pod_ns = open_pod_netns_if_alive(pod_path);
-            std::unique_ptr<Rtnl> pod = pod_ns ? rtnl_in(*pod_ns) : nullptr;
+            VerbKernel verb_kernel(call, host_ns, open_pod_netns_if_alive(pod_path));
+            Kernel& kernel = verb_kernel.kernel();
+            const NetNamespace* pod_ns = kernel.pod_ns;
+            Rtnl* const pod = kernel.pod;
             // Rules outlive the interface: undone while the link is still in the pod. A failure
             // here must not keep the interface from its teardown (both are retried with the state).
             if (pod && state && !state->pod_setup.is_null()) {
@@ -271,11 +289,7 @@ void cmd_del(const Call& call) {
                     failures.push_back(std::string("pod routing teardown: ") + e.what());
                 }
             }
-            DelRequest del{env, state, call.policy, store, host, host_ns, pod.get(), call.sysfs};
-            del.pod_ns = pod_ns ? &*pod_ns : nullptr;
-            del.vf = call.services.vf;
-            del.rdma = call.services.rdma;
-            mode->del(del);
+            mode->del(DelRequest{env, state, call.policy, store, kernel});
         } catch (const std::exception& e) {
             failures.push_back(std::string("interface teardown: ") + e.what());
         }
@@ -305,10 +319,10 @@ void cmd_check(const Call& call) {
     ipam_check(conf, env, call.policy);
     base::failpoint(base::Failpoint::check_after_ipam);
     const auto host_ns = NetNamespace::current();
-    const auto pod_ns = open_pod_netns(env.netns);
-    Rtnl host;
-    const auto pod = rtnl_in(pod_ns);
-    Kernel kernel = kernel_of(call, host_ns, host, pod_ns, *pod);
+    VerbKernel verb_kernel(call, host_ns, open_pod_netns(env.netns));
+    Kernel& kernel = verb_kernel.kernel();
+    const NetNamespace& pod_ns = *kernel.pod_ns;
+    Rtnl* const pod = kernel.pod;
     mode_entry(conf.mode).check(CheckRequest{conf, env, call.policy, call.states, kernel, prev.interfaces[index]});
     base::failpoint(base::Failpoint::check_after_mode);
 

@@ -8,7 +8,7 @@
 
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/policy/checks.hpp"
-#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/base/confined_file.hpp"
 #include "rdmanet/cni/protocol/text.hpp"
 
 namespace rdmanet::cni {
@@ -30,8 +30,8 @@ std::string timestamp() {
 void append_audit(const NodePolicy& policy, const std::string& line) {
     if (policy.audit_log.empty()) return;
     try {
-        auto fd = ipam::open_confined(policy.log_dir, policy.audit_log, O_WRONLY | O_APPEND | O_CREAT, 0600,
-                                      ipam::CreateDirs::yes);
+        auto fd = base::open_confined(policy.log_dir, policy.audit_log, O_WRONLY | O_APPEND | O_CREAT, 0600,
+                                      base::CreateDirs::yes);
         std::string escaped;
         for (unsigned char c : line) {
             if (c < 0x20 || c == 0x7f) {
@@ -85,10 +85,10 @@ void check_sysctl_allowed(const NodePolicy& policy, const std::string& key_with_
 
 void check_path_in(const NodePolicy& policy, std::string_view key, const std::string& path,
                    const std::vector<std::string>& dirs) {
-    if (path.empty() || !ipam::containing_dir(path, dirs).empty()) return;
+    if (path.empty() || !base::containing_dir(path, dirs).empty()) return;
     refuse(policy, ErrorCode::invalid_config,
            std::string(key) + " " + text::quote(path) + " is outside what the node policy allows (" +
-               ipam::join_dirs(dirs) + "): use a path there without \"..\", or ask the node admin",
+               base::join_dirs(dirs) + "): use a path there without \"..\", or ask the node admin",
            "node policy: " + (policy.source.empty() ? std::string("built-in defaults") : policy.source));
 }
 
@@ -97,7 +97,7 @@ bool is_device_plugin_info_file(std::string_view path, const std::vector<std::st
     bases.emplace_back(kMultusDevInfoDir);
     bases.emplace_back(kMultusDevInfoRunDir);
     for (const auto& base : bases)
-        if (ipam::is_path_inside(path, base + "/dp")) return true;
+        if (base::is_path_inside(path, base + "/dp")) return true;
     return false;
 }
 

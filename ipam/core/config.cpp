@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "rdmanet/base/json_fields.hpp"
-#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/base/confined_file.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 
 namespace rdmanet::ipam {
@@ -403,7 +403,7 @@ void check_one(const PathLimits& limits, const Fields& fields, std::string_view 
     const json* v = fields.get(key);
     if (!v || !v->is_string() || v->get<std::string>().empty()) return;   // type errors: parse's job
     const std::string path = v->get<std::string>();
-    if (containing_dir(path, dirs).empty()) refuse_path(limits, fields.name(key), path, join_dirs(dirs));
+    if (base::containing_dir(path, dirs).empty()) refuse_path(limits, fields.name(key), path, base::join_dirs(dirs));
 }
 
 }  // namespace
@@ -428,9 +428,9 @@ void check_path_limits(const json& ipam_object, const PathLimits& limits) {
     // The default data dir is the plugin's own; a NAD may only move it within the allowed roots.
     if (const json* dir = ipam.get("data_dir"); dir && dir->is_string() && *dir != std::string(kDefaultDataDir)) {
         const std::string path = dir->get<std::string>();
-        bool inside = !containing_dir(path, limits.data_dirs).empty();
+        bool inside = !base::containing_dir(path, limits.data_dirs).empty();
         for (const auto& allowed : limits.data_dirs) inside = inside || path == allowed;
-        if (!inside) refuse_path(limits, "ipam.data_dir", path, join_dirs(limits.data_dirs));
+        if (!inside) refuse_path(limits, "ipam.data_dir", path, base::join_dirs(limits.data_dirs));
     }
 }
 
@@ -442,7 +442,7 @@ IpamConfig load_ipam_config(const json& ipam, Strictness strictness, const PathL
             // Checked before the file is opened; the merged object is checked again below, for
             // the keys the flat file filled in.
             check_path_limits(ipam, limits);
-            const std::string confined = limits.enforced ? containing_dir(path, limits.config_dirs) : "";
+            const std::string confined = limits.enforced ? base::containing_dir(path, limits.config_dirs) : "";
             const json merged = merge_flat_file(ipam, read_flat_file(path, confined));
             check_path_limits(merged, limits);
             return with_confinement(parse_ipam_config(merged, strictness), limits);

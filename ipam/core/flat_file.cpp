@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/base/confined_file.hpp"
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 #include "rdmanet/base/json_limits.hpp"
@@ -18,8 +18,8 @@ std::string read_text(const std::string& path, const std::string& confined_to) {
         // Under the node policy: no symlink below the allowed directory, regular files only
         // (a FIFO would block the plugin), bounded size.
         try {
-            return read_confined(confined_to, path);
-        } catch (const ConfinedFileError& e) {
+            return base::read_confined(confined_to, path);
+        } catch (const base::ConfinedFileError& e) {
             config_error("ipam.configuration_path \"" + path + "\" cannot be read: " + e.what());
         }
     }

@@ -10,8 +10,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "rdmanet/base/confined_file.hpp"
 #include "rdmanet/ipam/core/config.hpp"
-#include "rdmanet/ipam/core/confined_file.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 #include "rdmanet/ipam/kube/http_wire.hpp"
 #include "rdmanet/ipam/core/error.hpp"
@@ -187,14 +187,14 @@ public:
         : dirs_(dirs), on_refusal_(on_refusal) {}
 
     std::string read(const std::string& path, const std::string& what) const override {
-        const std::string dir = containing_dir(path, dirs_);
+        const std::string dir = base::containing_dir(path, dirs_);
         if (dir.empty()) {
-            refuse(what + " " + path + " is outside what the node policy allows (" + join_dirs(dirs_) +
+            refuse(what + " " + path + " is outside what the node policy allows (" + base::join_dirs(dirs_) +
                    "): ask the node admin to allow it, or keep the file next to the kubeconfig there");
         }
         try {
-            return read_confined(dir, path);
-        } catch (const ConfinedFileError& e) {
+            return base::read_confined(dir, path);
+        } catch (const base::ConfinedFileError& e) {
             if (e.errno_value == ELOOP) refuse(what + ": " + e.what());
             config_error(what + ": " + e.what());
         }

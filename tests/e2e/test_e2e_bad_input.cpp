@@ -61,6 +61,7 @@ constexpr int kIncompatibleVersion = 1;
 constexpr int kInvalidEnv = 4;
 constexpr int kDecodeFailure = 6;
 constexpr int kInvalidConfig = 7;
+constexpr int kInvalidNetns = 8;   // libcni's ErrInvalidNetNS: CNI_NETNS is the plugin's own namespace
 constexpr int kDeviceNotFound = 101;   // rdmanet's own code (include/rdmanet/cni/error.hpp)
 
 }  // namespace
@@ -144,6 +145,10 @@ TEST_CASE("bad input sent straight to the plugin", "[e2e][bad-input]") {
     SECTION("CNI_NETNS missing on ADD") {
         PluginRequest req{"ADD", container_id(), std::nullopt, "net1", "", default_cni_path(), good};
         s.require_rejected(invoke_plugin(rdmanet_path(), req, s.ws.env()), kInvalidEnv, "CNI_NETNS");
+    }
+    SECTION("CNI_NETNS naming the plugin's own namespace") {
+        PluginRequest req{"ADD", container_id(), "/proc/self/ns/net", "net1", "", default_cni_path(), good};
+        s.require_rejected(invoke_plugin(rdmanet_path(), req, s.ws.env()), kInvalidNetns, "own network namespace");
     }
     SECTION("unknown CNI_COMMAND") {
         PluginRequest req{"FROB", container_id(), s.pod.path(), "net1", "", default_cni_path(), good};

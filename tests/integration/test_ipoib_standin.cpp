@@ -27,14 +27,14 @@ struct IpoibRig : HostAndPod {
     FakeRdmaSysfs sys;
     netns::Sysfs sysfs{sys.root()};
     StandInIpoibLinks links{*host_rtnl};
-    Kernel kernel{host_ns, *host_rtnl, pod_ns, *pod_rtnl, sysfs};   // .ipoib set in the constructor
+    Kernel kernel{host_ns, *host_rtnl, &pod_ns, pod_rtnl.get(), sysfs, {}};   // .services.ipoib set in the constructor
     NetConf conf;
     Environment env;
     AttachmentState state;
     rdmanet::test::ModeContext ctx;
 
     IpoibRig() : HostAndPod("ibh", "ibp") {
-        kernel.ipoib = &links;
+        kernel.services.ipoib = &links;
         conf.mode = "ipoib";
         conf.settings.edit<IpoibConf>().master = parent.name_a();
         env.command = Command::add;
@@ -47,9 +47,7 @@ struct IpoibRig : HostAndPod {
     PodLink add(Rollback& rollback) { return ipoib_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}}); }
     void del() {
         const std::optional<AttachmentState> saved = state;
-        DelRequest req{env, saved, ctx.policy, ctx.states, *host_rtnl, host_ns, pod_rtnl.get(), sysfs};
-        req.pod_ns = &pod_ns;
-        ipoib_del(req);
+        ipoib_del(DelRequest{env, saved, ctx.policy, ctx.states, kernel});
     }
     std::size_t host_links() { return host_rtnl->links().size(); }
 };

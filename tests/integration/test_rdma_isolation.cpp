@@ -34,7 +34,7 @@ struct Rig : HostAndPod {
     FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
     RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }, {}};
     netns::RdmaCmConfigfs rdma_cm{sys.configfs_root()};
-    Kernel kernel{host_ns, *host_rtnl, pod_ns, *pod_rtnl, sysfs};   // .rdma, .rdma_cm set in the constructor
+    Kernel kernel{host_ns, *host_rtnl, &pod_ns, pod_rtnl.get(), sysfs, {}};   // .services.rdma, .rdma_cm set in the constructor
     NetConf conf;
     Environment env;
     AttachmentState state;
@@ -46,7 +46,7 @@ struct Rig : HostAndPod {
     explicit Rig(const std::string& rdma_name = "mlx5_7", bool movable = true,
                  const std::string& parent = "0000:af:00.2")
         : HostAndPod("rih", "rip") {
-        kernel.rdma = &access;
+        kernel.services.rdma = &access;
         conf.mode = "hostdev";
         conf.settings.edit<HostdevConf>().device = veth.name_a();
         env.command = Command::add;
@@ -63,7 +63,7 @@ struct Rig : HostAndPod {
             home ? sys.show_rdma_device(dev) : sys.hide_rdma_device(dev);
             sys.reset_rdma_cm(dev);
         };
-        kernel.rdma_cm = &rdma_cm;
+        kernel.services.rdma_cm = &rdma_cm;
     }
     PodLink add(Rollback& rollback) {
         return hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [this] { ++saves; }});
@@ -89,10 +89,7 @@ struct Rig : HostAndPod {
     }
     void del() {
         const std::optional<AttachmentState> saved = state;
-        DelRequest req{env, saved, ctx.policy, ctx.states, *host_rtnl, host_ns, pod_rtnl.get(), sysfs};
-        req.pod_ns = &pod_ns;
-        req.rdma = &access;
-        hostdev_del(req);
+        hostdev_del(DelRequest{env, saved, ctx.policy, ctx.states, kernel});
     }
     bool netdev_in_host() { return host_rtnl->link_by_name(veth.name_a()).has_value(); }
     bool netdev_in_pod() { return pod_rtnl->link_by_name("net1").has_value(); }
@@ -390,7 +387,7 @@ struct DevinfoRig : HostAndPod {
     netns::Sysfs sysfs{tree.root()};
     FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
     RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }, {}};
-    Kernel kernel{host_ns, *host_rtnl, pod_ns, *pod_rtnl, sysfs};
+    Kernel kernel{host_ns, *host_rtnl, &pod_ns, pod_rtnl.get(), sysfs, {}};
     NetConf conf;
     Environment env;
     AttachmentState state;
@@ -398,7 +395,7 @@ struct DevinfoRig : HostAndPod {
     std::string devinfo = tree.root() + "/devinfo/net-c1_net1";
 
     DevinfoRig() : HostAndPod("dih", "dip") {
-        kernel.rdma = &access;
+        kernel.services.rdma = &access;
         conf.mode = "hostdev";
         conf.runtime.device_info_file = devinfo;
         env.command = Command::add;

@@ -138,7 +138,7 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
             const auto pod_ns = pod.open();
             auto pod_rtnl = rtnl_in(pod);
             env.netns = pod.path();
-            Kernel kernel{host_ns, host, pod_ns, *pod_rtnl, sysfs};
+            Kernel kernel{host_ns, host, &pod_ns, pod_rtnl.get(), sysfs, {}};
             conf.rdma.isolation = RdmaIsolation::required;
             {
                 Rollback rollback;
@@ -166,7 +166,7 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
         const auto pod_ns = pod.open();
         auto pod_rtnl = rtnl_in(pod);
         env.netns = pod.path();
-        Kernel kernel{host_ns, host, pod_ns, *pod_rtnl, sysfs};
+        Kernel kernel{host_ns, host, &pod_ns, pod_rtnl.get(), sysfs, {}};
         Rollback rollback;
         hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}});
         rollback.commit();
@@ -178,9 +178,7 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
         auto in_pod = netns::in_netns(pod_ns, [] { return netns::open_rdma_netlink(); });
         CHECK(in_pod->devices() == host_nl->devices());
         const std::optional<AttachmentState> saved = state;
-        DelRequest del{env, saved, ctx.policy, ctx.states, host, host_ns, pod_rtnl.get(), sysfs};
-        del.pod_ns = &pod_ns;
-        hostdev_del(del);
+        hostdev_del(DelRequest{env, saved, ctx.policy, ctx.states, kernel});
         CHECK(host.link_by_name(netdev));
     }
 }

@@ -13,13 +13,13 @@
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/modes/device_policy.hpp"
 #include "rdmanet/cni/policy/checks.hpp"
-#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/base/confined_file.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 
 using namespace rdmanet::cni;
-using rdmanet::ipam::ConfinedFileError;
+using rdmanet::base::ConfinedFileError;
 using rdmanet::ipam::IpamError;
-using rdmanet::ipam::is_path_inside;
+using rdmanet::base::is_path_inside;
 using nlohmann::json;
 
 namespace {
@@ -342,8 +342,8 @@ TEST_CASE("a configuration_path outside the allowed dirs is refused before it is
 }
 
 TEST_CASE("open_confined: no symlink below the allowed dir, 0600 files, 0700 dirs", "[unit][policy]") {
-    using rdmanet::ipam::CreateDirs;
-    using rdmanet::ipam::open_confined;
+    using rdmanet::base::CreateDirs;
+    using rdmanet::base::open_confined;
     ipam_test::TempDir root, elsewhere;
     const std::string dir = root.sub("logs");
     ::umask(022);

@@ -154,7 +154,7 @@ PodLink hostdev_add(const AddRequest& req) {
     // kernel moves the device and then fails the rename, leaving it in the pod under its host
     // name. The undo is therefore pushed before the move and looks for the device under either
     // name.
-    netns::Rtnl& pod = req.kernel.pod;
+    netns::Rtnl& pod = *req.kernel.pod;
     const int host_fd = req.kernel.host_ns.fd();
     const std::string pod_name = req.env.ifname;
     req.rollback.push("move " + pod_name + " back to the host as " + dev.name, [&pod, &host, host_fd, pod_name, dev] {
@@ -166,7 +166,7 @@ PodLink hostdev_add(const AddRequest& req) {
             if (auto back = host.link_by_name(dev.name)) host.set_up(back->index, true);
         }
     });
-    host.move_link(dev.index, req.kernel.pod_ns.fd(), pod_name);
+    host.move_link(dev.index, req.kernel.pod_ns->fd(), pod_name);
     auto link = pod.link_by_name(pod_name);
     if (!link) throw Error(ErrorCode::kernel_failure, "device " + dev.name + " not found in the pod after the move");
     spdlog::info("moved {} into {} as {}", dev.name, req.env.netns, req.env.ifname);
@@ -178,8 +178,8 @@ namespace {
 
 void return_netdev(const DelRequest& req) {
     const AttachmentState* state = req.state ? &*req.state : nullptr;
-    if (req.pod) {
-        if (auto link = req.pod->link_by_name(req.env.ifname)) {
+    if (req.kernel.pod) {
+        if (auto link = req.kernel.pod->link_by_name(req.env.ifname)) {
             const std::string original = state && !state->host_ifname.empty() ? state->host_ifname : link->alias;
             if (original.empty()) {
                 spdlog::warn("{} in the pod carries no host name: not ours, left alone", req.env.ifname);
@@ -187,22 +187,22 @@ void return_netdev(const DelRequest& req) {
             }
             // Return under the original name when it is free, else under a temporary one that
             // cannot clash, then restore what we can in the host.
-            const bool name_free = !req.host.link_by_name(original);
+            const bool name_free = !req.kernel.host.link_by_name(original);
             const std::string transit = name_free ? original : temporary_link_name();
-            req.pod->move_link(link->index, req.host_ns.fd(), transit);
+            req.kernel.pod->move_link(link->index, req.kernel.host_ns.fd(), transit);
             spdlog::info("returned {} to the host as {}", req.env.ifname, transit);
-            if (auto back = req.host.link_by_name(transit))
-                restore_host_side(req.host, *back, original, state ? state->host_alias : "",
+            if (auto back = req.kernel.host.link_by_name(transit))
+                restore_host_side(req.kernel.host, *back, original, state ? state->host_alias : "",
                                   state ? state->host_was_up : false);
             return;
         }
     }
     if (!state || state->host_ifname.empty()) return;   // nothing known to recover
     // Not in the pod: the kernel may have returned it already (netns destroyed), possibly renamed.
-    if (auto returned = find_returned_device(*state, req.host, req.sysfs)) {
+    if (auto returned = find_returned_device(*state, req.kernel.host, req.kernel.sysfs)) {
         if (returned->name == state->host_ifname && returned->alias == state->host_alias) return;
         spdlog::info("recovering {} returned by the kernel as {}", state->host_ifname, returned->name);
-        restore_host_side(req.host, *returned, state->host_ifname, state->host_alias, state->host_was_up);
+        restore_host_side(req.kernel.host, *returned, state->host_ifname, state->host_alias, state->host_was_up);
     }
 }
 
@@ -217,7 +217,7 @@ void hostdev_check(const CheckRequest& req) {
     const Environment& env = req.env;
     Kernel& kernel = req.kernel;
     const Interface& expected = req.expected;
-    auto link = kernel.pod.link_by_name(env.ifname);
+    auto link = kernel.pod->link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
     if (link->alias.empty())
         throw Error(ErrorCode::invalid_config, "interface " + env.ifname + " carries no host name alias");

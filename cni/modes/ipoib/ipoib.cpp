@@ -66,7 +66,7 @@ PodLink ipoib_add(const AddRequest& req) {
     rdma_isolation_check_child(req, master.name);
 
     std::unique_ptr<netns::IpoibLinks> owned;
-    netns::IpoibLinks* links = req.kernel.ipoib;
+    netns::IpoibLinks* links = req.kernel.services.ipoib;
     if (!links) {
         owned = netns::open_ipoib_links();   // in the plugin's (host) namespace
         links = owned.get();
@@ -78,7 +78,7 @@ PodLink ipoib_add(const AddRequest& req) {
     req.save_state();
 
     // The undo looks for the child under both names: the move+rename may have happened or not.
-    netns::Rtnl& pod = req.kernel.pod;
+    netns::Rtnl& pod = *req.kernel.pod;
     const std::string pod_name = req.env.ifname;
     const std::string kind = links->kind();
     req.rollback.push("delete IPoIB child " + spec.name, [&host, &pod, pod_name, spec, kind] {
@@ -94,12 +94,12 @@ PodLink ipoib_add(const AddRequest& req) {
     spdlog::info("created IPoIB child {} of {} (pkey {:#06x}, {})", spec.name, master.name, spec.pkey | 0x8000,
                  netns::ipoib_mode_name(spec.mode));
 
-    host.move_link(created->index, req.kernel.pod_ns.fd(), pod_name);
+    host.move_link(created->index, req.kernel.pod_ns->fd(), pod_name);
     auto link = pod.link_by_name(pod_name);
     if (!link) throw Error(ErrorCode::kernel_failure, "IPoIB child " + spec.name + " not found in the pod after the move");
     if (conf.mtu) pod.set_mtu(link->index, conf.mtu);
     // As ipoib-cni: answer ARP for the partition's other members on this child.
-    netns::in_netns(req.kernel.pod_ns, [&] { netns::write_sysctl("net/ipv4/conf/" + pod_name + "/proxy_arp", "1"); });
+    netns::in_netns(*req.kernel.pod_ns, [&] { netns::write_sysctl("net/ipv4/conf/" + pod_name + "/proxy_arp", "1"); });
     link = pod.link_by_index(link->index);
     if (!link) throw Error(ErrorCode::kernel_failure, "IPoIB child " + pod_name + " vanished in the pod");
     spdlog::info("moved IPoIB child {} into {} as {}", spec.name, req.env.netns, pod_name);
@@ -118,9 +118,9 @@ void ipoib_check(const CheckRequest& req) {
     Kernel& kernel = req.kernel;
     const Interface& expected = req.expected;
     ipoib_master(kernel.host, conf.settings.get<IpoibConf>().master);
-    auto link = kernel.pod.link_by_name(env.ifname);
+    auto link = kernel.pod->link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
-    const std::string kind = kernel.ipoib ? kernel.ipoib->kind() : "ipoib";
+    const std::string kind = kernel.services.ipoib ? kernel.services.ipoib->kind() : "ipoib";
     if (link->kind != kind)
         throw Error(ErrorCode::invalid_config, "interface " + env.ifname + " is not an IPoIB child (kind \"" +
                                                    link->kind + "\")");

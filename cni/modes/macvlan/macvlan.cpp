@@ -54,14 +54,14 @@ PodLink macvlan_add(const AddRequest& req) {
     spec.mode = parse_macvlan_mode(mv.mode);
     spec.mtu = mv.mtu;
     spec.mac = req.conf.requested_mac(req.env.args).value_or("");
-    spec.target_netns_fd = req.kernel.pod_ns.fd();
+    spec.target_netns_fd = req.kernel.pod_ns->fd();
     req.kernel.host.create_macvlan(spec);
 
-    auto created = req.kernel.pod.link_by_name(spec.name);
+    auto created = req.kernel.pod->link_by_name(spec.name);
     if (!created)
         throw Error(ErrorCode::kernel_failure, "macvlan " + spec.name + " vanished after creation");
     const int index = created->index;
-    netns::Rtnl& pod = req.kernel.pod;
+    netns::Rtnl& pod = *req.kernel.pod;
     req.rollback.push("delete macvlan " + spec.name + " in the pod", [&pod, index] { pod.delete_link(index); });
 
     pod.rename_link(index, req.env.ifname);
@@ -74,8 +74,8 @@ PodLink macvlan_add(const AddRequest& req) {
 }
 
 void delete_pod_child(const DelRequest& req, std::string_view kind, std::string_view what) {
-    if (!req.pod) return;   // netns gone: the kernel destroyed the child with it
-    auto link = req.pod->link_by_name(req.env.ifname);
+    if (!req.kernel.pod) return;   // netns gone: the kernel destroyed the child with it
+    auto link = req.kernel.pod->link_by_name(req.env.ifname);
     if (!link) return;
     if (link->kind != kind) {
         spdlog::warn("{} in the pod is a {} link, not our {}: left alone", req.env.ifname,
@@ -83,7 +83,7 @@ void delete_pod_child(const DelRequest& req, std::string_view kind, std::string_
         return;
     }
     try {
-        req.pod->delete_link(link->index);
+        req.kernel.pod->delete_link(link->index);
     } catch (const netns::KernelError& e) {
         if (e.errno_value() != ENODEV) throw;
     }
@@ -99,7 +99,7 @@ void macvlan_check(const CheckRequest& req) {
     const Interface& expected = req.expected;
     const MacvlanConf& settings = conf.settings.get<MacvlanConf>();
     const auto master = macvlan_master(kernel.host, settings.master);
-    auto link = kernel.pod.link_by_name(env.ifname);
+    auto link = kernel.pod->link_by_name(env.ifname);
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
     if (link->kind != "macvlan")
         throw Error(ErrorCode::invalid_config, "interface " + env.ifname + " is not a macvlan");

@@ -161,7 +161,7 @@ std::string move_failure_hint(int err) {
 // fails ADD: RoCE traffic in the wrong class breaks a lossless fabric quietly.
 void apply_roce_tos(const AddRequest& req, const std::string& device, unsigned char tos) {
     static const netns::RdmaCmConfigfs node_configfs;
-    const auto& configfs = req.kernel.rdma_cm ? *req.kernel.rdma_cm : node_configfs;
+    const auto& configfs = req.kernel.services.rdma_cm ? *req.kernel.services.rdma_cm : node_configfs;
     const std::string what = "rdma.tos " + std::to_string(tos) + " for RDMA device " + device;
     if (!configfs.available())
         throw Error(ErrorCode::kernel_failure, what + " cannot be set: " + configfs.root() + "/rdma_cm does not exist",
@@ -190,7 +190,7 @@ void rename_in_pod(const AddRequest& req, const RdmaAccess& access, netns::RdmaN
     if (wanted.empty() || wanted == device.name) return;
     req.state.rdma_device_pod_name = wanted;
     req.save_state();
-    const netns::NetNamespace& pod_ns = req.kernel.pod_ns;
+    const netns::NetNamespace& pod_ns = *req.kernel.pod_ns;
     const std::string original = device.name;
     req.rollback.push("rename RDMA device " + wanted + " back to " + original, [&access, &pod_ns, wanted, original] {
         auto in_pod = access.open_in(pod_ns);
@@ -231,20 +231,16 @@ void log_tos_not_applied(const RdmaConf& conf, const std::string& why) {
         spdlog::warn("rdma.tos {} not applied: {} (the node's setting stays)", static_cast<unsigned>(*conf.tos), why);
 }
 
-}  // namespace
+// The pod will not own an RDMA device: the settings that need one are not applied (logged).
+void log_not_owned(const RdmaConf& conf, const std::string& why) {
+    log_tos_not_applied(conf, why);
+    log_name_not_applied(conf, why);
+}
 
-void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
-    const RdmaIsolation policy = req.conf.rdma.isolation;
-    if (policy == RdmaIsolation::off) {
-        log_tos_not_applied(req.conf.rdma, "rdma.isolation is off");
-        return;
-    }
-    const auto not_owned = [&req](const std::string& why) {
-        log_tos_not_applied(req.conf.rdma, why);
-        log_name_not_applied(req.conf.rdma, why);
-    };
-    const auto& sysfs = req.kernel.sysfs;
-
+// What sysfs says about the function's RDMA devices, before any netlink socket is opened: its
+// devices (by PCI function, auxiliary device, else netdev), what to call it in messages, and
+// whether a software device is bound to the netdev (the netdev's move would delete it).
+RdmaFacts rdma_facts_of(const netns::Sysfs& sysfs, const RdmaFunction& function, RdmaIsolation policy) {
     RdmaFacts facts;
     facts.policy = policy;
     if (!function.function_id.empty()) {
@@ -256,20 +252,61 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         facts.devices = netns::netdev_rdma_devices(sysfs, function.netdev);
         if (function.function_id.empty()) facts.subject = "interface " + function.netdev;
     }
-    if (facts.devices.empty() && policy == RdmaIsolation::auto_) {
-        spdlog::debug("rdma isolation: {} has no RDMA device", facts.subject);
-        not_owned(facts.subject + " has no RDMA device");
-        return;   // nothing to isolate: do not even open RDMA netlink
-    }
-
-    // Before anything changes: a software device the netdev move would delete (the host loses it).
     if (facts.devices.size() == 1 && !function.netdev.empty() &&
         netns::rdma_device_bound_to_netdev(sysfs, facts.devices.front())) {
         facts.bound_to_netdev = true;
         facts.netdev = function.netdev;
     }
+    return facts;
+}
 
-    const auto& access = access_of(req.kernel.rdma);
+// Moves the RDMA device `device` (host name `name`) from the host into the pod. Recorded in the state before the
+// move, so that DEL (or a crash between here and the end of ADD) knows where to look, and its
+// undo pushed. False when the move failed and the policy lets the pod go without the device
+// (logged, the record cleared); throws when it is required.
+bool move_rdma_device_into_pod(const AddRequest& req, const RdmaAccess& access, netns::RdmaNetlink& host_nl,
+                               const std::string& name, const netns::RdmaDeviceInfo& device) {
+    req.state.rdma_device = name;
+    req.save_state();
+    const netns::NetNamespace& pod_ns = *req.kernel.pod_ns;
+    const netns::NetNamespace& host_ns = req.kernel.host_ns;
+    req.rollback.push("move RDMA device " + name + " back to the host", [&access, &pod_ns, &host_ns, name] {
+        auto in_pod = access.open_in(pod_ns);
+        if (auto dev = in_pod->device_by_name(name)) in_pod->move_device(dev->index, host_ns.fd());
+    });
+    try {
+        host_nl.move_device(device.index, pod_ns.fd());
+    } catch (const netns::KernelError& e) {
+        const std::string msg = "could not move RDMA device " + name + " into the pod: " +
+                                std::strerror(e.errno_value());
+        if (req.conf.rdma.isolation == RdmaIsolation::required)
+            throw Error(ErrorCode::kernel_failure, msg, move_failure_hint(e.errno_value()));
+        spdlog::warn("rdma isolation: {} ({}); the pod gets the netdev without its RDMA device", msg,
+                     move_failure_hint(e.errno_value()));
+        req.state.rdma_device.clear();
+        req.save_state();
+        log_not_owned(req.conf.rdma, "the pod does not own the RDMA device");
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
+    const RdmaIsolation policy = req.conf.rdma.isolation;
+    if (policy == RdmaIsolation::off) {
+        log_tos_not_applied(req.conf.rdma, "rdma.isolation is off");
+        return;
+    }
+    RdmaFacts facts = rdma_facts_of(req.kernel.sysfs, function, policy);
+    if (facts.devices.empty() && policy == RdmaIsolation::auto_) {
+        spdlog::debug("rdma isolation: {} has no RDMA device", facts.subject);
+        log_not_owned(req.conf.rdma, facts.subject + " has no RDMA device");
+        return;   // nothing to isolate: do not even open RDMA netlink
+    }
+
+    const auto& access = access_of(req.kernel.services.rdma);
     auto host_nl = open_or_null(access, req.kernel.host_ns);
     facts.mode = read_mode(host_nl.get());
     const RdmaDecision decision = decide_rdma_isolation(facts);
@@ -277,7 +314,7 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         throw Error(ErrorCode::invalid_config, decision.message, decision.hint);
     if (decision.step == RdmaStep::nothing) {
         log_decision(decision);
-        not_owned("the pod does not own the RDMA device");
+        log_not_owned(req.conf.rdma, "the pod does not own the RDMA device");
         return;
     }
 
@@ -289,43 +326,19 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
         if (policy == RdmaIsolation::required)
             throw Error(ErrorCode::device_busy, msg, "it may already belong to another pod");
         spdlog::warn("rdma isolation: {}: not moved", msg);
-        not_owned("the pod does not own the RDMA device");
+        log_not_owned(req.conf.rdma, "the pod does not own the RDMA device");
         return;
     }
-
-    // Recorded before the move so that DEL (or a crash between here and the end of ADD) knows
-    // where to look.
-    req.state.rdma_device = name;
-    req.save_state();
-    const netns::NetNamespace& pod_ns = req.kernel.pod_ns;
-    const netns::NetNamespace& host_ns = req.kernel.host_ns;
-    req.rollback.push("move RDMA device " + name + " back to the host", [&access, &pod_ns, &host_ns, name] {
-        auto in_pod = access.open_in(pod_ns);
-        if (auto dev = in_pod->device_by_name(name)) in_pod->move_device(dev->index, host_ns.fd());
-    });
-    try {
-        host_nl->move_device(device->index, pod_ns.fd());
-    } catch (const netns::KernelError& e) {
-        const std::string msg = "could not move RDMA device " + name + " into the pod: " +
-                                std::strerror(e.errno_value());
-        if (policy == RdmaIsolation::required)
-            throw Error(ErrorCode::kernel_failure, msg, move_failure_hint(e.errno_value()));
-        spdlog::warn("rdma isolation: {} ({}); the pod gets the netdev without its RDMA device", msg,
-                     move_failure_hint(e.errno_value()));
-        req.state.rdma_device.clear();
-        req.save_state();
-        not_owned("the pod does not own the RDMA device");
-        return;
-    }
+    if (!move_rdma_device_into_pod(req, access, *host_nl, name, *device)) return;
 
     // `required` means the pod ends up owning it: check from the pod's side.
-    auto pod_nl = access.open_in(pod_ns);
+    auto pod_nl = access.open_in(*req.kernel.pod_ns);
     const auto in_pod = pod_nl->device_by_name(name);
     if (!in_pod) {
         const std::string msg = "RDMA device " + name + " is not visible in the pod after the move";
         if (policy == RdmaIsolation::required) throw Error(ErrorCode::kernel_failure, msg);
         spdlog::warn("rdma isolation: {}", msg);
-        not_owned(msg);
+        log_not_owned(req.conf.rdma, msg);
         return;
     }
     spdlog::info("rdma isolation: moved RDMA device {} into {}", name, req.env.netns);
@@ -356,8 +369,8 @@ void rdma_device_name_precheck(const NetConf& conf, const netns::NetNamespace& p
 void rdma_isolation_verify_owned(const AddRequest& req) {
     const std::string name = req.state.rdma_device;
     if (name.empty()) return;   // nothing was moved: nothing promised
-    const auto& access = access_of(req.kernel.rdma);
-    auto pod_nl = access.open_in(req.kernel.pod_ns);
+    const auto& access = access_of(req.kernel.services.rdma);
+    auto pod_nl = access.open_in(*req.kernel.pod_ns);
     auto host_nl = access.open_in(req.kernel.host_ns);
     // With rdma.deviceName the pod knows the device by its new name; a device that went home or
     // was re-created may carry either name.
@@ -401,7 +414,7 @@ void rdma_isolation_check_child(const AddRequest& req, const std::string& parent
     facts.devices = netns::netdev_rdma_devices(req.kernel.sysfs, parent_netdev);
     if (facts.devices.empty() && policy == RdmaIsolation::auto_) return;
     if (!facts.devices.empty()) {
-        auto host_nl = open_or_null(access_of(req.kernel.rdma), req.kernel.host_ns);
+        auto host_nl = open_or_null(access_of(req.kernel.services.rdma), req.kernel.host_ns);
         facts.mode = read_mode(host_nl.get());
     }
     const RdmaDecision decision = decide_rdma_isolation(facts);
@@ -414,7 +427,7 @@ void rdma_isolation_del(const DelRequest& req) {
     if (!req.state || req.state->rdma_device.empty()) return;
     const std::string& name = req.state->rdma_device;
     const std::string& pod_name = req.state->rdma_device_pod_name;
-    const auto& access = access_of(req.rdma);
+    const auto& access = access_of(req.kernel.services.rdma);
     // Under the pod's name when it got one (or the rename was under way), else the host's.
     const auto find = [&](netns::RdmaNetlink& nl) {
         std::optional<netns::RdmaDeviceInfo> device;
@@ -422,16 +435,16 @@ void rdma_isolation_del(const DelRequest& req) {
         if (!device) device = nl.device_by_name(name);
         return device;
     };
-    if (!req.pod_ns) {
+    if (!req.kernel.pod_ns) {
         spdlog::info("rdma isolation: pod netns gone, the kernel returned {} to the host", name);
         if (pod_name.empty()) return;
         // It came home under the pod's name: give it its own back.
-        auto host_nl = open_or_null(access, req.host_ns);
+        auto host_nl = open_or_null(access, req.kernel.host_ns);
         if (!host_nl || read_mode(host_nl.get()) != RdmaNetnsMode::exclusive) return;
         if (auto device = host_nl->device_by_name(pod_name)) restore_name(*host_nl, *device, name, "in the host");
         return;
     }
-    auto pod_nl = open_or_null(access, *req.pod_ns);
+    auto pod_nl = open_or_null(access, *req.kernel.pod_ns);
     if (!pod_nl) return;
     // In shared mode every namespace sees every device: visible there does not mean owned.
     if (read_mode(pod_nl.get()) != RdmaNetnsMode::exclusive) return;
@@ -442,7 +455,7 @@ void rdma_isolation_del(const DelRequest& req) {
     }
     restore_name(*pod_nl, *device, name, "in the pod");
     try {
-        pod_nl->move_device(device->index, req.host_ns.fd());
+        pod_nl->move_device(device->index, req.kernel.host_ns.fd());
     } catch (const netns::KernelError& e) {
         // Gone between the lookup and the move (EINVAL for an index this netns no longer sees).
         if (e.errno_value() == EINVAL || e.errno_value() == ENODEV) return;

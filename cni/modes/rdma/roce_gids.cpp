@@ -102,7 +102,7 @@ void roce_gids_add(const AddRequest& req, const std::vector<base::IpAddress>& ad
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     GidMatch match;
     for (;;) {
-        const auto table = read_table(req.kernel.rdma, req.kernel.pod_ns, device);
+        const auto table = read_table(req.kernel.services.rdma, *req.kernel.pod_ns, device);
         if (!table.exists) {
             spdlog::warn("RDMA device {} has no sysfs entry in the pod: its RoCE GIDs are not checked", device);
             return;
@@ -135,16 +135,16 @@ void roce_gids_check(const CheckRequest& req, const AttachmentState& state,
                      const std::vector<base::IpAddress>& expected) {
     if (state.rdma_device.empty()) return;
     const std::string device = state.rdma_device_in_pod();
-    const RdmaAccess& access = req.kernel.rdma ? *req.kernel.rdma : kernel_rdma_access();
+    const RdmaAccess& access = req.kernel.services.rdma ? *req.kernel.services.rdma : kernel_rdma_access();
     if (!req.conf.rdma.device_name.empty()) {
-        auto pod_nl = access.open_in(req.kernel.pod_ns);
+        auto pod_nl = access.open_in(*req.kernel.pod_ns);
         if (!pod_nl->device_by_name(req.conf.rdma.device_name))
             throw Error(ErrorCode::invalid_config,
                         "RDMA device " + req.conf.rdma.device_name + " (rdma.deviceName) is not in the pod");
     }
     const auto recorded = roce_gids_from_json(state.roce_gids);
     if (recorded.empty()) return;   // ADD waited for none (no RoCE port, or an older ADD)
-    const auto table = read_table(req.kernel.rdma, req.kernel.pod_ns, device);
+    const auto table = read_table(req.kernel.services.rdma, *req.kernel.pod_ns, device);
     const auto match = match_roce_v2_gids(table.entries, expected);
     if (!match.missing.empty())
         throw Error(ErrorCode::invalid_config,

@@ -84,9 +84,10 @@ std::optional<std::string> SriovConf::requested_guid(const RuntimeConfig& runtim
     return guid;
 }
 
-std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
-    auto settings = std::make_unique<SriovConf>();
-    auto& sriov = *settings;
+namespace {
+
+// The VF's PCI address: runtimeConfig.deviceID, deviceID or pciBusID.
+void read_vf_address(const ModeKeys& keys, SriovConf& sriov) {
     keys.attempt([&] {
         // Precedence runtimeConfig.deviceID > deviceID > pciBusID, as for hostdev; but a VF is
         // always a PCI function, so an auxiliary id (an SF) is refused here.
@@ -111,6 +112,10 @@ std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
             keys.top.invalid("deviceID", "is required in sriov mode: the VF's PCI address, normally passed "
                                          "by Multus from the SR-IOV device plugin (or set \"pciBusID\")");
     });
+}
+
+// "mac": the VF's MAC address, set on the PF side and on the netdev.
+void read_mac(const ModeKeys& keys, SriovConf& sriov) {
     keys.attempt([&] {
         auto mac = keys.top.string("mac");
         if (mac && !checks::is_assignable_mac(*mac))
@@ -118,6 +123,10 @@ std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
                                                         "such as \"0a:58:0a:01:00:05\", not multicast, not all zeros");
         if (mac) sriov.mac = checks::lowercase(*mac);
     });
+}
+
+// "vlan", "vlanQoS", "vlanProto".
+void read_vlan(const ModeKeys& keys, SriovConf& sriov) {
     keys.attempt([&] {
         sriov.vlan_set = keys.top.has("vlan") || keys.top.has("vlanQoS") || keys.top.has("vlanProto");
         sriov.vlan = bounded(keys.top, "vlan", 4094, "a VLAN id must be 0-4094 (0 = untagged)").value_or(0);
@@ -133,6 +142,10 @@ std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
             sriov.vlan_proto = lower;
         }
     });
+}
+
+// "spoofchk", "trust" and "link_state".
+void read_switches(const ModeKeys& keys, SriovConf& sriov) {
     keys.attempt([&] { sriov.spoofchk = on_off(keys.top, "spoofchk"); });
     keys.attempt([&] { sriov.trust = on_off(keys.top, "trust"); });
     keys.attempt([&] {
@@ -142,6 +155,10 @@ std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
                                                " is not supported: use \"auto\", \"enable\" or \"disable\"");
         sriov.link_state = state;
     });
+}
+
+// "min_tx_rate" and "max_tx_rate" (Mbps).
+void read_tx_rates(const ModeKeys& keys, SriovConf& sriov) {
     keys.attempt([&] {
         sriov.min_tx_rate = keys.top.uint("min_tx_rate");
         sriov.max_tx_rate = keys.top.uint("max_tx_rate");
@@ -151,6 +168,10 @@ std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
                                                 std::to_string(*sriov.max_tx_rate) +
                                                 ": the guaranteed rate cannot exceed the limit (Mbps)");
     });
+}
+
+// The InfiniBand GUID a network may ask for: "guid", "args.cni.guid", runtimeConfig.infinibandGUID.
+void read_guids(const ModeKeys& keys, SriovConf& sriov) {
     keys.attempt([&] {
         auto guid = keys.top.string("guid");
         if (guid) {
@@ -179,6 +200,10 @@ std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
         if (auto problem = usable_guid_problem(*keys.conf.runtime.infiniband_guid))
             runtime_config_names().invalid("infinibandGUID", *problem);
     });
+}
+
+// "pkey" and "mtu".
+void read_pkey_and_mtu(const ModeKeys& keys, SriovConf& sriov) {
     keys.attempt([&] { sriov.pkey = pkey(keys.top); });
     keys.attempt([&] {
         auto mtu = keys.top.uint("mtu");
@@ -186,6 +211,20 @@ std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
             keys.top.invalid("mtu", std::to_string(*mtu) + " is out of range: use 68-65535, or 0 to keep the VF's MTU");
         sriov.mtu = mtu.value_or(0);
     });
+}
+
+}  // namespace
+
+std::unique_ptr<ModeSettings> parse_sriov_conf(const ModeKeys& keys) {
+    auto settings = std::make_unique<SriovConf>();
+    auto& sriov = *settings;
+    read_vf_address(keys, sriov);
+    read_mac(keys, sriov);
+    read_vlan(keys, sriov);
+    read_switches(keys, sriov);
+    read_tx_rates(keys, sriov);
+    read_guids(keys, sriov);
+    read_pkey_and_mtu(keys, sriov);
     return settings;
 }
 

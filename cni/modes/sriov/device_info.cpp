@@ -19,7 +19,7 @@
 #include "rdmanet/cni/policy/checks.hpp"
 #include "rdmanet/cni/protocol/json.hpp"
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
-#include "rdmanet/ipam/core/confined_file.hpp"
+#include "rdmanet/base/confined_file.hpp"
 
 namespace rdmanet::cni::sriov {
 
@@ -38,23 +38,23 @@ struct ParentDir {
 };
 
 ParentDir open_parent(const std::vector<std::string>& allowed_dirs, const std::string& path,
-                      ipam::CreateDirs create) {
+                      base::CreateDirs create) {
     if (is_device_plugin_info_file(path, allowed_dirs))
         throw Error(ErrorCode::invalid_config,
                     "CNIDeviceInfoFile " + path + " is a device plugin's or DRA driver's device-info file (dp/): "
                     "the plugin never writes it");
-    const std::string base = ipam::containing_dir(path, allowed_dirs);
+    const std::string base = base::containing_dir(path, allowed_dirs);
     const auto slash = path.find_last_of('/');
     if (base.empty() || slash == std::string::npos || slash + 1 == path.size())
         throw Error(ErrorCode::invalid_config,
                     "CNIDeviceInfoFile " + path + " is outside the node policy's deviceInfoDirs (" +
-                        ipam::join_dirs(allowed_dirs) + ")");
+                        base::join_dirs(allowed_dirs) + ")");
     ParentDir parent;
     parent.leaf = path.substr(slash + 1);
     try {
-        parent.dir = ipam::open_confined_dir(base, path.substr(0, slash), create);
-    } catch (const ipam::ConfinedFileError& e) {
-        if (create == ipam::CreateDirs::no && e.errno_value == ENOENT) return parent;
+        parent.dir = base::open_confined_dir(base, path.substr(0, slash), create);
+    } catch (const base::ConfinedFileError& e) {
+        if (create == base::CreateDirs::no && e.errno_value == ENOENT) return parent;
         throw Error(ErrorCode::io_failure, "cannot open the directory of device-info file " + path + ": " + e.what());
     }
     return parent;
@@ -91,7 +91,7 @@ std::string read_existing(const ParentDir& parent, const std::string& path) {
 
 void write_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path, const std::string& pci,
                        const std::string& pf_pci, const std::string& rdma_device) {
-    const ParentDir parent = open_parent(allowed_dirs, path, ipam::CreateDirs::yes);
+    const ParentDir parent = open_parent(allowed_dirs, path, base::CreateDirs::yes);
 
     // Multus copies the device plugin's file here before ADD; keep what it holds (representor,
     // vhost-net ...) and fill in ours.
@@ -121,7 +121,7 @@ void write_device_info(const std::vector<std::string>& allowed_dirs, const std::
 
 void add_rdma_to_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path,
                              const std::string& rdma_device, const nlohmann::json& roce_gids) {
-    const ParentDir parent = open_parent(allowed_dirs, path, ipam::CreateDirs::no);
+    const ParentDir parent = open_parent(allowed_dirs, path, base::CreateDirs::no);
     if (!parent.dir) return;
     const std::string body = read_existing(parent, path);
     if (body.empty()) return;
@@ -147,10 +147,10 @@ void add_rdma_to_device_info(const std::vector<std::string>& allowed_dirs, const
 
 void remove_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path) {
     if (path.empty()) return;
-    if (ipam::containing_dir(path, allowed_dirs).empty()) {
+    if (base::containing_dir(path, allowed_dirs).empty()) {
         // Recorded by an ADD under another policy: not ours to delete any more.
         spdlog::warn("device-info file {} left: outside the node policy's deviceInfoDirs ({})", path,
-                     ipam::join_dirs(allowed_dirs));
+                     base::join_dirs(allowed_dirs));
         return;
     }
     if (is_device_plugin_info_file(path, allowed_dirs)) {
@@ -159,7 +159,7 @@ void remove_device_info(const std::vector<std::string>& allowed_dirs, const std:
         return;
     }
     try {
-        const ParentDir parent = open_parent(allowed_dirs, path, ipam::CreateDirs::no);
+        const ParentDir parent = open_parent(allowed_dirs, path, base::CreateDirs::no);
         if (!parent.dir) return;   // its directory is gone: so is the file
         if (::unlinkat(parent.dir.get(), parent.leaf.c_str(), 0) != 0 && errno != ENOENT)
             spdlog::warn("cannot remove device-info file {}: {}", path, std::strerror(errno));

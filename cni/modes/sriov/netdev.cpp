@@ -50,7 +50,7 @@ void restore_in_host(netns::Rtnl& host, netns::LinkInfo link, const AttachmentSt
 
 netns::LinkInfo move_into_pod(const AddRequest& req, const NetdevPlan& plan) {
     netns::Rtnl& host = req.kernel.host;
-    netns::Rtnl& pod = req.kernel.pod;
+    netns::Rtnl& pod = *req.kernel.pod;
     const netns::LinkInfo dev = plan.host;
     const std::string pod_name = plan.pod_name;
     const int host_fd = req.kernel.host_ns.fd();
@@ -73,7 +73,7 @@ netns::LinkInfo move_into_pod(const AddRequest& req, const NetdevPlan& plan) {
             if (dev.up) host.set_up(back->index, true);
         }
     });
-    host.move_link(dev.index, req.kernel.pod_ns.fd(), pod_name);
+    host.move_link(dev.index, req.kernel.pod_ns->fd(), pod_name);
     auto link = pod.link_by_name(pod_name);
     if (!link) throw Error(ErrorCode::kernel_failure, "VF netdev " + dev.name + " not found in the pod after the move");
     // Kernels that keep the previous name as an altname would make the next ADD of this VF fail
@@ -87,39 +87,39 @@ netns::LinkInfo move_into_pod(const AddRequest& req, const NetdevPlan& plan) {
 
 void return_to_host(const DelRequest& req, const AttachmentState& state, const SriovState& record) {
     const std::string& pod_name = req.env.ifname;
-    if (req.pod) {
-        if (auto link = req.pod->link_by_name(pod_name)) {
+    if (req.kernel.pod) {
+        if (auto link = req.kernel.pod->link_by_name(pod_name)) {
             if (link->alias != state.host_ifname) {
                 spdlog::warn("{} in the pod does not carry the VF's host name {} (alias \"{}\"): not ours, left alone",
                              pod_name, state.host_ifname, link->alias);
                 return;
             }
-            netns::Rtnl& pod = *req.pod;
+            netns::Rtnl& pod = *req.kernel.pod;
             if (link->up) pod.set_up(link->index, false);
             // Effective MAC back before the netdev leaves: the PF-side admin MAC is restored later.
             if (!state.host_mac.empty() && link->mac != state.host_mac) pod.set_mac(link->index, state.host_mac);
-            const bool name_free = !req.host.link_by_name(state.host_ifname);
+            const bool name_free = !req.kernel.host.link_by_name(state.host_ifname);
             const std::string transit = name_free ? state.host_ifname : temporary_link_name();
-            pod.move_link(link->index, req.host_ns.fd(), transit);
+            pod.move_link(link->index, req.kernel.host_ns.fd(), transit);
             spdlog::info("returned {} to the host as {}", pod_name, transit);
-            if (auto back = req.host.link_by_name(transit)) restore_in_host(req.host, *back, state, record, pod_name);
+            if (auto back = req.kernel.host.link_by_name(transit)) restore_in_host(req.kernel.host, *back, state, record, pod_name);
             return;
         }
     }
     // Not in the pod: the kernel hands a physical netdev back when its netns dies, under its pod
     // name or dev<N>. Find it by PCI address.
-    auto names = req.sysfs.pci_netdevs(state.pci_address);
+    auto names = req.kernel.sysfs.pci_netdevs(state.pci_address);
     if (names.empty()) {
         spdlog::info("VF {} has no netdev in the host: nothing to return", state.pci_address);
         return;
     }
-    auto link = req.host.link_by_name(names.front());
+    auto link = req.kernel.host.link_by_name(names.front());
     if (!link) return;
     const bool settled = link->name == state.host_ifname && link->alias == state.host_alias &&
                          (state.host_mac.empty() || link->mac == state.host_mac);
     if (settled) return;
     spdlog::info("recovering VF netdev {} returned by the kernel as {}", state.host_ifname, link->name);
-    restore_in_host(req.host, *link, state, record, pod_name);
+    restore_in_host(req.kernel.host, *link, state, record, pod_name);
 }
 
 }  // namespace rdmanet::cni::sriov

@@ -106,7 +106,7 @@ void check_vf_guid(const CheckRequest& req, const VfDevice& vf, const netns::VfI
     if (now.port_guid && netns::format_guid(*now.port_guid) != *expected)
         throw mismatch("port GUID", netns::format_guid(*now.port_guid));
     if (now.node_guid || now.port_guid) return;
-    const auto link = vf.userspace ? std::nullopt : req.kernel.pod.link_by_name(env.ifname);
+    const auto link = vf.userspace ? std::nullopt : req.kernel.pod->link_by_name(env.ifname);
     const std::string from_address = current_guid(now, link ? link->mac : "");
     if (from_address.empty()) {
         spdlog::info("CHECK: the PF reports no GUID for VF {} and its netdev no IPoIB address: GUID not verified", vf.pci);
@@ -117,149 +117,206 @@ void check_vf_guid(const CheckRequest& req, const VfDevice& vf, const netns::VfI
 
 }  // namespace
 
-PodLink sriov_add(const AddRequest& req) {
-    const SriovConf& conf = req.conf.settings.get<SriovConf>();
-    Kernel& kernel = req.kernel;
-    const VfDevice vf = find_vf(kernel.sysfs, conf.pci_address, /*require_netdev=*/false);
+namespace {
 
-    // Everything that can be refused from the config alone is refused before the VF is touched.
-    const auto mac = req.conf.requested_mac(req.env.args);
-    const auto guid = conf.requested_guid(req.conf.runtime, req.env.args);
-    if (guid && !vf.infiniband)
-        throw Error(ErrorCode::invalid_config, "VF " + vf.pci + " is an Ethernet VF: a GUID applies to InfiniBand VFs",
+// One VF on its way into a pod: what ADD's steps found and recorded so far (the steps follow
+// sriov-cni's: fill the record from the device, apply the VF settings, set it up in the pod).
+struct VfAttachment {
+    const AddRequest& req;
+    const SriovConf& conf;
+    VfDevice vf;
+    std::optional<std::string> mac;    // the MAC the network or CNI_ARGS ask for
+    std::optional<std::string> guid;   // the GUID asked for (InfiniBand VFs)
+    std::optional<netns::LinkInfo> host_link;   // the VF netdev in the host (none for DPDK)
+    std::shared_ptr<netns::VfControl> vfs;
+    SriovState record;
+
+    // The record goes into the attachment state before every change it lists, so that a crash
+    // right after the change still has DEL undo it.
+    void save() const {
+        req.state.mode_record = record.to_json();
+        req.save_state();
+    }
+};
+
+// Everything that can be refused from the config alone is refused before the VF is touched.
+// Returns the PF-side changes the network asks for.
+std::vector<netns::VfChange> refuse_unusable_config(const VfAttachment& a) {
+    if (a.guid && !a.vf.infiniband)
+        throw Error(ErrorCode::invalid_config, "VF " + a.vf.pci + " is an Ethernet VF: a GUID applies to InfiniBand VFs",
                     "remove \"guid\" / runtimeConfig.infinibandGUID for this network");
-    const auto plan = plan_apply(conf, mac, vf.index, vf.infiniband);
+    return plan_apply(a.conf, a.mac, a.vf.index, a.vf.infiniband);
+}
 
-    const std::string& state_dir = req.policy.state_dir;
+// Takes the VF's lock and its in-use record. Ownership first: a VF another live pod holds is
+// "busy" (102), whatever else is wrong with it. The release is pushed first, so it is the last
+// undo: the VF stays ours (and locked) while it is restored.
+void claim_vf(const VfAttachment& a) {
+    const std::string& state_dir = a.req.policy.state_dir;
+    const VfDevice& vf = a.vf;
     auto vf_lock = std::make_shared<FileLock>(FileLock::acquire(sriov_dir(state_dir) + "/vf_lock", vf.pci,
                                                                 kVfLockTimeout, "the lock of VF " + vf.pci));
-
-    // Ownership first: a VF another live pod holds is "busy" (102), whatever else is wrong with it.
     const InUseRecords records(state_dir);
-    const VfOwner owner{req.conf.name, req.env.container_id, req.env.ifname, req.env.netns};
+    const VfOwner owner{a.req.conf.name, a.req.env.container_id, a.req.env.ifname, a.req.env.netns};
     records.claim(vf.pci, owner);
-    // Kept until the very end of the unwinding (pushed first): the VF stays ours while it is restored.
-    req.rollback.push("release the record of VF " + vf.pci, [records, pci = vf.pci, vf_lock] { records.remove(pci); });
+    a.req.rollback.push("release the record of VF " + vf.pci, [records, pci = vf.pci, vf_lock] { records.remove(pci); });
+}
 
-    std::optional<netns::LinkInfo> host_link;
+// The node policy for the VF, and its netdev in the host (none for a DPDK VF).
+std::optional<netns::LinkInfo> admit_vf(const VfAttachment& a) {
+    const AddRequest& req = a.req;
+    Kernel& kernel = req.kernel;
+    const VfDevice& vf = a.vf;
     if (vf.userspace) {
         check_userspace_vf_policy(req.policy, kernel.sysfs, vf);
-    } else {
-        if (!vf.netdev) throw missing_netdev_error(vf);
-        host_link = kernel.host.link_by_name(*vf.netdev);
-        if (!host_link)
-            throw Error(ErrorCode::device_not_found, "VF netdev " + *vf.netdev + " of " + vf.pci + " is not in the host namespace",
-                        "it may be attached to another pod");
-        check_device_move(req.policy, kernel.host, kernel.sysfs, *host_link, "sriov",
-                          req.states, AttachmentKey{req.env.container_id, req.env.ifname});
+        return std::nullopt;
     }
+    if (!vf.netdev) throw missing_netdev_error(vf);
+    auto host_link = kernel.host.link_by_name(*vf.netdev);
+    if (!host_link)
+        throw Error(ErrorCode::device_not_found, "VF netdev " + *vf.netdev + " of " + vf.pci + " is not in the host namespace",
+                    "it may be attached to another pod");
+    check_device_move(req.policy, kernel.host, kernel.sysfs, *host_link, "sriov", req.states,
+                      AttachmentKey{req.env.container_id, req.env.ifname});
+    return host_link;
+}
 
-
-    auto vfs = vf_control(kernel.vf);
-    SriovState s;
+// Fill the record from the device: the VF's PF-side settings and netdev identity as they are
+// before ADD changes anything, saved in the attachment state.
+void record_vf_as_found(VfAttachment& a) {
+    const VfDevice& vf = a.vf;
+    SriovState& s = a.record;
     s.pf = vf.pf;
     s.pf_pci = vf.pf_pci;
     s.vf_index = static_cast<int>(vf.index);
     s.dpdk = vf.userspace;
     s.infiniband = vf.infiniband;
     s.driver = vf.driver;
-    s.original = vfs->get(vf.pf, vf.index);
-    s.pkey = conf.pkey;
-    if (host_link) {
-        req.state.host_ifname = host_link->name;
-        req.state.host_mac = host_link->mac;
-        req.state.host_was_up = host_link->up;
-        req.state.host_alias = host_link->alias;
-        s.original_mtu = host_link->mtu;
+    s.original = a.vfs->get(vf.pf, vf.index);
+    s.pkey = a.conf.pkey;
+    AttachmentState& state = a.req.state;
+    if (a.host_link) {
+        state.host_ifname = a.host_link->name;
+        state.host_mac = a.host_link->mac;
+        state.host_was_up = a.host_link->up;
+        state.host_alias = a.host_link->alias;
+        s.original_mtu = a.host_link->mtu;
     }
-    req.state.pci_address = vf.pci;
-    // The record goes into the attachment state before every change it lists, so that a crash
-    // right after the change still has DEL undo it.
-    const auto save = [&] {
-        req.state.mode_record = s.to_json();
-        req.save_state();
-    };
-    save();
+    state.pci_address = vf.pci;
+    a.save();
+}
 
-    // ---- InfiniBand GUID ---------------------------------------------------------------------
-    if (vf.infiniband) {
-        const std::string current = current_guid(s.original, host_link ? host_link->mac : "");
-        if (!guid) {
-            if (current.empty() || is_reserved_guid(current))
-                throw Error(ErrorCode::invalid_config,
-                            "InfiniBand VF " + vf.pci + " has no usable GUID (" + (current.empty() ? "unknown" : current) + ")",
-                            "pass one (runtimeConfig.infinibandGUID from ib-kubernetes, CNI_ARGS guid, or \"guid\") "
-                            "or assign the VF a GUID on the node");
-        } else if (*guid != current) {
-            // Rebinding renames devices node-wide: one GUID change at a time on this node.
-            FileLock guid_lock = FileLock::acquire(sriov_dir(state_dir), "guid", kGuidLockTimeout, "the node-wide GUID lock");
-            s.original_guid = current.empty() || current == "00:00:00:00:00:00:00:00" ? kAllOnesGuid : current;
-            s.guid = *guid;
-            s.applied.push_back("guid");
-            save();
-            const std::string name = host_link ? host_link->name : "";
-            req.rollback.push("restore GUID of VF " + vf.pci,
-                              [vfs, &sysfs = kernel.sysfs, &host = kernel.host, vf, original = s.original_guid, name] {
-                                  apply_guid(*vfs, sysfs, host, vf, original, name);
-                              });
-            apply_guid(*vfs, kernel.sysfs, kernel.host, vf, *guid, name);
-            if (host_link) {
-                host_link = kernel.host.link_by_name(host_link->name);
-                if (!host_link)
-                    throw Error(ErrorCode::device_not_found, "VF " + vf.pci + " has no netdev after the driver rebind");
-            }
-            spdlog::info("VF {}: GUID {} set (was {})", vf.pci, *guid, s.original_guid);
-        }
+// InfiniBand: the GUID asked for, set on the PF with a driver rebind (one at a time on the node:
+// rebinding renames devices node-wide); without one, the VF's own GUID must be usable.
+void apply_vf_guid(VfAttachment& a) {
+    const VfDevice& vf = a.vf;
+    if (!vf.infiniband) return;
+    Kernel& kernel = a.req.kernel;
+    SriovState& s = a.record;
+    const std::string current = current_guid(s.original, a.host_link ? a.host_link->mac : "");
+    if (!a.guid) {
+        if (current.empty() || is_reserved_guid(current))
+            throw Error(ErrorCode::invalid_config,
+                        "InfiniBand VF " + vf.pci + " has no usable GUID (" + (current.empty() ? "unknown" : current) + ")",
+                        "pass one (runtimeConfig.infinibandGUID from ib-kubernetes, CNI_ARGS guid, or \"guid\") "
+                        "or assign the VF a GUID on the node");
+        return;
     }
+    if (*a.guid == current) return;
+    FileLock guid_lock =
+        FileLock::acquire(sriov_dir(a.req.policy.state_dir), "guid", kGuidLockTimeout, "the node-wide GUID lock");
+    s.original_guid = current.empty() || current == "00:00:00:00:00:00:00:00" ? kAllOnesGuid : current;
+    s.guid = *a.guid;
+    s.applied.push_back("guid");
+    a.save();
+    const std::string name = a.host_link ? a.host_link->name : "";
+    a.req.rollback.push("restore GUID of VF " + vf.pci,
+                        [vfs = a.vfs, &sysfs = kernel.sysfs, &host = kernel.host, vf, original = s.original_guid, name] {
+                            apply_guid(*vfs, sysfs, host, vf, original, name);
+                        });
+    apply_guid(*a.vfs, kernel.sysfs, kernel.host, vf, *a.guid, name);
+    if (a.host_link) {
+        a.host_link = kernel.host.link_by_name(a.host_link->name);
+        if (!a.host_link) throw Error(ErrorCode::device_not_found, "VF " + vf.pci + " has no netdev after the driver rebind");
+    }
+    spdlog::info("VF {}: GUID {} set (was {})", vf.pci, *a.guid, s.original_guid);
+}
 
-    // ---- PF-side settings --------------------------------------------------------------------
+// Apply the VF settings on the PF side (vlan, MAC verified, rate, spoofchk, trust, link_state),
+// each recorded before its write: a crash right after it still has DEL restore that field.
+void apply_vf_settings(VfAttachment& a, const std::vector<netns::VfChange>& plan) {
+    const VfDevice& vf = a.vf;
     for (const auto& change : plan) {
         const std::string field = field_name(change.field);
-        // Recorded before the write: a crash right after it still has DEL restore this field.
-        s.applied.push_back(field);
-        save();
-        req.rollback.push("restore VF " + std::to_string(vf.index) + " " + field + " on " + vf.pf,
-                          [vfs, pf = vf.pf, field, original = s.original, index = vf.index] {
-                              if (auto undo = restore_change(field, original, index)) vfs->apply(pf, *undo);
-                          });
-        apply_verified(*vfs, vf.pf, change);
+        a.record.applied.push_back(field);
+        a.save();
+        a.req.rollback.push("restore VF " + std::to_string(vf.index) + " " + field + " on " + vf.pf,
+                            [vfs = a.vfs, pf = vf.pf, field, original = a.record.original, index = vf.index] {
+                                if (auto undo = restore_change(field, original, index)) vfs->apply(pf, *undo);
+                            });
+        apply_verified(*a.vfs, vf.pf, change);
     }
+}
 
-    // ---- RDMA device: after any GUID rebind (new name), before the netdev moves ---------------
-    rdma_isolation_add(req, RdmaFunction{vf.pci, host_link ? host_link->name : ""});
-
+// Set up in the pod: the netdev moves in under CNI_IFNAME; a DPDK VF has none, nothing moves and
+// the result names the VF by its admin MAC (sriov-cni).
+PodLink setup_in_pod(const VfAttachment& a) {
+    const VfDevice& vf = a.vf;
     PodLink pod_link;
     pod_link.pci_id = vf.pci;
     if (vf.userspace) {
-        // DPDK: nothing moves; the result names the VF by its admin MAC (sriov-cni).
-        const auto now = vfs->get(vf.pf, vf.index);
-        pod_link.name = req.env.ifname;
+        const auto now = a.vfs->get(vf.pf, vf.index);
+        pod_link.name = a.req.env.ifname;
         pod_link.userspace = true;
         if (now.mac != "00:00:00:00:00:00") pod_link.mac = now.mac;
         spdlog::info("VF {} is bound to {}: DPDK mode, no netdev moved", vf.pci, vf.driver);
-    } else {
-        NetdevPlan plan_netdev{*host_link, req.env.ifname, conf.mtu, vf.infiniband ? std::nullopt : mac};
-        const auto link = move_into_pod(req, plan_netdev);
-        pod_link.index = link.index;
-        pod_link.name = link.name;
-        pod_link.mac = link.mac;
-        pod_link.mtu = link.mtu;
+        return pod_link;
     }
+    NetdevPlan plan_netdev{*a.host_link, a.req.env.ifname, a.conf.mtu, vf.infiniband ? std::nullopt : a.mac};
+    const auto link = move_into_pod(a.req, plan_netdev);
+    pod_link.index = link.index;
+    pod_link.name = link.name;
+    pod_link.mac = link.mac;
+    pod_link.mtu = link.mtu;
+    return pod_link;
+}
 
-    // ---- Multus device-info file --------------------------------------------------------------
-    if (req.conf.runtime.device_info_file && !req.conf.runtime.device_info_file->empty()) {
-        const std::string path = *req.conf.runtime.device_info_file;
-        std::string rdma = req.state.rdma_device_in_pod();
-        if (rdma.empty()) {
-            const auto devices = netns::pci_rdma_devices(kernel.sysfs, vf.pci);
-            if (!devices.empty()) rdma = devices.front();
-        }
-        const auto& dirs = req.policy.device_info_dirs;
-        req.rollback.push("remove device-info file " + path, [path, dirs] { remove_device_info(dirs, path); });
-        write_device_info(dirs, path, vf.pci, vf.pf_pci, rdma);
-        s.device_info_file = path;
-        save();
+// Multus' device-info file, when the runtime asked for one: the VF, its PF and the RDMA device
+// the pod owns (or, without isolation, the function's).
+void write_vf_device_info(VfAttachment& a) {
+    const AddRequest& req = a.req;
+    if (!req.conf.runtime.device_info_file || req.conf.runtime.device_info_file->empty()) return;
+    const std::string path = *req.conf.runtime.device_info_file;
+    std::string rdma = req.state.rdma_device_in_pod();
+    if (rdma.empty()) {
+        const auto devices = netns::pci_rdma_devices(req.kernel.sysfs, a.vf.pci);
+        if (!devices.empty()) rdma = devices.front();
     }
+    const auto& dirs = req.policy.device_info_dirs;
+    req.rollback.push("remove device-info file " + path, [path, dirs] { remove_device_info(dirs, path); });
+    write_device_info(dirs, path, a.vf.pci, a.vf.pf_pci, rdma);
+    a.record.device_info_file = path;
+    a.save();
+}
+
+}  // namespace
+
+PodLink sriov_add(const AddRequest& req) {
+    const SriovConf& conf = req.conf.settings.get<SriovConf>();
+    VfAttachment a{req, conf, find_vf(req.kernel.sysfs, conf.pci_address, /*require_netdev=*/false),
+                   req.conf.requested_mac(req.env.args), conf.requested_guid(req.conf.runtime, req.env.args),
+                   std::nullopt, nullptr, SriovState{}};
+    const auto plan = refuse_unusable_config(a);
+    claim_vf(a);
+    a.host_link = admit_vf(a);
+    a.vfs = vf_control(req.kernel.services.vf);
+    record_vf_as_found(a);
+    apply_vf_guid(a);
+    apply_vf_settings(a, plan);
+    // The RDMA device: after any GUID rebind (new name), before the netdev moves.
+    rdma_isolation_add(req, RdmaFunction{a.vf.pci, a.host_link ? a.host_link->name : ""});
+    const PodLink pod_link = setup_in_pod(a);
+    write_vf_device_info(a);
     return pod_link;
 }
 
@@ -302,7 +359,7 @@ void sriov_del(const DelRequest& req) {
     if (!s.dpdk) step("return the VF netdev", [&] { return_to_host(req, state, s); });
     step("return the RDMA device", [&] { rdma_isolation_del(req); });
 
-    auto vfs = vf_control(req.vf);
+    auto vfs = vf_control(req.kernel.services.vf);
     for (auto it = s.applied.rbegin(); it != s.applied.rend(); ++it) {
         if (*it == "guid") continue;
         const std::string field = *it;
@@ -319,7 +376,7 @@ void sriov_del(const DelRequest& req) {
             vf.index = static_cast<unsigned>(s.vf_index);
             vf.driver = s.driver;
             vf.userspace = s.dpdk;
-            apply_guid(*vfs, req.sysfs, req.host, vf, s.original_guid.empty() ? kAllOnesGuid : s.original_guid,
+            apply_guid(*vfs, req.kernel.sysfs, req.kernel.host, vf, s.original_guid.empty() ? kAllOnesGuid : s.original_guid,
                        s.dpdk ? "" : state.host_ifname);
         });
     }
@@ -342,7 +399,7 @@ void sriov_check(const CheckRequest& req) {
     const SriovConf& settings = conf.settings.get<SriovConf>();
     const VfDevice vf = find_vf(kernel.sysfs, settings.pci_address, /*require_netdev=*/false);
     if (!vf.userspace) {
-        auto link = kernel.pod.link_by_name(env.ifname);
+        auto link = kernel.pod->link_by_name(env.ifname);
         if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
         if (!expected.mac.empty() && link->mac != checks::lowercase(expected.mac))
             throw Error(ErrorCode::invalid_config,
@@ -352,7 +409,7 @@ void sriov_check(const CheckRequest& req) {
                                                        ", expected " + std::to_string(settings.mtu));
     }
     // The PF-side settings this network asks for must still hold.
-    auto vfs = vf_control(kernel.vf);
+    auto vfs = vf_control(kernel.services.vf);
     const auto now = vfs->get(vf.pf, vf.index);
     for (const auto& change : plan_apply(settings, conf.requested_mac(env.args), vf.index, vf.infiniband))
         if (!reflects(now, change))

@@ -10,20 +10,13 @@
 #include "rdmanet/cni/config/config.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/protocol/env.hpp"
+#include "rdmanet/cni/modes/kernel.hpp"
 #include "rdmanet/cni/modes/rollback.hpp"
 #include "rdmanet/netns/namespace.hpp"
 #include "rdmanet/netns/rtnl.hpp"
 #include "rdmanet/netns/sysfs.hpp"
 
-namespace rdmanet::netns {
-class IpoibLinks;
-class RdmaCmConfigfs;
-class VfControl;
-}
-
 namespace rdmanet::cni {
-
-struct RdmaAccess;
 
 // The interface as it ends up in the pod, still DOWN; the plugin configures addresses and sets it UP.
 struct PodLink {
@@ -35,24 +28,6 @@ struct PodLink {
     // sriov DPDK mode: the VF has no netdev in the pod (userspace driver); the plugin allocates
     // addresses for the result but applies nothing inside the pod. `index` is 0.
     bool userspace = false;
-};
-
-// Both rtnetlink sockets are opened once: `host` in the namespace the plugin runs in, `pod` inside
-// the pod's namespace (a netlink socket stays bound to the netns it was created in).
-struct Kernel {
-    const netns::NetNamespace& host_ns;
-    netns::Rtnl& host;
-    const netns::NetNamespace& pod_ns;
-    netns::Rtnl& pod;
-    const netns::Sysfs& sysfs;
-    // PF-side SR-IOV VF netlink (netns/vf.hpp); null = the real kernel's rtnetlink.
-    netns::VfControl* vf = nullptr;
-    // RDMA netlink for rdma.isolation (rdma_isolation.hpp); null = the real kernel's.
-    const RdmaAccess* rdma = nullptr;
-    // IPoIB child creation (netns/ipoib.hpp); null = the real kernel's rtnetlink.
-    netns::IpoibLinks* ipoib = nullptr;
-    // rdma_cm's configfs for rdma.tos (netns/rdma_cm_configfs.hpp); null = /sys/kernel/config.
-    const netns::RdmaCmConfigfs* rdma_cm = nullptr;
 };
 
 // ADD: validates host state (device present, MTU bounds), records in `state` what DEL needs
@@ -70,21 +45,14 @@ struct AddRequest {
     std::function<void()> save_state;
 };
 
-// DEL: best effort, never fails because something is already gone. `pod` is null when the pod
-// netns no longer exists.
+// DEL: best effort, never fails because something is already gone. kernel.pod and kernel.pod_ns
+// are null when the pod netns no longer exists.
 struct DelRequest {
     const Environment& env;
     const std::optional<AttachmentState>& state;
     const NodePolicy& policy;       // teardown runs with the defaults when the admin's file is broken
     const StateStore& states;
-    netns::Rtnl& host;
-    const netns::NetNamespace& host_ns;
-    netns::Rtnl* pod;
-    const netns::Sysfs& sysfs;
-    // The pod namespace while it exists (RDMA devices are moved back from inside it).
-    const netns::NetNamespace* pod_ns = nullptr;
-    const RdmaAccess* rdma = nullptr;   // null = the real kernel's RDMA netlink
-    netns::VfControl* vf = nullptr;     // PF-side VF netlink (netns/vf.hpp); null = the real kernel's
+    Kernel& kernel;
 };
 
 // CHECK: throws Error when the pod link is missing or differs from the config/result.

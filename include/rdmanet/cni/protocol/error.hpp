@@ -17,6 +17,9 @@ enum class ErrorCode : int {
     io_failure = 5,
     decode_failure = 6,
     invalid_config = 7,
+    // Not in the spec's table but defined by libcni (types.ErrInvalidNetNS), whose skel returns it
+    // when CNI_NETNS is the plugin's own network namespace: callers built on libcni know it.
+    invalid_netns = 8,
     try_again = 11,
     not_available = 50,
     // rdmanet's own

@@ -130,7 +130,7 @@ enum class Strictness {
 // Checked by load_ipam_config before any file is opened: configuration_path against config_dirs
 // (and read with open_confined, no symlink below the dir), then on the merged object
 // kubernetes.kubeconfig against kubeconfig_dirs, data_dir against data_dirs (the default data dir
-// is always allowed), log_file against log_dir. A refusal is IpamError(7) naming the key and the
+// is always allowed), log_file against log_dir. A refusal is IpamError(invalid_config) naming the key and the
 // allowed place; `on_refusal` (optional) is told first, for the audit log.
 struct PathLimits {
     bool enforced = false;
@@ -141,7 +141,7 @@ struct PathLimits {
     std::function<void(const std::string& message)> on_refusal;
 };
 
-// Throws IpamError(7) naming the field, e.g.
+// Throws IpamError(invalid_config) naming the field, e.g.
 //   ipam.ipRanges[1].range_start "10.0.0.300" is not an IP address
 IpamConfig parse_ipam_config(const nlohmann::json& ipam, Strictness strictness = Strictness::strict);
 
@@ -151,11 +151,11 @@ IpamConfig parse_ipam_config(const nlohmann::json& ipam, Strictness strictness =
 // names a directory, not a file).
 nlohmann::json merge_flat_file(const nlohmann::json& nad_ipam, const nlohmann::json& flat);
 
-// Reads and parses a flat file. Throws IpamError(7) naming the path when unreadable or not a JSON
+// Reads and parses a flat file. Throws IpamError(invalid_config) naming the path when unreadable or not a JSON
 // object. With `confined_to` set, the file is opened with open_confined below that directory.
 nlohmann::json read_flat_file(const std::string& path, const std::string& confined_to = "");
 
-// Throws IpamError(7) when a file key of `ipam` (merged) lies outside `limits` (no-op unless
+// Throws IpamError(invalid_config) when a file key of `ipam` (merged) lies outside `limits` (no-op unless
 // limits.enforced). Used by load_ipam_config; exposed for callers that read keys themselves.
 void check_path_limits(const nlohmann::json& ipam, const PathLimits& limits);
 

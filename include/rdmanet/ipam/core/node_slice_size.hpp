@@ -9,11 +9,11 @@
 
 namespace rdmanet::ipam {
 
-// The prefix length written in `text` ("/26" or "26"). Throws IpamError(7) naming the key when it
+// The prefix length written in `text` ("/26" or "26"). Throws IpamError(invalid_config) naming the key when it
 // is not a prefix length.
 int parse_node_slice_size(std::string_view text);
 
-// Throws IpamError(7) naming `field` (e.g. "ipam.ipRanges[1]") when slices of /`prefix` cannot
+// Throws IpamError(invalid_config) naming `field` (e.g. "ipam.ipRanges[1]") when slices of /`prefix` cannot
 // divide `range`: a prefix beyond the family's address length, a slice larger than the range, or
 // a slice too small to hold a usable address (/31, /32, /127, /128: every slice's first and last
 // address are not handed out, as in any IPPool).

@@ -15,7 +15,7 @@ struct StaticPlan {
     std::vector<base::IpNetwork> passthrough;       // inside no range: returned as-is
 };
 
-// Throws IpamError(7): text not an IP/CIDR; two requests for one range; a request inside a range
+// Throws IpamError(invalid_config): text not an IP/CIDR; two requests for one range; a request inside a range
 // that is excluded there, outside range_start..range_end, or with a prefix other than the range's;
 // a request inside no range without a prefix length.
 StaticPlan plan_static_ips(const IpamConfig& config, std::span<const std::string> static_ips);

@@ -81,7 +81,7 @@ struct PoolDump {
 
     // {"range":"10.0.0.0/24","allocations":{"5":{"id":..,"podref":..,"ifname":..}}}
     nlohmann::json spec_json() const;
-    // Reads that shape back (e.g. a whereabouts IPPool spec for import). Throws IpamError(7) on a
+    // Reads that shape back (e.g. a whereabouts IPPool spec for import). Throws IpamError(invalid_config) on a
     // malformed range or offset key, or an offset outside the range.
     static PoolDump from_spec_json(const nlohmann::json& spec, std::string network_name);
 };

@@ -21,11 +21,11 @@
 namespace rdmanet::ipam::kube {
 
 // Node-slice mode about to claim a slice of `range` for NodeSlicePool `nsp_name`: throws
-// IpamError(7) when IPPool `single` (the range's single-pool IPPool) holds allocations.
+// IpamError(invalid_config) when IPPool `single` (the range's single-pool IPPool) holds allocations.
 void guard_slices_against_single_pool(KubeApi& api, const std::string& ns, const PoolKey& single,
                                       const std::string& nsp_name);
 
-// Single-pool mode about to create IPPool `single`: throws IpamError(7) when NodeSlicePool
+// Single-pool mode about to create IPPool `single`: throws IpamError(invalid_config) when NodeSlicePool
 // `nsp_name` exists for the same range.
 void guard_single_pool_against_slices(KubeApi& api, const std::string& ns, const PoolKey& single,
                                       const std::string& nsp_name);

@@ -16,7 +16,7 @@ namespace rdmanet::ipam::kube {
 bool valid_node_name(std::string_view name);
 
 // Pure: picks the first non-empty of the three sources (trimmed) and validates it. Throws
-// IpamError(7) saying where the name came from and how to set it when none is usable.
+// IpamError(invalid_config) saying where the name came from and how to set it when none is usable.
 std::string choose_node_name(std::optional<std::string> env_nodename, std::optional<std::string> nodename_file,
                              std::optional<std::string> hostname, std::string_view config_dir);
 

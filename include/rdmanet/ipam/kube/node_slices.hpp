@@ -75,9 +75,9 @@ struct NodeSlicePool {
 nlohmann::json new_node_slice_pool(std::string_view ns, std::string_view name, const base::IpNetwork& range,
                                    int slice_prefix);
 
-// Reads a NodeSlicePool object. Throws IpamError(7) when its spec.range or spec.sliceSize differ
+// Reads a NodeSlicePool object. Throws IpamError(invalid_config) when its spec.range or spec.sliceSize differ
 // from the configuration (`range`, `slice_prefix`) - another network's pool of the same name, or a
-// changed configuration - and IpamError(5) when it is malformed.
+// changed configuration - and IpamError(io_failure) when it is malformed.
 NodeSlicePool parse_node_slice_pool(const nlohmann::json& object, const base::IpNetwork& range, int slice_prefix);
 
 // Reads a NodeSlicePool as stored, with its own spec.range and spec.sliceSize (the cluster-wide

@@ -23,7 +23,7 @@ struct SliceScope {
     int slice_prefix = 0;
 };
 
-// GET; nullopt when it does not exist. Throws IpamError(7) when it belongs to another range or
+// GET; nullopt when it does not exist. Throws IpamError(invalid_config) when it belongs to another range or
 // slice size (parse_node_slice_pool).
 std::optional<NodeSlicePool> read_node_slice_pool(KubeApi& api, const SliceScope& scope, const Range& parent);
 // GET, creating it (no slice held) when missing; a lost creation race reads the winner's.

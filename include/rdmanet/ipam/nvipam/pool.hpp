@@ -38,7 +38,7 @@ enum class PoolType { ippool, cidrpool };
 
 std::string_view plural(PoolType type);      // "ippools", "cidrpools"
 std::string_view kind(PoolType type);        // "IPPool", "CIDRPool"
-// "ippool" / "cidrpool" (nv-ipam's poolType values); IpamError(7) naming `field` otherwise.
+// "ippool" / "cidrpool" (nv-ipam's poolType values); IpamError(invalid_config) naming `field` otherwise.
 PoolType parse_pool_type(std::string_view text, const std::string& field);
 
 struct AddressRange {
@@ -104,7 +104,7 @@ struct Pool {
 };
 
 // Spec (validated as the webhook does) and status. Status entries that do not parse are skipped
-// (the controller discards them too). Throws IpamError(7) naming the field.
+// (the controller discards them too). Throws IpamError(invalid_config) naming the field.
 Pool parse_pool(const nlohmann::json& object, PoolType type);
 
 // The status.allocations array for `allocations`, in nv-ipam's shape, sorted by node name as

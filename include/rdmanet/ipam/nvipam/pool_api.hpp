@@ -26,7 +26,7 @@ struct PoolRef {
     std::string path() const;   // /apis/nv-ipam.nvidia.com/v1alpha1/namespaces/<ns>/<plural>/<name>
 };
 
-// GET. Throws IpamError(5) "no CIDRPool <name> in namespace <ns>" when it does not exist (or the
+// GET. Throws IpamError(io_failure) "no CIDRPool <name> in namespace <ns>" when it does not exist (or the
 // API server does not serve nv-ipam's CRDs, saying so), the mapped status error otherwise.
 nlohmann::json get_pool(kube::KubeApi& api, const PoolRef& ref);
 
@@ -40,7 +40,7 @@ struct Claimed {
     nlohmann::json object;      // the pool object as read (status as written when written_here)
 };
 
-// The node's allocation: its valid status entry, else a claim. Throws IpamError(7) when the node
+// The node's allocation: its valid status entry, else a claim. Throws IpamError(invalid_config) when the node
 // does not match the pool's nodeSelector, (5) naming pool and node when no block is free.
 Claimed claim_allocation(kube::KubeApi& api, const PoolRef& ref, const std::string& node);
 

@@ -24,7 +24,7 @@
 namespace rdmanet::cni {
 
 // How isolation reaches RDMA netlink. The plugin uses kernel_rdma_access(); tests pass a fake
-// through Kernel::rdma / DelRequest::rdma.
+// through KernelServices::rdma (modes/kernel.hpp).
 struct RdmaAccess {
     // Opens RDMA netlink inside `ns` (a socket sees only its own namespace's devices in
     // exclusive mode, so the way back is opened inside the pod).
