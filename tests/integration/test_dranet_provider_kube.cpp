@@ -122,6 +122,15 @@ TEST_CASE("dranet provider, node slices: the claim's address comes from this nod
     CHECK_THAT(agent_pass(), Catch::Contains("published 2 node-slice change(s)"));
     CHECK(patches() - patched == 1);
     CHECK(published().empty());
+
+    // A claim made and released between two passes: nothing of it is ever published.
+    const std::string c = "3f2e1d0c-0000-4000-8000-00000000bee3";
+    const auto before_churn = requests();
+    REQUIRE(call("/GetProfileConfig", c).status == 200);
+    CHECK(call("/ReleaseProfileConfig", c).status == 200);
+    CHECK(requests() == before_churn);
+    CHECK_THAT(agent_pass(), Catch::Contains("published 2 node-slice change(s)"));
+    CHECK(published().empty());
     // ... and the count does see a request (the equalities above could fail).
     const auto seen = requests();
     (void)published();
