@@ -51,7 +51,7 @@ std::unique_ptr<Store> open_store(const StoreConfig& config, std::chrono::millis
             return std::make_unique<kube::SliceStore>(
                 std::move(kubeconfig), deadline, config.data_dir,
                 kube::SliceSettings{config.slice_pool_name, kube::resolve_node_name(config.nodename, config.node_config_dir),
-                                    *config.node_slice_prefix});
+                                    *config.node_slice_prefix, config.defer_slice_publication});
         }
         return std::make_unique<kube::KubeStore>(std::move(kubeconfig), deadline, config.data_dir + "/kubernetes");
     }

@@ -363,6 +363,12 @@ PublishReport SliceStore::publish() {
 }
 
 void SliceStore::publish_after_commit(const std::string& marker, const SliceChange& change, bool older_pending) {
+    // Deferred: the change stays in the backlog for the node agent's publish_pending. Uniqueness
+    // does not depend on publication: the slice is this node's alone (claimed in the
+    // NodeSlicePool before any allocation from it, and slices are disjoint), and within it the
+    // local store's transaction decides which attachment holds an address; the slice IPPool is
+    // only its published copy for whereabouts and the reconcilers.
+    if (settings_.defer_publication) return;
     if (unreachable_) return;   // this call already found the API server unreachable: keep order, do not wait again
     if (older_pending) {
         // Older changes first (they include this one): the backlog's order is the node's order.
@@ -386,7 +392,7 @@ void SliceStore::publish_after_commit(const std::string& marker, const SliceChan
 Allocation SliceStore::allocate(const AllocateRequest& request) {
     const Range& parent = request.range;
     const bool older_pending = !backlog_.empty();
-    if (older_pending) {
+    if (older_pending && !settings_.defer_publication) {
         if (publish().remaining == 0) recheck(parent);
     }
     if (denied_) throw add_refused(*denied_);
@@ -467,7 +473,7 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
 }
 
 std::vector<Allocation> SliceStore::release(std::span<const PoolKey> pools, const AttachmentId& attachment) {
-    if (!backlog_.empty()) publish();
+    if (!backlog_.empty() && !settings_.defer_publication) publish();
     std::vector<Allocation> released;
     for (const PoolKey& parent_key : pools) {
         const Range parent = range_of(parent_key);

@@ -35,6 +35,9 @@ ipam::IpamRequest ipam_request(const Profile& profile, const ProfileRequest& req
     ipam::IpamRequest r;
     r.config = profile.ipam;
     r.config.store.default_kube = options.default_kube;
+    // Node slices: a claim's allocation and release are committed in the node's local store and
+    // published by the node agent's next pass, so a claim costs no API request in the steady state.
+    r.config.store.defer_slice_publication = true;
     r.network = profile.network;
     r.recorded_network = claim_network(profile.name);
     r.container_id = request.claim_uid;

@@ -89,6 +89,12 @@ struct StoreConfig {
     // The NodeSlicePool's name: network_name, else the CNI network's name (set by the caller
     // that knows the network, ipam.cpp).
     std::string slice_pool_name;
+    // Node-slice mode: commit each allocation and release in the node's local store with its
+    // backlog marker and leave publication to the node agent's publish_pending (its interval),
+    // so that a verb in the steady state makes no API request. Set by rdmanetctl dranet-provider
+    // for every profile; never from a configuration, and never on the CNI path (a pod's entry is
+    // published by its own ADD there).
+    bool defer_slice_publication = false;
 };
 
 // nv-ipam's CNI keys (rdmanet/ipam/nvipam/node_block.hpp): with poolName or poolType set, the

@@ -24,6 +24,11 @@
 //      at its next ADD in that slice, whose publication finds the slice IPPool deleted: the
 //      NodeSlicePool is checked before the pool is created again, and an ADD into a released
 //      slice is taken back locally and served from another slice.
+// Deferred (SliceSettings::defer_publication, rdmanetctl dranet-provider): ADD and DEL commit
+//      locally with the backlog marker and publish nothing; the node agent's publish_pending
+//      publishes the backlog on its interval (consecutive changes of one slice pool in one PATCH)
+//      and its re-check finds revoked slices. Steady state: 0 API requests per ADD and DEL; only
+//      claiming a slice talks to the API server during the verb.
 // No overlapping-range reservations are written: slices of one NodeSlicePool are disjoint.
 #include <chrono>
 #include <memory>
@@ -51,6 +56,9 @@ struct SliceSettings {
     std::string pool_name;   // the NodeSlicePool: network_name, else the CNI network's name
     std::string node;        // this node (node_identity.hpp)
     int prefix = 0;          // node_slice_size
+    // StoreConfig::defer_slice_publication: ADD and DEL commit locally with the backlog marker and
+    // publish nothing (neither their own change nor older ones); the node agent publishes.
+    bool defer_publication = false;
 };
 
 // <data_dir>/kubernetes/slices: local store, held slices and backlog of node-slice mode.
