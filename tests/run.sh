@@ -69,11 +69,11 @@ hardening() {
   # RelWithDebInfo on a 2-vCPU CI machine.
   CC=clang CXX=clang++ cmake -S "$root" -B "$hbuild" -DCMAKE_BUILD_TYPE=None \
     -DCMAKE_C_FLAGS="-O1 -gline-tables-only" -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" \
-    -DRDMANET_SANITIZE=ON -DRDMANET_FUZZ=ON -DRDMANET_FAILPOINTS=ON >/dev/null
+    -DRDMANET_SANITIZE=ON -DRDMANET_FUZZ=ON -DRDMANET_FAILPOINTS=ON >/dev/null || return 1
   # Only what this pass runs: the unit, integration and e2e programs (and the binaries they exec)
   # and the fuzz targets; not the benchmarks.
   cmake --build "$hbuild" -j"$jobs" --target unit_tests integration_tests e2e_tests \
-    $(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
+    $(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//') || return 1
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   (cd "$hbuild" && ctest --output-on-failure --timeout 900 -j"$jobs" -L 'unit|integration') || return 1

@@ -102,7 +102,7 @@ TEST_CASE("DRANET request: the JSON of pkg/apis and the webhook's ProfileRequest
 }
 
 TEST_CASE("DRANET request: malformed or unsafe requests are 400", "[dranet]") {
-    for (const std::string body : std::vector<std::string>{R"({)", R"([])", R"({"claim_uid":"u1"})", R"({"device":{"name":"eth1"}})",
+    for (const std::string& body : std::vector<std::string>{R"({)", R"([])", R"({"claim_uid":"u1"})", R"({"device":{"name":"eth1"}})",
                                    R"({"device":{"name":"eth1"},"claim_uid":"../x"})",
                                    R"({"device":{"name":"../../etc"},"claim_uid":"u1"})",
                                    R"({"device":{"name":5},"claim_uid":"u1"})",
