@@ -37,20 +37,21 @@ std::vector<PoolKey> pool_keys(const IpamConfig& config) {
 
 std::unique_ptr<Store> open_store(const StoreConfig& config, std::chrono::milliseconds budget) {
     switch (config.datastore) {
-    case Datastore::local:
-        return std::make_unique<SqliteStore>(config.data_dir);
+    case Datastore::local: return std::make_unique<SqliteStore>(config.data_dir);
     case Datastore::kubernetes: {
         // The deadline starts now: loading the kubeconfig is part of the verb's budget too.
         const auto deadline = kube::Deadline::in(budget);
         auto kubeconfig = kube::load_store_kubeconfig(config);
         if (config.node_slice_prefix) {
             if (config.slice_pool_name.empty()) {
-                config_error("node_slice_size needs a name for the NodeSlicePool: set ipam.network_name (or the "
-                             "network's name)");
+                config_error(
+                    "node_slice_size needs a name for the NodeSlicePool: set ipam.network_name (or the "
+                    "network's name)");
             }
             return std::make_unique<kube::SliceStore>(
                 std::move(kubeconfig), deadline, config.data_dir,
-                kube::SliceSettings{config.slice_pool_name, kube::resolve_node_name(config.nodename, config.node_config_dir),
+                kube::SliceSettings{config.slice_pool_name,
+                                    kube::resolve_node_name(config.nodename, config.node_config_dir),
                                     *config.node_slice_prefix, config.defer_slice_publication});
         }
         return std::make_unique<kube::KubeStore>(std::move(kubeconfig), deadline, config.data_dir + "/kubernetes");
@@ -70,7 +71,10 @@ IpamResult add(Store& store, const IpamRequest& request) {
     try {
         for (std::size_t i = 0; i < config.ranges.size(); ++i) {
             const Range& range = config.ranges[i];
-            AllocateRequest ar{range, config.network_name, config.enable_overlapping_ranges, owner,
+            AllocateRequest ar{range,
+                               config.network_name,
+                               config.enable_overlapping_ranges,
+                               owner,
                                request.recorded_network.empty() ? request.network : request.recorded_network,
                                plan.per_range[i]};
             touched.push_back(ar.pool());
@@ -95,7 +99,7 @@ IpamResult add(Store& store, const IpamRequest& request) {
 }
 
 void del(Store& store, const IpamRequest& request) {
-    if (request.container_id.empty() || request.ifname.empty()) return;   // nothing can be held under it
+    if (request.container_id.empty() || request.ifname.empty()) return;  // nothing can be held under it
     store.release(pool_keys(request.config), AttachmentId{request.container_id, request.ifname});
 }
 

@@ -16,9 +16,7 @@ namespace rdmanet::netns {
 static_assert(static_cast<int>(IpoibMode::datagram) == IPOIB_MODE_DATAGRAM);
 static_assert(static_cast<int>(IpoibMode::connected) == IPOIB_MODE_CONNECTED);
 
-std::string_view ipoib_mode_name(IpoibMode mode) {
-    return mode == IpoibMode::connected ? "connected" : "datagram";
-}
+std::string_view ipoib_mode_name(IpoibMode mode) { return mode == IpoibMode::connected ? "connected" : "datagram"; }
 
 std::optional<IpoibMode> parse_ipoib_mode(std::string_view name) {
     if (name == "datagram") return IpoibMode::datagram;
@@ -56,8 +54,8 @@ public:
     void create(const IpoibSpec& spec) override {
         const auto seq = sock_.next_seq();
         detail::throw_if_failed(sock_.transact(ipoib_wire::encode_newlink(seq, spec), seq),
-                                "create IPoIB child " + spec.name + " (pkey " + std::to_string(spec.pkey) +
-                                    ", " + std::string(ipoib_mode_name(spec.mode)) + ")");
+                                "create IPoIB child " + spec.name + " (pkey " + std::to_string(spec.pkey) + ", " +
+                                    std::string(ipoib_mode_name(spec.mode)) + ")");
     }
     std::string kind() const override { return "ipoib"; }
 
@@ -87,8 +85,7 @@ std::optional<T> parse_number(std::string_view text, int base) {
 std::unique_ptr<IpoibLinks> open_ipoib_links() { return std::make_unique<KernelIpoibLinks>(); }
 
 std::optional<IpoibParentInfo> read_ipoib_parent(const Sysfs& sysfs, const std::string& ifname) {
-    if (ifname.empty() || ifname == "." || ifname == ".." || ifname.find('/') != std::string::npos)
-        return std::nullopt;
+    if (ifname.empty() || ifname == "." || ifname == ".." || ifname.find('/') != std::string::npos) return std::nullopt;
     const std::string dir = sysfs.root() + "/class/net/" + ifname;
     auto type = read_first_line(dir + "/type");
     if (!type) return std::nullopt;

@@ -56,8 +56,7 @@ NetNamespace NetNamespace::open(const std::string& path) {
     if (::fstatfs(fd.get(), &fs) != 0) throw KernelError(errno, "statfs netns " + path);
     if (static_cast<unsigned long>(fs.f_type) != NSFS_MAGIC)
         throw KernelError(EINVAL, "open netns " + path + ": not an nsfs file");
-    if (!is_net_namespace(fd.get()))
-        throw KernelError(EINVAL, "open netns " + path + ": not a network namespace");
+    if (!is_net_namespace(fd.get())) throw KernelError(EINVAL, "open netns " + path + ": not a network namespace");
     return NetNamespace(std::move(fd), path);
 }
 
@@ -65,20 +64,20 @@ NetNamespace NetNamespace::current() {
     base::UniqueFd fd(::open(kThreadNetns, O_RDONLY | O_CLOEXEC));
     if (!fd) throw KernelError(errno, std::string("open ") + kThreadNetns);
     // /proc/thread-self means something else in every thread: name the thread for messages.
-    const std::string path = "/proc/" + std::to_string(::getpid()) + "/task/" +
-                             std::to_string(::syscall(SYS_gettid)) + "/ns/net";
+    const std::string path =
+        "/proc/" + std::to_string(::getpid()) + "/task/" + std::to_string(::syscall(SYS_gettid)) + "/ns/net";
     return NetNamespace(std::move(fd), path);
 }
 
 bool NetNamespace::same_as(const NetNamespace& other) const {
-    struct stat a {}, b {};
+    struct stat a {
+    }, b{};
     if (::fstat(fd(), &a) != 0 || ::fstat(other.fd(), &b) != 0) return false;
     return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 NetnsGuard::NetnsGuard(const NetNamespace& target) : origin_(NetNamespace::current()) {
-    if (::setns(target.fd(), CLONE_NEWNET) != 0)
-        throw KernelError(errno, "enter netns " + target.path());
+    if (::setns(target.fd(), CLONE_NEWNET) != 0) throw KernelError(errno, "enter netns " + target.path());
 }
 
 NetnsGuard::~NetnsGuard() {

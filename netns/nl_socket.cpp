@@ -31,9 +31,7 @@ struct Exchange {
 
 Exchange& exchange(void* arg) { return *static_cast<Exchange*>(arg); }
 
-int on_seq_check(nl_msg* msg, void* arg) {
-    return nlmsg_hdr(msg)->nlmsg_seq == exchange(arg).seq ? NL_OK : NL_SKIP;
-}
+int on_seq_check(nl_msg* msg, void* arg) { return nlmsg_hdr(msg)->nlmsg_seq == exchange(arg).seq ? NL_OK : NL_SKIP; }
 
 int on_valid(nl_msg* msg, void* arg) {
     Exchange& x = exchange(arg);
@@ -73,8 +71,7 @@ int on_dump_intr(nl_msg*, void* arg) {
 // The kernel's extended-ack text (NLMSGERR_ATTR_MSG) that follows the nlmsgerr, if any.
 std::string ext_ack_text(const nlmsgerr* err) {
     // libnl hands us nlmsg_data() of the NLMSG_ERROR message; step back to its header.
-    const auto* hdr = reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(err) -
-                                                        NLMSG_HDRLEN);
+    const auto* hdr = reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(err) - NLMSG_HDRLEN);
     if (!(hdr->nlmsg_flags & NLM_F_ACK_TLVS)) return {};
     std::size_t offset = sizeof(nlmsgerr);
     // Without NLM_F_CAPPED the whole request is echoed after the nlmsgerr.
@@ -87,69 +84,65 @@ std::string ext_ack_text(const nlmsgerr* err) {
     nlattr* text = nla_find(attrs, static_cast<int>(payload - offset), NLMSGERR_ATTR_MSG);
     if (!text || nla_len(text) <= 0) return {};
     return std::string(static_cast<const char*>(nla_data(text)),
-                       strnlen(static_cast<const char*>(nla_data(text)),
-                               static_cast<std::size_t>(nla_len(text))));
+                       strnlen(static_cast<const char*>(nla_data(text)), static_cast<std::size_t>(nla_len(text))));
 }
 
 int on_error(sockaddr_nl*, nlmsgerr* err, void* arg) {
     Exchange& x = exchange(arg);
-    x.outcome.error = -err->error;   // the kernel's errno, untranslated
+    x.outcome.error = -err->error;  // the kernel's errno, untranslated
     x.outcome.ext_ack = ext_ack_text(err);
     x.done = true;
     return NL_STOP;
 }
 
 // errno of a failed libnl call that wraps a system call, else the NLE_* code mapped back.
-int failure_errno(int saved_errno, int nlerr) {
-    return saved_errno != 0 ? saved_errno : errno_from_nlerr(nlerr);
-}
+int failure_errno(int saved_errno, int nlerr) { return saved_errno != 0 ? saved_errno : errno_from_nlerr(nlerr); }
 
 }  // namespace
 
 int errno_from_nlerr(int nlerr) {
     switch (nlerr < 0 ? -nlerr : nlerr) {
-        case NLE_SUCCESS: return 0;
-        case NLE_INTR: return EINTR;
-        case NLE_BAD_SOCK: return EBADF;
-        case NLE_AGAIN: return EAGAIN;
-        case NLE_NOMEM: return ENOMEM;
-        case NLE_EXIST: return EEXIST;
-        case NLE_INVAL: return EINVAL;
-        case NLE_RANGE: return ERANGE;
-        case NLE_MSGSIZE: return EMSGSIZE;
-        case NLE_OPNOTSUPP: return EOPNOTSUPP;
-        case NLE_AF_NOSUPPORT: return EAFNOSUPPORT;
-        case NLE_OBJ_NOTFOUND: return ENOENT;
-        case NLE_NOATTR: return ENOENT;
-        case NLE_MISSING_ATTR: return EINVAL;
-        case NLE_AF_MISMATCH: return EINVAL;
-        case NLE_SEQ_MISMATCH: return EPROTO;
-        case NLE_MSG_OVERFLOW: return EOVERFLOW;
-        case NLE_MSG_TRUNC: return EMSGSIZE;
-        case NLE_NOADDR: return EADDRNOTAVAIL;
-        case NLE_SRCRT_NOSUPPORT: return EOPNOTSUPP;
-        case NLE_MSG_TOOSHORT: return EPROTO;
-        case NLE_MSGTYPE_NOSUPPORT: return EOPNOTSUPP;
-        case NLE_OBJ_MISMATCH: return EINVAL;
-        case NLE_NOCACHE: return ENOENT;
-        case NLE_BUSY: return EBUSY;
-        case NLE_PROTO_MISMATCH: return EPROTONOSUPPORT;
-        case NLE_NOACCESS: return EACCES;
-        case NLE_PERM: return EPERM;
-        case NLE_PKTLOC_FILE: return ENOENT;
-        case NLE_PARSE_ERR: return EPROTO;
-        case NLE_NODEV: return ENODEV;
-        case NLE_IMMUTABLE: return EPERM;
-        case NLE_DUMP_INTR: return EINTR;
-        case NLE_ATTRSIZE: return ERANGE;
-        default: return EIO;
+    case NLE_SUCCESS: return 0;
+    case NLE_INTR: return EINTR;
+    case NLE_BAD_SOCK: return EBADF;
+    case NLE_AGAIN: return EAGAIN;
+    case NLE_NOMEM: return ENOMEM;
+    case NLE_EXIST: return EEXIST;
+    case NLE_INVAL: return EINVAL;
+    case NLE_RANGE: return ERANGE;
+    case NLE_MSGSIZE: return EMSGSIZE;
+    case NLE_OPNOTSUPP: return EOPNOTSUPP;
+    case NLE_AF_NOSUPPORT: return EAFNOSUPPORT;
+    case NLE_OBJ_NOTFOUND: return ENOENT;
+    case NLE_NOATTR: return ENOENT;
+    case NLE_MISSING_ATTR: return EINVAL;
+    case NLE_AF_MISMATCH: return EINVAL;
+    case NLE_SEQ_MISMATCH: return EPROTO;
+    case NLE_MSG_OVERFLOW: return EOVERFLOW;
+    case NLE_MSG_TRUNC: return EMSGSIZE;
+    case NLE_NOADDR: return EADDRNOTAVAIL;
+    case NLE_SRCRT_NOSUPPORT: return EOPNOTSUPP;
+    case NLE_MSG_TOOSHORT: return EPROTO;
+    case NLE_MSGTYPE_NOSUPPORT: return EOPNOTSUPP;
+    case NLE_OBJ_MISMATCH: return EINVAL;
+    case NLE_NOCACHE: return ENOENT;
+    case NLE_BUSY: return EBUSY;
+    case NLE_PROTO_MISMATCH: return EPROTONOSUPPORT;
+    case NLE_NOACCESS: return EACCES;
+    case NLE_PERM: return EPERM;
+    case NLE_PKTLOC_FILE: return ENOENT;
+    case NLE_PARSE_ERR: return EPROTO;
+    case NLE_NODEV: return ENODEV;
+    case NLE_IMMUTABLE: return EPERM;
+    case NLE_DUMP_INTR: return EINTR;
+    case NLE_ATTRSIZE: return ERANGE;
+    default: return EIO;
     }
 }
 
 void throw_if_error(const NlOutcome& outcome, const std::string& what) {
     if (outcome.error == 0) return;
-    throw KernelError(outcome.error,
-                      outcome.ext_ack.empty() ? what : what + " (kernel: " + outcome.ext_ack + ")");
+    throw KernelError(outcome.error, outcome.ext_ack.empty() ? what : what + " (kernel: " + outcome.ext_ack + ")");
 }
 
 NlMsgPtr new_message(int type, int flags, const void* header, std::size_t header_len) {

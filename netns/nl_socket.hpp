@@ -19,10 +19,18 @@
 
 namespace rdmanet::netns::detail {
 
-struct NlSockFree { void operator()(nl_sock* p) const { nl_socket_free(p); } };
-struct NlMsgFree { void operator()(nl_msg* p) const { nlmsg_free(p); } };
-struct NlCbPut { void operator()(nl_cb* p) const { nl_cb_put(p); } };
-struct NlAddrPut { void operator()(nl_addr* p) const { nl_addr_put(p); } };
+struct NlSockFree {
+    void operator()(nl_sock* p) const { nl_socket_free(p); }
+};
+struct NlMsgFree {
+    void operator()(nl_msg* p) const { nlmsg_free(p); }
+};
+struct NlCbPut {
+    void operator()(nl_cb* p) const { nl_cb_put(p); }
+};
+struct NlAddrPut {
+    void operator()(nl_addr* p) const { nl_addr_put(p); }
+};
 
 using NlSockPtr = std::unique_ptr<nl_sock, NlSockFree>;
 using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgFree>;
@@ -38,9 +46,9 @@ using NlObjPtr = std::unique_ptr<T, NlObjFree<T>>;
 
 // How one request ended.
 struct NlOutcome {
-    int error = 0;              // positive errno; 0 on success
-    bool interrupted = false;   // a dump reply carried NLM_F_DUMP_INTR (inconsistent snapshot)
-    std::string ext_ack;        // kernel's NLMSGERR_ATTR_MSG, when it sent one
+    int error = 0;             // positive errno; 0 on success
+    bool interrupted = false;  // a dump reply carried NLM_F_DUMP_INTR (inconsistent snapshot)
+    std::string ext_ack;       // kernel's NLMSGERR_ATTR_MSG, when it sent one
 };
 
 // Throws KernelError(outcome.error, what [+ kernel message]) when the outcome is an error.

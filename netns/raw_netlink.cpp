@@ -17,9 +17,7 @@ namespace {
 
 constexpr std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
 
-void write_u16(std::vector<std::uint8_t>& buf, std::size_t at, std::uint16_t v) {
-    std::memcpy(buf.data() + at, &v, 2);
-}
+void write_u16(std::vector<std::uint8_t>& buf, std::size_t at, std::uint16_t v) { std::memcpy(buf.data() + at, &v, 2); }
 
 long long now_ms() {
     timespec ts{};
@@ -107,8 +105,7 @@ RawOutcome RawNetlinkSocket::transact(const std::vector<std::uint8_t>& request, 
                                       const ReplyFn& on_reply) {
     sockaddr_nl kernel{};
     kernel.nl_family = AF_NETLINK;
-    if (::sendto(fd_.get(), request.data(), request.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
-                 sizeof kernel) < 0)
+    if (::sendto(fd_.get(), request.data(), request.size(), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0)
         return {errno, {}};
 
     std::vector<std::uint8_t> buf(64 * 1024);
@@ -136,7 +133,7 @@ RawOutcome RawNetlinkSocket::transact(const std::vector<std::uint8_t>& request, 
             const std::uint8_t* payload = buf.data() + off + NLMSG_HDRLEN;
             const std::size_t plen = h.nlmsg_len - NLMSG_HDRLEN;
             off += NLMSG_ALIGN(h.nlmsg_len);
-            if (h.nlmsg_seq != seq) continue;   // left over from an abandoned request
+            if (h.nlmsg_seq != seq) continue;  // left over from an abandoned request
             if (h.nlmsg_type == NLMSG_DONE) return {};
             if (h.nlmsg_type == NLMSG_ERROR) {
                 nlmsgerr err{};

@@ -18,12 +18,12 @@ namespace rdmanet::netns::detail {
 class NlWriter {
 public:
     NlWriter(std::uint16_t type, std::uint16_t flags, std::uint32_t seq);
-    void header(const void* data, std::size_t len);   // family header, right after nlmsghdr
+    void header(const void* data, std::size_t len);  // family header, right after nlmsghdr
     void put(std::uint16_t type, const void* data, std::size_t len);
     void put_u8(std::uint16_t type, std::uint8_t v) { put(type, &v, 1); }
     void put_u16(std::uint16_t type, std::uint16_t v) { put(type, &v, 2); }
     void put_u32(std::uint16_t type, std::uint32_t v) { put(type, &v, 4); }
-    void put_string(std::uint16_t type, std::string_view s);   // NUL-terminated
+    void put_string(std::uint16_t type, std::string_view s);  // NUL-terminated
     // Nested attribute: begin returns a handle for end, which fixes its length.
     std::size_t begin_nest(std::uint16_t type);
     void end_nest(std::size_t handle);
@@ -39,8 +39,8 @@ bool for_each_attr(const std::uint8_t* data, std::size_t len,
                    const std::function<void(std::uint16_t, const std::uint8_t*, std::size_t)>& fn);
 
 struct RawOutcome {
-    int error = 0;          // positive errno, 0 on success
-    std::string ext_ack;    // NLMSGERR_ATTR_MSG when the kernel sent one
+    int error = 0;        // positive errno, 0 on success
+    std::string ext_ack;  // NLMSGERR_ATTR_MSG when the kernel sent one
 };
 
 class RawNetlinkSocket {
@@ -55,8 +55,7 @@ public:
     // payload_len), payload being what follows the nlmsghdr. Other seqs are skipped.
     // Bounded: a kernel that never answers within 5 s gives ETIMEDOUT.
     using ReplyFn = std::function<void(std::uint16_t, const std::uint8_t*, std::size_t)>;
-    RawOutcome transact(const std::vector<std::uint8_t>& request, std::uint32_t seq,
-                        const ReplyFn& on_reply = {});
+    RawOutcome transact(const std::vector<std::uint8_t>& request, std::uint32_t seq, const ReplyFn& on_reply = {});
 
 private:
     base::UniqueFd fd_;

@@ -73,7 +73,8 @@ void with_netns_sysfs(const NetNamespace& ns, const std::function<void(const Sys
     // ends; setns(CLONE_NEWNET) makes that sysfs show the pod's namespace-tagged entries.
     std::thread worker([&] {
         try {
-            if (::unshare(CLONE_NEWNS) != 0) throw KernelError(errno, "unshare a mount namespace to read the pod's sysfs");
+            if (::unshare(CLONE_NEWNS) != 0)
+                throw KernelError(errno, "unshare a mount namespace to read the pod's sysfs");
             if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
                 throw KernelError(errno, "make the private mount namespace's mounts private");
             if (::setns(ns.fd(), CLONE_NEWNET) != 0) throw KernelError(errno, "enter the pod's network namespace");

@@ -76,9 +76,10 @@ std::vector<std::uint8_t> encode_rename(std::uint32_t seq, std::uint32_t index, 
 
 RdmaNetnsMode decode_sys_get_reply(const std::uint8_t* attrs, std::size_t len) {
     std::optional<std::uint8_t> mode;
-    const bool well_formed = detail::for_each_attr(attrs, len, [&](std::uint16_t type, const std::uint8_t* d, std::size_t l) {
-        if (type == kAttrNetnsMode && l >= 1) mode = d[0];
-    });
+    const bool well_formed =
+        detail::for_each_attr(attrs, len, [&](std::uint16_t type, const std::uint8_t* d, std::size_t l) {
+            if (type == kAttrNetnsMode && l >= 1) mode = d[0];
+        });
     if (!well_formed || !mode || *mode > 1)
         throw KernelError(EPROTO, "RDMA netlink SYS_GET reply without a valid netns mode");
     return static_cast<RdmaNetnsMode>(*mode);
@@ -87,15 +88,16 @@ RdmaNetnsMode decode_sys_get_reply(const std::uint8_t* attrs, std::size_t len) {
 RdmaDeviceInfo decode_device(const std::uint8_t* attrs, std::size_t len) {
     std::optional<std::uint32_t> index;
     std::optional<std::string> name;
-    const bool well_formed = detail::for_each_attr(attrs, len, [&](std::uint16_t type, const std::uint8_t* d, std::size_t l) {
-        if (type == kAttrDevIndex && l == 4) {
-            std::uint32_t v = 0;
-            std::memcpy(&v, d, 4);
-            index = v;
-        } else if (type == kAttrDevName && l > 0) {
-            name.emplace(reinterpret_cast<const char*>(d), strnlen(reinterpret_cast<const char*>(d), l));
-        }
-    });
+    const bool well_formed =
+        detail::for_each_attr(attrs, len, [&](std::uint16_t type, const std::uint8_t* d, std::size_t l) {
+            if (type == kAttrDevIndex && l == 4) {
+                std::uint32_t v = 0;
+                std::memcpy(&v, d, 4);
+                index = v;
+            } else if (type == kAttrDevName && l > 0) {
+                name.emplace(reinterpret_cast<const char*>(d), strnlen(reinterpret_cast<const char*>(d), l));
+            }
+        });
     if (!well_formed || !index || !name || name->empty())
         throw KernelError(EPROTO, "RDMA netlink device reply without index and name");
     return RdmaDeviceInfo{*index, *name};
@@ -121,9 +123,9 @@ public:
 
     void set_netns_mode(RdmaNetnsMode mode) override {
         const auto seq = sock_.next_seq();
-        detail::throw_if_failed(sock_.transact(rdma_wire::encode_sys_set(seq, mode), seq),
-                                "set the RDMA netns mode to " + std::string(rdma_netns_mode_name(mode)) +
-                                    " (RDMA netlink SYS_SET)");
+        detail::throw_if_failed(
+            sock_.transact(rdma_wire::encode_sys_set(seq, mode), seq),
+            "set the RDMA netns mode to " + std::string(rdma_netns_mode_name(mode)) + " (RDMA netlink SYS_SET)");
     }
 
     std::vector<RdmaDeviceInfo> devices() override {
@@ -146,8 +148,7 @@ public:
     void rename_device(std::uint32_t index, const std::string& name) override {
         const auto seq = sock_.next_seq();
         detail::throw_if_failed(sock_.transact(rdma_wire::encode_rename(seq, index, name), seq),
-                                "rename RDMA device #" + std::to_string(index) + " to " + name +
-                                    " (RDMA netlink SET)");
+                                "rename RDMA device #" + std::to_string(index) + " to " + name + " (RDMA netlink SET)");
     }
 
 private:

@@ -10,8 +10,7 @@ namespace rdmanet::netns {
 Rtnl::Rtnl() : impl_(std::make_unique<Impl>()) {}
 Rtnl::~Rtnl() = default;
 
-void Rtnl::Impl::run(nl_msg* msg, const std::string& what,
-                     const detail::NlSocket::ReplyFn& on_reply) {
+void Rtnl::Impl::run(nl_msg* msg, const std::string& what, const detail::NlSocket::ReplyFn& on_reply) {
     detail::throw_if_error(sock.transact(msg, on_reply), what);
 }
 

@@ -60,8 +60,7 @@ void Rtnl::Impl::dump(const std::string& what, MakeRequest make_request, Reset r
         detail::throw_if_error(outcome, what);
         if (!outcome.interrupted) return;
     }
-    throw KernelError(EINTR, what + ": dump interrupted " + std::to_string(detail::kDumpAttempts) +
-                                 " times in a row");
+    throw KernelError(EINTR, what + ": dump interrupted " + std::to_string(detail::kDumpAttempts) + " times in a row");
 }
 
 }  // namespace rdmanet::netns

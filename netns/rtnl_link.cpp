@@ -21,8 +21,7 @@ using detail::NlObjPtr;
 std::vector<std::string> altnames_of(nlmsghdr* hdr) {
     std::vector<std::string> names;
     nlattr* tb[IFLA_MAX + 1] = {};
-    if (nlmsg_parse(hdr, sizeof(ifinfomsg), tb, IFLA_MAX, nullptr) < 0 || !tb[IFLA_PROP_LIST])
-        return names;
+    if (nlmsg_parse(hdr, sizeof(ifinfomsg), tb, IFLA_MAX, nullptr) < 0 || !tb[IFLA_PROP_LIST]) return names;
     nlattr* attr = nullptr;
     int remaining = 0;
     nla_for_each_nested(attr, tb[IFLA_PROP_LIST], remaining) {
@@ -55,15 +54,13 @@ bool is_new_link(nl_msg* msg) { return nlmsg_hdr(msg)->nlmsg_type == RTM_NEWLINK
 
 // RTM_GETLINK for one link, by index or by name. Names that cannot be a primary name
 // (IFNAMSIZ or longer) are looked up as alternative names, as iproute2 does.
-std::optional<LinkInfo> get_link(detail::NlSocket& sock, int index, const std::string& name,
-                                 const std::string& what) {
+std::optional<LinkInfo> get_link(detail::NlSocket& sock, int index, const std::string& name, const std::string& what) {
     ifinfomsg ifi{};
     ifi.ifi_family = AF_UNSPEC;
     ifi.ifi_index = index;
     NlMsgPtr msg = detail::new_message(RTM_GETLINK, 0, &ifi, sizeof ifi);
     if (!name.empty() &&
-        nla_put_string(msg.get(), name.size() < IFNAMSIZ ? IFLA_IFNAME : IFLA_ALT_IFNAME,
-                       name.c_str()) < 0)
+        nla_put_string(msg.get(), name.size() < IFNAMSIZ ? IFLA_IFNAME : IFLA_ALT_IFNAME, name.c_str()) < 0)
         throw KernelError(EMSGSIZE, what);
     std::optional<LinkInfo> found;
     detail::NlOutcome outcome = sock.transact(msg.get(), [&](nl_msg* reply) {

@@ -36,10 +36,10 @@ void check_put(int nl_result, const std::string& what) {
 
 const char* mode_name(MacvlanMode mode) {
     switch (mode) {
-        case MacvlanMode::private_: return "private";
-        case MacvlanMode::vepa: return "vepa";
-        case MacvlanMode::bridge: return "bridge";
-        case MacvlanMode::passthru: return "passthru";
+    case MacvlanMode::private_: return "private";
+    case MacvlanMode::vepa: return "vepa";
+    case MacvlanMode::bridge: return "bridge";
+    case MacvlanMode::passthru: return "passthru";
     }
     return "?";
 }
@@ -47,8 +47,8 @@ const char* mode_name(MacvlanMode mode) {
 }  // namespace
 
 void Rtnl::create_macvlan(const MacvlanSpec& spec) {
-    const std::string what = "create macvlan " + spec.name + " (" + mode_name(spec.mode) +
-                             ") on master " + link_ref(spec.master_index);
+    const std::string what =
+        "create macvlan " + spec.name + " (" + mode_name(spec.mode) + ") on master " + link_ref(spec.master_index);
     NlObjPtr<rtnl_link> link(rtnl_link_macvlan_alloc());
     if (!link) throw KernelError(ENOMEM, what);
     rtnl_link_set_name(link.get(), spec.name.c_str());
@@ -114,8 +114,7 @@ void Rtnl::set_mac(int index, const std::string& mac) {
 }
 
 void Rtnl::set_alias(int index, const std::string& alias) {
-    const std::string what = (alias.empty() ? "clear alias of " : "set alias " + alias + " on ") +
-                             link_ref(index);
+    const std::string what = (alias.empty() ? "clear alias of " : "set alias " + alias + " on ") + link_ref(index);
     // Like iproute2: the text without its NUL. A zero-length IFLA_IFALIAS removes the alias
     // (dev_set_alias() with len 0) instead of storing an empty string.
     NlMsgPtr msg = link_message(RTM_SETLINK, index);
@@ -144,9 +143,7 @@ void Rtnl::delete_altname(int index, const std::string& altname) {
     // is gone" that is success too. Only a link that really carries it is an error.
     if (outcome.error == EINVAL) {
         auto link = link_by_index(index);
-        if (link && std::find(link->altnames.begin(), link->altnames.end(), altname) ==
-                        link->altnames.end())
-            return;
+        if (link && std::find(link->altnames.begin(), link->altnames.end(), altname) == link->altnames.end()) return;
     }
     detail::throw_if_error(outcome, what);
 }

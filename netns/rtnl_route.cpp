@@ -72,11 +72,12 @@ enum class RouteOp { add, replace, remove };
 
 // The request for `op` on `r`; `what` names it for errors.
 NlMsgPtr route_request(const RouteInfo& r, RouteOp op, std::string& what) {
-    what = std::string(op == RouteOp::add ? "add" : op == RouteOp::replace ? "replace" : "delete") +
-                             " route " + describe(r) + (r.table != RT_TABLE_MAIN ? " table " + std::to_string(r.table) : "");
+    what = std::string(op == RouteOp::add       ? "add"
+                       : op == RouteOp::replace ? "replace"
+                                                : "delete") +
+           " route " + describe(r) + (r.table != RT_TABLE_MAIN ? " table " + std::to_string(r.table) : "");
     const int family = family_of(r);
-    if (family != AF_INET && family != AF_INET6)
-        throw KernelError(EINVAL, what + ": no address family");
+    if (family != AF_INET && family != AF_INET6) throw KernelError(EINVAL, what + ": no address family");
     if ((r.dst && r.dst->address.af() != family) || (r.gateway && r.gateway->af() != family))
         throw KernelError(EINVAL, what + ": mixed address families");
 
@@ -114,7 +115,7 @@ NlMsgPtr route_request(const RouteInfo& r, RouteOp op, std::string& what) {
         gateway = detail::nl_addr_from_ip(*r.gateway, r.gateway->bits());
         rtnl_route_nh_set_gateway(nh.get(), gateway.get());  // takes its own reference
     }
-    rtnl_route_add_nexthop(route.get(), nh.release());       // the route owns it now
+    rtnl_route_add_nexthop(route.get(), nh.release());  // the route owns it now
 
     if (r.mtu) rtnl_route_set_metric(route.get(), RTAX_MTU, r.mtu);
     if (r.advmss) rtnl_route_set_metric(route.get(), RTAX_ADVMSS, r.advmss);

@@ -52,7 +52,7 @@ std::vector<RuleInfo> Rtnl::rules() {
         "dump rules",
         [] {
             fib_rule_hdr hdr{};
-            hdr.family = AF_UNSPEC;   // both families in one dump
+            hdr.family = AF_UNSPEC;  // both families in one dump
             return detail::new_message(RTM_GETRULE, NLM_F_DUMP, &hdr, sizeof hdr);
         },
         [&] { result.clear(); },
@@ -74,7 +74,8 @@ std::vector<RuleInfo> Rtnl::rules() {
                     base::uint128 value = 0;
                     for (int i = 0; i < len; ++i) value = value << 8 | bytes[i];
                     info.src = base::IpNetwork{
-                        base::IpAddress::from_u128(len == 4 ? base::IpAddress::Family::v4 : base::IpAddress::Family::v6, value),
+                        base::IpAddress::from_u128(len == 4 ? base::IpAddress::Family::v4 : base::IpAddress::Family::v6,
+                                                   value),
                         hdr->src_len};
                 }
             }

@@ -20,14 +20,13 @@ namespace {
 
 using detail::NlMsgPtr;
 
-constexpr std::uint32_t kNotReported = 0xffffffffu;   // ifla_vf_info's -1: driver did not say
+constexpr std::uint32_t kNotReported = 0xffffffffu;  // ifla_vf_info's -1: driver did not say
 
 NlMsgPtr link_request(int type, const std::string& pf) {
     ifinfomsg ifi{};
-    ifi.ifi_family = AF_UNSPEC;   // ifi_index 0: the kernel looks the PF up by IFLA_IFNAME
+    ifi.ifi_family = AF_UNSPEC;  // ifi_index 0: the kernel looks the PF up by IFLA_IFNAME
     NlMsgPtr msg = detail::new_message(type, 0, &ifi, sizeof ifi);
-    if (nla_put_string(msg.get(), IFLA_IFNAME, pf.c_str()) < 0)
-        throw KernelError(EMSGSIZE, "build request for " + pf);
+    if (nla_put_string(msg.get(), IFLA_IFNAME, pf.c_str()) < 0) throw KernelError(EMSGSIZE, "build request for " + pf);
     return msg;
 }
 
@@ -71,12 +70,11 @@ void put_change(nl_msg* msg, const VfChange& c) {
     case F::spoofchk: put_struct(msg, IFLA_VF_SPOOFCHK, ifla_vf_spoofchk{c.vf, c.enabled ? 1u : 0u}); return;
     case F::trust: put_struct(msg, IFLA_VF_TRUST, ifla_vf_trust{c.vf, c.enabled ? 1u : 0u}); return;
     case F::link_state:
-        put_struct(msg, IFLA_VF_LINK_STATE,
-                   ifla_vf_link_state{c.vf, static_cast<std::uint32_t>(c.link_state)});
+        put_struct(msg, IFLA_VF_LINK_STATE, ifla_vf_link_state{c.vf, static_cast<std::uint32_t>(c.link_state)});
         return;
     case F::node_guid:
     case F::port_guid: {
-        ifla_vf_guid v{};   // 4 bytes of padding after vf (u64 alignment), zeroed
+        ifla_vf_guid v{};  // 4 bytes of padding after vf (u64 alignment), zeroed
         v.vf = c.vf;
         v.guid = c.guid;
         put_struct(msg, c.field == F::node_guid ? IFLA_VF_IB_NODE_GUID : IFLA_VF_IB_PORT_GUID, v);
@@ -126,8 +124,7 @@ std::optional<bool> setting(std::uint32_t value) {
 
 VfInfo decode_vf(nlattr* vf_info) {
     nlattr* tb[IFLA_VF_MAX + 1] = {};
-    if (nla_parse_nested(tb, IFLA_VF_MAX, vf_info, nullptr) < 0)
-        throw KernelError(EPROTO, "malformed IFLA_VF_INFO");
+    if (nla_parse_nested(tb, IFLA_VF_MAX, vf_info, nullptr) < 0) throw KernelError(EPROTO, "malformed IFLA_VF_INFO");
     if (!tb[IFLA_VF_MAC]) throw KernelError(EPROTO, "IFLA_VF_INFO without IFLA_VF_MAC");
     VfInfo vf;
     const auto mac = payload<ifla_vf_mac>(tb[IFLA_VF_MAC]);
@@ -145,7 +142,7 @@ VfInfo decode_vf(nlattr* vf_info) {
             if (nla_type(entry) != IFLA_VF_VLAN_INFO) continue;
             const auto v = payload<ifla_vf_vlan_info>(entry);
             vf.vlan_proto = ntohs(v.vlan_proto);
-            break;   // MAX_VLAN_LIST_LEN is 1
+            break;  // MAX_VLAN_LIST_LEN is 1
         }
     }
     if (tb[IFLA_VF_RATE]) {
@@ -174,8 +171,7 @@ public:
                                                   const nlmsghdr* hdr = nlmsg_hdr(reply);
                                                   if (hdr->nlmsg_type != RTM_NEWLINK) return;
                                                   vfs = vf_wire::decode_newlink(
-                                                      reinterpret_cast<const std::uint8_t*>(hdr),
-                                                      hdr->nlmsg_len);
+                                                      reinterpret_cast<const std::uint8_t*>(hdr), hdr->nlmsg_len);
                                               }),
                                "read VFs of " + pf);
         return vfs;
@@ -218,7 +214,7 @@ std::vector<VfInfo> decode_newlink(const std::uint8_t* msg, std::size_t len) {
         throw KernelError(EPROTO, "RTM_NEWLINK length mismatch");
     nlattr* list = nlmsg_find_attr(hdr, sizeof(ifinfomsg), IFLA_VFINFO_LIST);
     std::vector<VfInfo> vfs;
-    if (!list) return vfs;   // no SR-IOV on this link
+    if (!list) return vfs;  // no SR-IOV on this link
     nlattr* info;
     int rem;
     nla_for_each_nested(info, list, rem) {

@@ -111,7 +111,7 @@ std::optional<std::string> Sysfs::netdev_pci_address(const std::string& ifname) 
     if (!safe_component(ifname)) return std::nullopt;
     const fs::path device = fs::path(root_) / "class/net" / ifname / "device";
     auto name = symlink_target_name(device);
-    if (!name) return std::nullopt;   // virtual links have no device
+    if (!name) return std::nullopt;  // virtual links have no device
     if (is_pci_address(*name)) return name;
     // virtio-net: device -> .../0000:00:03.0/virtio0; the PCI function is its parent. The
     // link is relative to the netdev's real directory, so resolve the whole path.

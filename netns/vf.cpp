@@ -103,10 +103,14 @@ std::optional<std::uint64_t> parse_guid(const std::string& text) {
         for (std::size_t j = 0; j < 2; ++j) {
             const char c = text[i * 3 + j];
             unsigned d;
-            if (c >= '0' && c <= '9') d = c - '0';
-            else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-            else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-            else return std::nullopt;
+            if (c >= '0' && c <= '9')
+                d = c - '0';
+            else if (c >= 'a' && c <= 'f')
+                d = c - 'a' + 10;
+            else if (c >= 'A' && c <= 'F')
+                d = c - 'A' + 10;
+            else
+                return std::nullopt;
             byte = byte << 4 | d;
         }
         value = value << 8 | byte;
@@ -116,10 +120,10 @@ std::optional<std::uint64_t> parse_guid(const std::string& text) {
 
 std::string format_guid(std::uint64_t guid) {
     char out[24];
-    std::snprintf(out, sizeof out, "%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x",
-                  unsigned(guid >> 56 & 0xff), unsigned(guid >> 48 & 0xff), unsigned(guid >> 40 & 0xff),
-                  unsigned(guid >> 32 & 0xff), unsigned(guid >> 24 & 0xff), unsigned(guid >> 16 & 0xff),
-                  unsigned(guid >> 8 & 0xff), unsigned(guid & 0xff));
+    std::snprintf(out, sizeof out, "%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x", unsigned(guid >> 56 & 0xff),
+                  unsigned(guid >> 48 & 0xff), unsigned(guid >> 40 & 0xff), unsigned(guid >> 32 & 0xff),
+                  unsigned(guid >> 24 & 0xff), unsigned(guid >> 16 & 0xff), unsigned(guid >> 8 & 0xff),
+                  unsigned(guid & 0xff));
     return out;
 }
 

@@ -24,12 +24,13 @@ demo_packages=(
 )
 # `test` needs the demo's packages and the suites' own: Catch2, cpp-httplib (test API server),
 # the reference CNI plugins, podman/runc/mmdebstrap (node image, host compatibility), clang with
-# its sanitizer runtimes (hardening pass), jq and openssl for the scripts.
+# its sanitizer runtimes (hardening pass), clang-format (the style check), jq and openssl for the
+# scripts.
 test_packages=(
   "${demo_packages[@]}"
   libnl-genl-3-dev rdma-core catch2 libcpp-httplib-dev openssl
   containernetworking-plugins procps jq mmdebstrap podman runc
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   iputils-arping
 )
 
@@ -196,7 +197,7 @@ arm64_stages() {
 # stage failed.
 run_test_command() {
   install_missing "${test_packages[@]}"
-  configure -DRDMANET_BUILD_TESTS=ON
+  configure -DRDMANET_BUILD_TESTS=ON -DRDMANET_CHECK_FORMAT=ON
   stage "build (main, RelWithDebInfo)" build
   stage "real kube-apiserver assets" real_apiserver_assets
   stage "test names without ';'" test_names_without_semicolon

@@ -37,15 +37,19 @@ private:
             "or a NetworkAttachmentDefinition) into validated NetworkAttachmentDefinitions");
         cmd->add_option("-f,--filename", render_file, "YAML or JSON file with one or more documents, - for stdin")
             ->required();
-        cmd->add_option("--ipam", render_options.ipam,
-                        "\"rdmanet\": switch whereabouts IPAM (same keys) and nv-ipam (same pools) to rdmanet-ipam; default: keep the IPAM")
+        cmd->add_option(
+               "--ipam", render_options.ipam,
+               "\"rdmanet\": switch whereabouts IPAM (same keys) and nv-ipam (same pools) to rdmanet-ipam; default: keep the IPAM")
             ->check(CLI::IsMember({"rdmanet"}));
-        cmd->add_flag("--nv-ipam-to-node-slices", render_options.nv_ipam_to_slices,
-                      "with --ipam rdmanet: convert nv-ipam's IPPool (given in -f) into node slices instead of keeping the pool");
-        cmd->add_option("--ipam-kubeconfig", render_options.ipam_kubeconfig,
-                        "with --ipam rdmanet: the kubeconfig the IPAM reads (default: the one rdmanetctl install writes)");
-        cmd->add_option("--cni-version", render_options.cni_version,
-                        "cniVersion of the rendered config (network-operator kinds; RdmaNetwork may set spec.cniVersion)");
+        cmd->add_flag(
+            "--nv-ipam-to-node-slices", render_options.nv_ipam_to_slices,
+            "with --ipam rdmanet: convert nv-ipam's IPPool (given in -f) into node slices instead of keeping the pool");
+        cmd->add_option(
+            "--ipam-kubeconfig", render_options.ipam_kubeconfig,
+            "with --ipam rdmanet: the kubeconfig the IPAM reads (default: the one rdmanetctl install writes)");
+        cmd->add_option(
+            "--cni-version", render_options.cni_version,
+            "cniVersion of the rendered config (network-operator kinds; RdmaNetwork may set spec.cniVersion)");
         cmd->add_option("-o,--output", render_options.output,
                         "yaml (default), json, or profile: a DRANET provider profile (DIR/<profile>.json) of the "
                         "network (needs rdmanet-ipam: --ipam rdmanet)")
@@ -69,14 +73,16 @@ private:
         cmd->add_option("--api-server", o.api_server,
                         "API server URL written into the kubeconfig (default https://$KUBERNETES_SERVICE_HOST:"
                         "$KUBERNETES_SERVICE_PORT)");
-        cmd->add_option("--ipam-namespace", o.ipam_namespace,
-                        "namespace of the IPPool objects (the kubeconfig's context namespace; whereabouts uses kube-system)");
+        cmd->add_option(
+            "--ipam-namespace", o.ipam_namespace,
+            "namespace of the IPPool objects (the kubeconfig's context namespace; whereabouts uses kube-system)");
         cmd->add_option("--kubeconfig-path", o.kubeconfig_rel, "kubeconfig path relative to --cni-conf-dir");
         cmd->add_option("--rdma-netns-mode", o.rdma_netns_mode,
                         "persist this RDMA netns mode for the next boot (modprobe.d option for ib_core)")
             ->check(CLI::IsMember({"exclusive", "shared"}));
         cmd->add_option("--modprobe-dir", o.modprobe_dir, "host /etc/modprobe.d as mounted in this container");
-        cmd->add_flag("--watch", o.watch, "keep running: re-check binaries and rewrite the kubeconfig when the token rotates");
+        cmd->add_flag("--watch", o.watch,
+                      "keep running: re-check binaries and rewrite the kubeconfig when the token rotates");
         cmd->add_option("--interval", install_interval, "seconds between --watch rounds")->check(CLI::Range(1, 86400));
         cmd->callback([this, &status] {
             install_options.interval = std::chrono::seconds(install_interval);

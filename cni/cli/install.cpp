@@ -97,8 +97,7 @@ bool install_kubeconfig(const InstallOptions& options) {
     auto ca = read_whole_file((sa / "ca.crt").string());
     if (!ca || ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos)
         throw std::runtime_error("no PEM CA certificate at " + (sa / "ca.crt").string());
-    const auto content =
-        make_kubeconfig(api_server(options), *ca, trim_newlines(*token), options.ipam_namespace);
+    const auto content = make_kubeconfig(api_server(options), *ca, trim_newlines(*token), options.ipam_namespace);
     const fs::path target = fs::path(options.cni_conf_dir) / options.kubeconfig_rel;
     fs::create_directories(target.parent_path());
     ::chmod(target.parent_path().c_str(), 0700);
@@ -114,7 +113,8 @@ bool install_modprobe(const InstallOptions& options) {
         "# Written by rdmanetctl install: RDMA network namespace mode at boot (0 = exclusive, 1 = shared).\n"
         "# The mode cannot change while RDMA devices are in use; this takes effect on the next boot\n"
         "# (or the next load of ib_core).\n"
-        "options ib_core netns_mode=" + value + "\n";
+        "options ib_core netns_mode=" +
+        value + "\n";
     fs::create_directories(options.modprobe_dir);
     return write_if_changed((fs::path(options.modprobe_dir) / kModprobeConfName).string(), content, 0644);
 }
@@ -149,18 +149,26 @@ std::string make_kubeconfig(const std::string& server, const std::string& ca_pem
            "clusters:\n"
            "- name: rdmanet\n"
            "  cluster:\n"
-           "    server: \"" + yaml_safe(server, "the API server URL") + "\"\n"
-           "    certificate-authority-data: \"" + ipam::kube::base64_encode(ca_pem) + "\"\n"
+           "    server: \"" +
+           yaml_safe(server, "the API server URL") +
+           "\"\n"
+           "    certificate-authority-data: \"" +
+           ipam::kube::base64_encode(ca_pem) +
+           "\"\n"
            "users:\n"
            "- name: rdmanet\n"
            "  user:\n"
-           "    token: \"" + yaml_safe(token, "the service account token") + "\"\n"
+           "    token: \"" +
+           yaml_safe(token, "the service account token") +
+           "\"\n"
            "contexts:\n"
            "- name: rdmanet\n"
            "  context:\n"
            "    cluster: rdmanet\n"
            "    user: rdmanet\n"
-           "    namespace: \"" + yaml_safe(ns, "the IPAM namespace") + "\"\n"
+           "    namespace: \"" +
+           yaml_safe(ns, "the IPAM namespace") +
+           "\"\n"
            "current-context: rdmanet\n";
 }
 
@@ -196,8 +204,8 @@ InstallReport install_once(const InstallOptions& options, std::ostream& out) {
     }
     if (install_modprobe(options)) {
         report.modprobe_written = true;
-        out << "wrote " << (fs::path(options.modprobe_dir) / kModprobeConfName).string()
-            << " (RDMA netns mode " << options.rdma_netns_mode << " from the next boot)\n";
+        out << "wrote " << (fs::path(options.modprobe_dir) / kModprobeConfName).string() << " (RDMA netns mode "
+            << options.rdma_netns_mode << " from the next boot)\n";
     }
     out.flush();
     return report;

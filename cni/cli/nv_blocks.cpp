@@ -57,8 +57,13 @@ int pool_blocks(const PoolOptions& options, std::ostream& out, std::ostream& err
         if (options.json) {
             nlohmann::json list = nlohmann::json::array();
             for (const auto& u : usage)
-                list.push_back({{"pool", u.pool}, {"node", u.node}, {"block", u.block}, {"gateway", u.gateway},
-                                {"used", u.used}, {"free", u.free}, {"source", u.source}});
+                list.push_back({{"pool", u.pool},
+                                {"node", u.node},
+                                {"block", u.block},
+                                {"gateway", u.gateway},
+                                {"used", u.used},
+                                {"free", u.free},
+                                {"source", u.source}});
             out << list.dump(2) << '\n';
             return 0;
         }

@@ -59,10 +59,8 @@ std::string explain(const netns::KernelError& e, const std::string& action) {
     case EOPNOTSUPP:
         return "the kernel does not support RDMA network namespaces (needs Linux >= 5.3): " + std::string(e.what());
     case EPERM:
-    case EACCES:
-        return "permission denied: " + action + " needs root (CAP_NET_ADMIN)";
-    default:
-        return action + " failed: " + e.what();
+    case EACCES: return "permission denied: " + action + " needs root (CAP_NET_ADMIN)";
+    default: return action + " failed: " + e.what();
     }
 }
 
@@ -81,7 +79,7 @@ std::string ib_core_conf_with_mode(const std::string& existing, RdmaNetnsMode mo
                 kept += " " + words[i];
                 any = true;
             }
-            if (!any) continue;   // the line only carried netns_mode
+            if (!any) continue;  // the line only carried netns_mode
             line = kept;
         }
         out += line + "\n";
@@ -114,7 +112,7 @@ std::optional<RdmaNetnsMode> netns_mode_param(std::string_view value) {
 BootNetnsMode boot_netns_mode(const std::vector<std::string>& dirs, const std::string& cmdline_file) {
     static const std::regex kOption(R"(^\s*options\s+ib_core\s+.*\bnetns_mode=(\S+))");
     BootNetnsMode result;
-    std::map<std::string, std::filesystem::path> files;   // by name: modprobe's order
+    std::map<std::string, std::filesystem::path> files;  // by name: modprobe's order
     for (const auto& dir : dirs)
         for (const auto& name : netns::sorted_entry_names(dir))
             if (std::filesystem::path(name).extension() == ".conf") files[name] = std::filesystem::path(dir) / name;
@@ -213,8 +211,7 @@ int rdma_mode(const RdmaModeOptions& options, const RdmaOpener& open, std::ostre
     out << "RDMA netns mode: " << netns::rdma_netns_mode_name(*wanted)
         << (current == *wanted ? " (unchanged)" : " (was " + std::string(netns::rdma_netns_mode_name(current)) + ")")
         << "\n";
-    if (!options.persist)
-        out << "not persisted: the next boot uses the module default unless you add --persist\n";
+    if (!options.persist) out << "not persisted: the next boot uses the module default unless you add --persist\n";
     return 0;
 }
 

@@ -19,20 +19,25 @@ struct RdmaCli {
     void add(CLI::App& app, int& status) {
         CLI::App* rdma = app.add_subcommand("rdma", "the node's RDMA network-namespace handling");
         rdma->require_subcommand(1);
-        CLI::App* m = rdma->add_subcommand(
-            "mode", "show the RDMA netns mode (exclusive|shared), or set it; --persist also writes the "
-                    "ib_core module option so it holds after a reboot");
+        CLI::App* m =
+            rdma->add_subcommand("mode",
+                                 "show the RDMA netns mode (exclusive|shared), or set it; --persist also writes the "
+                                 "ib_core module option so it holds after a reboot");
         m->add_option("MODE", mode.set, "exclusive or shared; omitted = show")
             ->check(CLI::IsMember({"exclusive", "shared"}));
-        m->add_flag("--persist", mode.persist, "write `options ib_core netns_mode=N` to <modprobe-dir>/rdmanet-ib_core.conf");
-        m->add_option("--modprobe-dir", mode.modprobe_dir, "directory of modprobe configuration (default /etc/modprobe.d)");
+        m->add_flag("--persist", mode.persist,
+                    "write `options ib_core netns_mode=N` to <modprobe-dir>/rdmanet-ib_core.conf");
+        m->add_option("--modprobe-dir", mode.modprobe_dir,
+                      "directory of modprobe configuration (default /etc/modprobe.d)");
         m->callback([this, &status] {
-            status = rdma_mode(mode, [] { return netns::open_rdma_netlink(); }, std::cout, std::cerr);
+            status = rdma_mode(
+                mode, [] { return netns::open_rdma_netlink(); }, std::cout, std::cerr);
         });
 
         CLI::App* d = app.add_subcommand(
             "devices", "RDMA devices of this node: device, port, state, link layer, netdev, PCI, PF/VF/SF");
-        d->add_option("--sysfs-root", devices_options.sysfs_root, "read sysfs from this root (tests); disables libibverbs");
+        d->add_option("--sysfs-root", devices_options.sysfs_root,
+                      "read sysfs from this root (tests); disables libibverbs");
         d->add_flag("--no-verbs", no_verbs, "sysfs only, do not open the devices through libibverbs");
         d->callback([this, &status] {
             devices_options.verbs = !no_verbs;

@@ -38,8 +38,8 @@ int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::
         for (const auto& r : slices.restored) out << "gave back slice " << r << '\n';
         for (const auto& r : slices.problems) err << "rdmanetctl reconcile: slice " << r << '\n';
         if (slices.node_slice_pools > 0) {
-            out << "reconcile " << store->ns() << ": " << slices.node_slice_pools << " node slice pools, " << slices.slices
-                << " slices held, " << slices.released.size() << " slices of deleted nodes released, "
+            out << "reconcile " << store->ns() << ": " << slices.node_slice_pools << " node slice pools, "
+                << slices.slices << " slices held, " << slices.released.size() << " slices of deleted nodes released, "
                 << slices.kept.size() << " kept in use, " << slices.nodes << " nodes\n";
         }
         return slices.problems.empty() ? 0 : 1;

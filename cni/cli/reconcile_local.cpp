@@ -21,7 +21,8 @@ std::string describe(const RepairItem& item) {
 void print_repair_report(const RepairReport& report, bool dry_run, std::ostream& out, std::ostream& err) {
     for (const auto& item : report.repaired) out << (dry_run ? "would repair " : "repaired ") << describe(item) << '\n';
     for (const auto& item : report.failed) err << "repair failed " << describe(item) << ": " << item.error << '\n';
-    for (const auto& item : report.not_repairable) err << "not repairable " << describe(item) << ": " << item.error << '\n';
+    for (const auto& item : report.not_repairable)
+        err << "not repairable " << describe(item) << ": " << item.error << '\n';
     out << "reconcile --local: " << report.checked << " attachments, " << report.alive << " alive, "
         << report.repaired.size() << (dry_run ? " to repair, " : " repaired, ") << report.failed.size() << " failed, "
         << report.not_repairable.size() << " not repairable\n";

@@ -43,7 +43,8 @@ std::vector<std::string> ippool_names(const std::string& pool, const std::string
     return {ipam::kube::slice_pool_key(pool, node, slice).name(), ipam::kube::slice_pool_key("", node, slice).name()};
 }
 
-bool names_slice_pool(const ipam::PoolKey& key, const std::string& pool, const std::string& node, const base::IpNetwork& slice) {
+bool names_slice_pool(const ipam::PoolKey& key, const std::string& pool, const std::string& node,
+                      const base::IpNetwork& slice) {
     return key.range == slice && (key.network_name == pool + "-" + node || key.network_name == node);
 }
 
@@ -73,7 +74,7 @@ std::optional<std::chrono::system_clock::time_point> marker_time(const std::stri
 
 struct ApiView {
     std::vector<ipam::kube::NodeSlicePool> pools;
-    std::map<std::string, std::uint64_t> ippool_entries;   // IPPool name -> allocations
+    std::map<std::string, std::uint64_t> ippool_entries;  // IPPool name -> allocations
 };
 
 ApiView read_api(const ipam::kube::KubeConfig& config, std::chrono::milliseconds budget) {
@@ -98,7 +99,7 @@ ApiView read_api(const ipam::kube::KubeConfig& config, std::chrono::milliseconds
             const int prefix = ipam::parse_node_slice_size(spec.value("sliceSize", ""));
             view.pools.push_back(parse_node_slice_pool(o, *range, prefix));
         } catch (const ipam::IpamError&) {
-            continue;   // not a NodeSlicePool anyone can use: nothing of it to show
+            continue;  // not a NodeSlicePool anyone can use: nothing of it to show
         }
     }
     for (const json& o : list(kPools)) {
@@ -126,7 +127,7 @@ SlicesReport slices_report(const std::string& slices_dir, const std::optional<ip
     try {
         held = ipam::kube::list_held_files(slices_dir);
     } catch (const ipam::IpamError& e) {
-        report.local_error = e.msg;   // a held file that is not JSON: the rest is still reported
+        report.local_error = e.msg;  // a held file that is not JSON: the rest is still reported
     }
 
     // The backlog: unpublished changes, oldest first.
@@ -140,7 +141,8 @@ SlicesReport slices_report(const std::string& slices_dir, const std::optional<ip
     report.backlog.changes = pending.size();
     if (!pending.empty()) {
         if (auto t = marker_time(pending.front().first)) {
-            report.backlog.oldest_age = std::max(std::chrono::seconds(0), std::chrono::duration_cast<std::chrono::seconds>(now - *t));
+            report.backlog.oldest_age =
+                std::max(std::chrono::seconds(0), std::chrono::duration_cast<std::chrono::seconds>(now - *t));
         }
     }
 
@@ -168,7 +170,8 @@ SlicesReport slices_report(const std::string& slices_dir, const std::optional<ip
         }
     }
 
-    auto fill_node_side = [&](SliceLine& line, const std::string& pool, const std::string& node, const base::IpNetwork& slice) {
+    auto fill_node_side = [&](SliceLine& line, const std::string& pool, const std::string& node,
+                              const base::IpNetwork& slice) {
         if (local) {
             std::uint64_t used = 0;
             for (const auto& key : local_keys) {
@@ -191,14 +194,15 @@ SlicesReport slices_report(const std::string& slices_dir, const std::optional<ip
                 return;
             }
         }
-        line.used = 0;   // no IPPool yet: nothing published in the slice
+        line.used = 0;  // no IPPool yet: nothing published in the slice
     };
 
     std::set<std::string> from_api;
     if (view) {
         for (const auto& nsp : view->pools) {
             from_api.insert(nsp.name);
-            const auto mine = std::find_if(held.begin(), held.end(), [&](const HeldSlices& h) { return h.pool_name == nsp.name; });
+            const auto mine =
+                std::find_if(held.begin(), held.end(), [&](const HeldSlices& h) { return h.pool_name == nsp.name; });
             SlicePoolReport p;
             p.name = nsp.name;
             p.range = nsp.range.str();
@@ -211,8 +215,8 @@ SlicesReport slices_report(const std::string& slices_dir, const std::optional<ip
                 line.node = e.node;
                 line.usable = usable_count(e.slice);
                 listed.insert(line.slice);
-                const bool claimed_here =
-                    mine != held.end() && std::find(mine->slices.begin(), mine->slices.end(), e.slice) != mine->slices.end();
+                const bool claimed_here = mine != held.end() && std::find(mine->slices.begin(), mine->slices.end(),
+                                                                          e.slice) != mine->slices.end();
                 line.revoked_locally = claimed_here && mine->is_revoked(e.slice);
                 if (claimed_here && (e.node != mine->node || line.revoked_locally)) {
                     line.state = "revoked";
@@ -274,8 +278,9 @@ SlicesReport slices_report(const std::string& slices_dir, const std::optional<ip
         sort_slices(p.slices);
         report.pools.push_back(std::move(p));
     }
-    std::sort(report.pools.begin(), report.pools.end(),
-              [](const SlicePoolReport& a, const SlicePoolReport& b) { return std::tie(a.name, a.node) < std::tie(b.name, b.node); });
+    std::sort(report.pools.begin(), report.pools.end(), [](const SlicePoolReport& a, const SlicePoolReport& b) {
+        return std::tie(a.name, a.node) < std::tie(b.name, b.node);
+    });
     return report;
 }
 
@@ -285,26 +290,38 @@ json slices_report_json(const SlicesReport& r) {
     for (const auto& p : r.pools) {
         json slices = json::array();
         for (const auto& s : p.slices) {
-            slices.push_back({{"sliceRange", s.slice}, {"nodeName", s.node}, {"state", s.state},
-                              {"revokedLocally", s.revoked_locally}, {"ipPool", s.ippool}, {"used", opt(s.used)},
-                              {"usable", s.usable}, {"free", s.free.empty() ? json(nullptr) : json(s.free)},
-                              {"localUsed", opt(s.local_used)}, {"pending", s.pending}});
+            slices.push_back({{"sliceRange", s.slice},
+                              {"nodeName", s.node},
+                              {"state", s.state},
+                              {"revokedLocally", s.revoked_locally},
+                              {"ipPool", s.ippool},
+                              {"used", opt(s.used)},
+                              {"usable", s.usable},
+                              {"free", s.free.empty() ? json(nullptr) : json(s.free)},
+                              {"localUsed", opt(s.local_used)},
+                              {"pending", s.pending}});
         }
-        pools.push_back({{"name", p.name}, {"node", p.node}, {"range", p.range}, {"sliceSize", p.slice_size},
-                         {"apiError", p.api_error}, {"slices", slices}});
+        pools.push_back({{"name", p.name},
+                         {"node", p.node},
+                         {"range", p.range},
+                         {"sliceSize", p.slice_size},
+                         {"apiError", p.api_error},
+                         {"slices", slices}});
     }
-    json backlog = {{"dir", r.backlog.dir}, {"changes", r.backlog.changes},
+    json backlog = {{"dir", r.backlog.dir},
+                    {"changes", r.backlog.changes},
                     {"oldestAgeSeconds", r.backlog.oldest_age ? json(r.backlog.oldest_age->count()) : json(nullptr)},
                     {"error", r.backlog.error}};
-    return {{"slicesDir", r.slices_dir}, {"apiRead", r.api_read}, {"apiError", r.api_error}, {"localError", r.local_error},
-            {"nodeSlicePools", pools}, {"backlog", backlog}};
+    return {{"slicesDir", r.slices_dir},   {"apiRead", r.api_read},   {"apiError", r.api_error},
+            {"localError", r.local_error}, {"nodeSlicePools", pools}, {"backlog", backlog}};
 }
 
 void print_slices_report(const SlicesReport& r, std::ostream& out) {
     auto num = [](const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
     if (r.api_read && !r.api_error.empty()) out << "API: not read: " << r.api_error << '\n';
     if (!r.local_error.empty()) out << "local store: not read: " << r.local_error << '\n';
-    if (r.pools.empty()) out << "no node slices" << (r.api_read ? "" : " held by this node") << " (" << r.slices_dir << ")\n";
+    if (r.pools.empty())
+        out << "no node slices" << (r.api_read ? "" : " held by this node") << " (" << r.slices_dir << ")\n";
     for (const auto& p : r.pools) {
         out << "NodeSlicePool " << p.name << ": range " << p.range << ", slices " << p.slice_size << ", this node "
             << (p.node.empty() ? std::string("holds none") : p.node) << '\n';

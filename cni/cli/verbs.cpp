@@ -70,16 +70,16 @@ std::string link_layer_name(std::uint8_t layer) {
 std::vector<VerbsPort> query_verbs_ports() {
     std::vector<VerbsPort> ports;
     const Verbs& v = verbs();
-    if (!v.loaded()) return ports;   // no libibverbs on this node: same as no devices
+    if (!v.loaded()) return ports;  // no libibverbs on this node: same as no devices
     const auto free_list = [&v](ibv_device** l) { v.free_device_list(l); };
     const auto close = [&v](ibv_context* c) { v.close_device(c); };
     int count = 0;
     std::unique_ptr<ibv_device*, decltype(free_list)> list(v.get_device_list(&count), free_list);
-    if (!list) return ports;   // no uverbs at all (ENOSYS): same as no devices
+    if (!list) return ports;  // no uverbs at all (ENOSYS): same as no devices
     for (int i = 0; i < count; ++i) {
         const std::string name = v.get_device_name(list.get()[i]);
         std::unique_ptr<ibv_context, decltype(close)> ctx(v.open_device(list.get()[i]), close);
-        if (!ctx) continue;   // no permission on /dev/infiniband/uverbsN: sysfs still lists it
+        if (!ctx) continue;  // no permission on /dev/infiniband/uverbsN: sysfs still lists it
         ibv_device_attr attr{};
         if (v.query_device(ctx.get(), &attr) != 0) continue;
         for (unsigned p = 1; p <= attr.phys_port_cnt; ++p) {

@@ -17,8 +17,7 @@ constexpr auto kInvalid = ErrorCode::invalid_config;
 std::string supported_versions_text() {
     // Go's %q of a []string, which is what runtimes have seen in this message for years.
     std::string list = "[";
-    for (auto version : kSupportedVersions)
-        list += (list.size() > 1 ? " \"" : "\"") + std::string(version) + "\"";
+    for (auto version : kSupportedVersions) list += (list.size() > 1 ? " \"" : "\"") + std::string(version) + "\"";
     return list + "]";
 }
 
@@ -26,8 +25,7 @@ std::string read_cni_version(const JsonFields& top) {
     auto version = top.string("cniVersion").value_or("");
     if (!is_supported_version(version))
         throw Error(ErrorCode::incompatible_version, "incompatible CNI versions",
-                    (version.empty() ? std::string("config has no cniVersion")
-                                     : "config is " + text::quote(version)) +
+                    (version.empty() ? std::string("config has no cniVersion") : "config is " + text::quote(version)) +
                         ", plugin supports " + supported_versions_text());
     return version;
 }
@@ -38,16 +36,14 @@ void check_verb_allowed(std::string_view version, Command command) {
     if (command == Command::check) needed = "0.4.0";
     if (command == Command::gc || command == Command::status) needed = "1.1.0";
     if (needed.empty() || compare_versions(version, needed) >= 0) return;
-    throw Error(ErrorCode::incompatible_version,
-                "config version does not allow " + std::string(command_name(command)),
-                "config is " + text::quote(version) + ", " + std::string(command_name(command)) +
-                    " needs cniVersion " + std::string(needed) + " or later");
+    throw Error(ErrorCode::incompatible_version, "config version does not allow " + std::string(command_name(command)),
+                "config is " + text::quote(version) + ", " + std::string(command_name(command)) + " needs cniVersion " +
+                    std::string(needed) + " or later");
 }
 
 std::string read_name(const JsonFields& top) {
     auto name = top.string("name");
-    if (!name || name->empty())
-        throw Error(kInvalid, "missing network name", "set \"name\" to the network's name");
+    if (!name || name->empty()) throw Error(kInvalid, "missing network name", "set \"name\" to the network's name");
     if (!is_valid_network_name(*name))
         top.invalid("name", text::quote(*name) +
                                 " is invalid: must start with a letter or digit and contain only "
@@ -66,8 +62,7 @@ NetConf parse_conf(std::string_view stdin_bytes, Command command, bool plugin_ke
     conf.raw = parse_json_bounded(stdin_bytes);
     if (!conf.raw.is_object())
         throw Error(ErrorCode::decode_failure,
-                    std::string("network configuration must be a JSON object, got ") +
-                        conf.raw.type_name());
+                    std::string("network configuration must be a JSON object, got ") + conf.raw.type_name());
     const JsonFields top(conf.raw, "", kInvalid);
 
     // Same order as skel: version, verb gate, name; then our own keys.

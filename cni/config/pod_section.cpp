@@ -18,9 +18,8 @@ constexpr std::string_view kSysctlHint =
 
 bool is_leaf(std::string_view leaf) {
     if (leaf.empty() || leaf.size() > 64) return false;
-    return std::all_of(leaf.begin(), leaf.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-    });
+    return std::all_of(leaf.begin(), leaf.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
 }
 
 void parse_policy_routing(const JsonFields& top, NetConf& conf) {
@@ -31,18 +30,22 @@ void parse_policy_routing(const JsonFields& top, NetConf& conf) {
         return;
     }
     if (!value->is_object())
-        top.invalid("policyRouting", "must be true, false or an object {\"table\": N, \"priority\": P, "
-                                     "\"addSourceHints\": true|false}, got " + base::show_json(*value));
+        top.invalid("policyRouting",
+                    "must be true, false or an object {\"table\": N, \"priority\": P, "
+                    "\"addSourceHints\": true|false}, got " +
+                        base::show_json(*value));
     const JsonFields pr(*value, top.name("policyRouting"), top.code());
     PolicyRouting routing;
     routing.table = pr.uint("table");
     if (routing.table && (*routing.table == 0 || (*routing.table >= 253 && *routing.table <= 255)))
-        pr.invalid("table", std::to_string(*routing.table) + " is reserved (0 unspec, 253 default, 254 main, 255 local)",
+        pr.invalid("table",
+                   std::to_string(*routing.table) + " is reserved (0 unspec, 253 default, 254 main, 255 local)",
                    "use 1-252 or 256-4294967295, or leave \"table\" out for the first free table from 100 up");
     routing.priority = pr.uint("priority");
     if (routing.priority && (*routing.priority < kMinRulePriority || *routing.priority > kMaxRulePriority))
-        pr.invalid("priority", std::to_string(*routing.priority) + " is out of range: use " +
-                                   std::to_string(kMinRulePriority) + "-" + std::to_string(kMaxRulePriority),
+        pr.invalid("priority",
+                   std::to_string(*routing.priority) + " is out of range: use " + std::to_string(kMinRulePriority) +
+                       "-" + std::to_string(kMaxRulePriority),
                    "0 would come before the local table's rule, 32766 and above after the main table's");
     routing.add_source_hints = pr.boolean("addSourceHints").value_or(false);
     conf.pod.policy_routing = routing;
@@ -62,7 +65,8 @@ void parse_sysctl(const JsonFields& top, NetConf& conf) {
                            "write the value as the tuning plugin takes it: \"1\"");
         entry->value = it.value().get<std::string>();
         if (!is_valid_sysctl_value(entry->value))
-            sysctl.invalid(key, text::quote(entry->value) + " is not a sysctl value: 1-256 printable characters, no '/'");
+            sysctl.invalid(key,
+                           text::quote(entry->value) + " is not a sysctl value: 1-256 printable characters, no '/'");
         conf.pod.sysctl.push_back(std::move(*entry));
     }
 }
@@ -124,9 +128,8 @@ std::optional<SysctlEntry> parse_sysctl_key(std::string_view key, std::string& w
             return std::nullopt;
         }
         // Dots inside a name are a VLAN's; at its ends or doubled they are a path trick.
-        if (entry.iface != "IFNAME" &&
-            (!is_valid_ifname(entry.iface) || entry.iface.find("..") != std::string::npos ||
-             entry.iface.front() == '.' || entry.iface.back() == '.')) {
+        if (entry.iface != "IFNAME" && (!is_valid_ifname(entry.iface) || entry.iface.find("..") != std::string::npos ||
+                                        entry.iface.front() == '.' || entry.iface.back() == '.')) {
             why = "names no valid interface (" + text::quote(entry.iface) + ")";
             return std::nullopt;
         }

@@ -75,7 +75,8 @@ std::vector<std::string> get_list(const json& obj, const char* key, std::vector<
 std::string dir_value(const json& obj, const char* key, const std::string& fallback, const std::string& source) {
     auto dir = get_string(obj, key, fallback, source, "");
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    if (!is_clean_absolute(dir)) policy_error(source, std::string(key) + " \"" + dir + "\" must be an absolute path without \"..\"");
+    if (!is_clean_absolute(dir))
+        policy_error(source, std::string(key) + " \"" + dir + "\" must be an absolute path without \"..\"");
     return dir;
 }
 
@@ -105,23 +106,29 @@ DeviceRules parse_rules(const json& obj, const char* key, bool masters, const st
     if (it == obj.end()) return rules;
     const std::string where = std::string(key) + ".";
     if (!it->is_object()) policy_error(source, std::string(key) + " must be an object");
-    reject_unknown_keys(*it, masters ? std::set<std::string>{"names", "pciAddresses", "vendorIds", "allowUplink"}
-                                     : std::set<std::string>{"names", "pciAddresses", "vendorIds", "vfsOnly"},
+    reject_unknown_keys(*it,
+                        masters ? std::set<std::string>{"names", "pciAddresses", "vendorIds", "allowUplink"}
+                                : std::set<std::string>{"names", "pciAddresses", "vendorIds", "vfsOnly"},
                         source, where);
     rules.names = get_list(*it, "names", {}, source, where);
     rules.pci_addresses = get_list(*it, "pciAddresses", {}, source, where);
     for (auto& pci : rules.pci_addresses)
         for (auto& c : pci) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (auto& id : get_list(*it, "vendorIds", {}, source, where)) rules.vendor_ids.push_back(normalise_vendor(id, source));
-    if (masters) rules.allow_uplink = get_bool(*it, "allowUplink", true, source, where);
-    else rules.vfs_only = get_bool(*it, "vfsOnly", false, source, where);
+    for (auto& id : get_list(*it, "vendorIds", {}, source, where))
+        rules.vendor_ids.push_back(normalise_vendor(id, source));
+    if (masters)
+        rules.allow_uplink = get_bool(*it, "allowUplink", true, source, where);
+    else
+        rules.vfs_only = get_bool(*it, "vfsOnly", false, source, where);
     return rules;
 }
 
 json rules_to_json(const DeviceRules& rules, bool masters) {
     json j = {{"names", rules.names}, {"pciAddresses", rules.pci_addresses}, {"vendorIds", rules.vendor_ids}};
-    if (masters) j["allowUplink"] = rules.allow_uplink;
-    else j["vfsOnly"] = rules.vfs_only;
+    if (masters)
+        j["allowUplink"] = rules.allow_uplink;
+    else
+        j["vfsOnly"] = rules.vfs_only;
     return j;
 }
 
@@ -188,10 +195,10 @@ NodePolicy load_node_policy(const EnvLookup& lookup, KnownModes known_modes) {
     // (a swapped-in link could point the plugin at a policy the admin never wrote).
     base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (!fd) {
-        if (errno == ENOENT) return NodePolicy{};   // no file: the built-in (safe) defaults
+        if (errno == ENOENT) return NodePolicy{};  // no file: the built-in (safe) defaults
         policy_error(path, std::string("cannot be opened: ") + std::strerror(errno));
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) policy_error(path, "is not a regular file");
     if (st.st_size > (1 << 20)) policy_error(path, "is larger than 1 MiB");
     std::string text(static_cast<std::size_t>(st.st_size), '\0');
@@ -209,7 +216,7 @@ NodePolicy load_node_policy_or_defaults(const EnvLookup& lookup, KnownModes know
     try {
         return load_node_policy(lookup, known_modes);
     } catch (const Error&) {
-        return NodePolicy{};   // teardown must work even when the admin's file is broken
+        return NodePolicy{};  // teardown must work even when the admin's file is broken
     }
 }
 

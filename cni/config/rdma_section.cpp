@@ -7,9 +7,9 @@ namespace rdmanet::cni {
 
 std::string_view rdma_isolation_name(RdmaIsolation isolation) {
     switch (isolation) {
-        case RdmaIsolation::auto_: return "auto";
-        case RdmaIsolation::required: return "required";
-        case RdmaIsolation::off: return "off";
+    case RdmaIsolation::auto_: return "auto";
+    case RdmaIsolation::required: return "required";
+    case RdmaIsolation::off: return "off";
     }
     return "";
 }
@@ -54,8 +54,8 @@ void parse_rdma(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
         if (!isolation) return;
         auto parsed = parse_rdma_isolation(*isolation);
         if (!parsed)
-            rdma.invalid("isolation", text::quote(*isolation) +
-                                          " is not supported: use one of \"auto\", \"required\", \"off\"",
+            rdma.invalid("isolation",
+                         text::quote(*isolation) + " is not supported: use one of \"auto\", \"required\", \"off\"",
                          "auto moves the RDMA device into the pod when the node is in exclusive RDMA "
                          "netns mode; required fails ADD otherwise; off never moves it");
         conf.rdma.isolation = *parsed;

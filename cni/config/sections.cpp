@@ -57,7 +57,6 @@ const JsonFields& runtime_config_names() {
     return kNames;
 }
 
-
 void parse_logging(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
     attempt([&] {
         auto file = top.string("logFile").value_or("");
@@ -66,8 +65,7 @@ void parse_logging(const JsonFields& top, NetConf& conf, const Attempt& attempt)
         conf.log_file = file;
     });
     attempt([&] {
-        constexpr std::array<std::string_view, 6> kLevels = {"trace", "debug", "info",
-                                                             "warn",  "error", "off"};
+        constexpr std::array<std::string_view, 6> kLevels = {"trace", "debug", "info", "warn", "error", "off"};
         if (auto level = top.string("logLevel")) conf.log_level = one_of(top, "logLevel", *level, kLevels);
     });
 }
@@ -92,8 +90,7 @@ void parse_runtime_config(const JsonFields& top, NetConf& conf, const Attempt& a
     attempt([&] {
         auto file = rc->string("CNIDeviceInfoFile");
         if (file && !checks::is_safe_absolute_path(*file))
-            rc->invalid("CNIDeviceInfoFile",
-                        text::quote(*file) + " must be an absolute path without \"..\"");
+            rc->invalid("CNIDeviceInfoFile", text::quote(*file) + " must be an absolute path without \"..\"");
         runtime.device_info_file = file;
     });
 }
@@ -114,8 +111,7 @@ void parse_ipam(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
         auto type = ipam->string("type").value_or("");
         // The type becomes a file name looked up in CNI_PATH; refuse anything that is a path.
         if (!type.empty() && !checks::is_plain_file_name(type))
-            ipam->invalid("type", text::quote(type) +
-                                      " must be the plain file name of an IPAM plugin in CNI_PATH");
+            ipam->invalid("type", text::quote(type) + " must be the plain file name of an IPAM plugin in CNI_PATH");
         conf.ipam.type = type;
         conf.ipam.raw = *top.get("ipam");
     });
@@ -131,8 +127,7 @@ void parse_prev_result(const JsonFields& top, NetConf& conf, const Attempt& atte
     attempt([&] {
         const auto* prev = top.get("prevResult");
         if (!prev && required)
-            top.invalid("prevResult", "is required for CHECK",
-                        "the runtime passes the result it cached after ADD");
+            top.invalid("prevResult", "is required for CHECK", "the runtime passes the result it cached after ADD");
         if (prev) conf.prev_result = parse_result_at(*prev, "prevResult", kInvalid);
     });
 }
@@ -140,14 +135,13 @@ void parse_prev_result(const JsonFields& top, NetConf& conf, const Attempt& atte
 void parse_valid_attachments(const JsonFields& top, NetConf& conf, const Attempt& attempt) {
     attempt([&] {
         // Absent stays nullopt (do nothing destructive); present-but-empty is an empty list.
-        std::string_view key = top.has("cni.dev/valid-attachments") ? "cni.dev/valid-attachments"
-                                                                    : "cni.dev/attachments";
+        std::string_view key =
+            top.has("cni.dev/valid-attachments") ? "cni.dev/valid-attachments" : "cni.dev/attachments";
         const auto* list = top.array(key);
         if (!list) return;
         std::vector<AttachmentKey> keys;
         for (std::size_t i = 0; i < list->size(); ++i) {
-            auto entry = JsonFields::of_object((*list)[i], top.name(key) + "[" + std::to_string(i) + "]",
-                                               kInvalid);
+            auto entry = JsonFields::of_object((*list)[i], top.name(key) + "[" + std::to_string(i) + "]", kInvalid);
             auto container_id = entry.string("containerID");
             auto ifname = entry.string("ifname");
             if (!container_id) entry.invalid("containerID", "is required");

@@ -13,7 +13,7 @@ namespace rdmanet::cni::ctl {
 namespace {
 
 std::string function_kind(const netns::RdmaDeviceSysfs& dev) {
-    if (dev.parent.empty()) return "-";   // software devices (rxe, siw) have no function
+    if (dev.parent.empty()) return "-";  // software devices (rxe, siw) have no function
     if (dev.is_vf) return "VF";
     // Auxiliary devices (SFs) are named <driver>.<kind>.<n>, PCI functions DDDD:BB:DD.F.
     if (dev.parent.find(':') == std::string::npos) return "SF";
@@ -74,15 +74,14 @@ std::vector<DeviceRow> device_rows(const netns::Sysfs& sysfs, const std::vector<
             rows.push_back(row);
         }
     }
-    for (const auto& [key, v] : by_port)   // known to verbs only
+    for (const auto& [key, v] : by_port)  // known to verbs only
         rows.push_back(DeviceRow{v->device, v->state, v->link_layer, "-", "-", "-", v->port});
     for (auto& row : rows) {
         if (row.state.empty()) row.state = "-";
         if (row.link_layer.empty()) row.link_layer = "-";
     }
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-        return std::tie(a.device, a.port) < std::tie(b.device, b.port);
-    });
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return std::tie(a.device, a.port) < std::tie(b.device, b.port); });
     return rows;
 }
 
@@ -106,8 +105,8 @@ std::string format_device_table(const std::vector<DeviceRow>& rows) {
     return out;
 }
 
-int devices(const DevicesOptions& options, const std::function<std::vector<VerbsPort>()>& verbs,
-            std::ostream& out, std::ostream&) {
+int devices(const DevicesOptions& options, const std::function<std::vector<VerbsPort>()>& verbs, std::ostream& out,
+            std::ostream&) {
     const netns::Sysfs sysfs(options.sysfs_root);
     // libibverbs always reads the real /sys: mixing it with another root would mix two nodes.
     const bool use_verbs = options.verbs && options.sysfs_root == "/sys" && verbs;

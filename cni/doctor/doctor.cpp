@@ -105,8 +105,8 @@ void check_sysfs_visible(Doctor& d) {
         d.add("node.sysfs", Status::fail, "/sys",
               "no network interface under " + d.under("/sys/class/net").string() +
                   ": the node's sysfs is not visible here, so the RDMA and VF checks cannot see the node; mount "
-                  "the host's /sys read-only at " + d.under("/sys").string() +
-                  " (the DaemonSet's installer container has it at /host/sys)");
+                  "the host's /sys read-only at " +
+                  d.under("/sys").string() + " (the DaemonSet's installer container has it at /host/sys)");
         return;
     }
     std::string names;
@@ -141,12 +141,14 @@ bool check_rdma_ports(Doctor& d) {
                 d.add("rdma.ports", Status::ok, subject, detail);
             } else if (state.find("INIT") != std::string::npos || state.find("ARMED") != std::string::npos) {
                 d.add("rdma.ports", Status::fail, subject,
-                      detail + ": the link is up but no subnet manager has configured the port; start "
-                               "opensm on the fabric or check the switch's SM");
+                      detail +
+                          ": the link is up but no subnet manager has configured the port; start "
+                          "opensm on the fabric or check the switch's SM");
             } else {
                 d.add("rdma.ports", Status::fail, subject,
-                      detail + ": port is down; check the cable, the switch port and the link "
-                               "(ibstat / rdma link show)");
+                      detail +
+                          ": port is down; check the cable, the switch port and the link "
+                          "(ibstat / rdma link show)");
             }
         }
     }
@@ -183,21 +185,24 @@ void check_netns_mode(Doctor& d, bool have_rdma) {
     const auto current = mode_of(first_line(*raw));
     const auto persisted = persisted_netns_mode(d);
     const auto boot = persisted.value.empty() ? std::string("shared") : mode_of(persisted.value);
-    const std::string where = persisted.value.empty() ? "no modprobe.d option (kernel default: shared)"
-                                                      : persisted.source;
+    const std::string where =
+        persisted.value.empty() ? "no modprobe.d option (kernel default: shared)" : persisted.source;
     std::string message = "current mode " + current + "; at boot " + boot + " (" + where + ")";
     if (!d.o.expect_netns_mode.empty() && current != d.o.expect_netns_mode) {
         d.add("rdma.netns", Status::fail, "ib_core netns_mode",
               message + ": this node should run " + d.o.expect_netns_mode +
                   "; it can only change while no RDMA device is in use: run `rdmanetctl install "
-                  "--rdma-netns-mode " + d.o.expect_netns_mode + "` and reboot");
+                  "--rdma-netns-mode " +
+                  d.o.expect_netns_mode + "` and reboot");
         return;
     }
     if (boot != current) {
         d.add("rdma.netns", Status::fail, "ib_core netns_mode",
-              message + ": a reboot switches the node to " + boot + " mode; persist it with `options ib_core "
-                        "netns_mode=" + (current == "exclusive" ? "0" : "1") +
-                  "` in /etc/modprobe.d (rdmanetctl install --rdma-netns-mode " + current + ")");
+              message + ": a reboot switches the node to " + boot +
+                  " mode; persist it with `options ib_core "
+                  "netns_mode=" +
+                  (current == "exclusive" ? "0" : "1") + "` in /etc/modprobe.d (rdmanetctl install --rdma-netns-mode " +
+                  current + ")");
         return;
     }
     d.add("rdma.netns", Status::ok, "ib_core netns_mode",
@@ -259,21 +264,23 @@ void check_vfs(Doctor& d) {
         const auto pf = netdev.filename().string();
         seen.insert(pf);
         const auto total = std::strtoul(first_line(*total_text).c_str(), nullptr, 10);
-        const auto num = std::strtoul(first_line(read_text(netdev / "device" / "sriov_numvfs").value_or("0")).c_str(),
-                                      nullptr, 10);
+        const auto num =
+            std::strtoul(first_line(read_text(netdev / "device" / "sriov_numvfs").value_or("0")).c_str(), nullptr, 10);
         const auto counts = std::to_string(num) + " of " + std::to_string(total) + " VFs configured";
         auto expected = d.o.expect_vfs.find(pf);
         if (expected == d.o.expect_vfs.end()) {
             d.add("sriov.vfs", Status::ok, pf, counts);
         } else if (expected->second > total) {
-            d.add("sriov.vfs", Status::fail, pf,
-                  counts + ", " + std::to_string(expected->second) + " requested: more than the device supports "
-                  "(raise NUM_OF_VFS in the firmware: mlxconfig -d <pci> set SRIOV_EN=1 NUM_OF_VFS=N, then reboot)");
+            d.add(
+                "sriov.vfs", Status::fail, pf,
+                counts + ", " + std::to_string(expected->second) +
+                    " requested: more than the device supports "
+                    "(raise NUM_OF_VFS in the firmware: mlxconfig -d <pci> set SRIOV_EN=1 NUM_OF_VFS=N, then reboot)");
         } else if (num != expected->second) {
             d.add("sriov.vfs", Status::fail, pf,
                   counts + ", " + std::to_string(expected->second) + " requested: echo 0 > /sys/class/net/" + pf +
-                      "/device/sriov_numvfs; echo " + std::to_string(expected->second) + " > /sys/class/net/" +
-                      pf + "/device/sriov_numvfs (or let the SR-IOV operator / a boot unit do it)");
+                      "/device/sriov_numvfs; echo " + std::to_string(expected->second) + " > /sys/class/net/" + pf +
+                      "/device/sriov_numvfs (or let the SR-IOV operator / a boot unit do it)");
         } else {
             d.add("sriov.vfs", Status::ok, pf, counts + " as requested");
         }
@@ -291,7 +298,7 @@ void check_vfs(Doctor& d) {
 void check_binaries(Doctor& d) {
     for (const char* name : {"rdmanet", "rdmanet-ipam"}) {
         const auto path = d.under(d.o.cni_bin_dir) / name;
-        struct stat st{};
+        struct stat st {};
         const bool required = std::string(name) == "rdmanet";
         if (::stat(path.c_str(), &st) != 0) {
             d.add("cni.binary", required ? Status::fail : Status::warn, path.string(),
@@ -350,8 +357,8 @@ void check_policy(Doctor& d) {
         try {
             auto policy = parse_node_policy(*text, policy_file.string(), mode_names());
             const auto j = policy_to_json(policy, mode_names());
-            d.add("node.policy", Status::ok, policy_file.string(), "modes " + j["modes"].dump() + ", logDir " +
-                                                                       policy.log_dir);
+            d.add("node.policy", Status::ok, policy_file.string(),
+                  "modes " + j["modes"].dump() + ", logDir " + policy.log_dir);
         } catch (const Error& e) {
             d.add("node.policy", Status::fail, policy_file.string(),
                   e.msg() + ": every ADD on this node fails until the file is fixed");
@@ -369,12 +376,13 @@ void check_tuning_allowlist(Doctor& d) {
     const auto text = read_text(file);
     if (!text) return;
     const auto t = doctor::translate_tuning_allowlist(*text);
-    std::string message = "limits a chained tuning only; rdmanet's sysctl keys are limited by the node policy's "
-                          "\"sysctls\" (rdmanet does not read this file)";
+    std::string message =
+        "limits a chained tuning only; rdmanet's sysctl keys are limited by the node policy's "
+        "\"sysctls\" (rdmanet does not read this file)";
     if (!t.globs.empty()) message += ": the same limit there is \"sysctls\": " + json(t.globs).dump();
     if (!t.untranslated.empty())
-        message += (t.globs.empty() ? ": " : "; ") + std::string("not interface keys rdmanet sets (or no simple glob): ") +
-                   json(t.untranslated).dump();
+        message += (t.globs.empty() ? ": " : "; ") +
+                   std::string("not interface keys rdmanet sets (or no simple glob): ") + json(t.untranslated).dump();
     d.add("cni.tuning-allowlist", Status::warn, file.string(), message);
 }
 
@@ -413,7 +421,8 @@ std::optional<std::int64_t> jwt_seconds_left(const std::string& token) {
 // What the IPAM would accept but the admin should fix (empty = nothing).
 std::vector<std::string> kubeconfig_warnings(const ipam::kube::KubeConfig& c) {
     std::vector<std::string> problems;
-    if (c.server.rfind("https://", 0) != 0) problems.push_back("cluster server \"" + c.server + "\" is not an https:// URL");
+    if (c.server.rfind("https://", 0) != 0)
+        problems.push_back("cluster server \"" + c.server + "\" is not an https:// URL");
     if (c.insecure_skip_tls_verify)
         problems.push_back("insecure-skip-tls-verify is set: the API server is not authenticated");
     if (!c.ca_pem.empty() && c.ca_pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
@@ -430,9 +439,8 @@ std::vector<std::string> kubeconfig_warnings(const ipam::kube::KubeConfig& c) {
 
 // Returns the kubeconfig when --check-api reached the API server with it (for the slice check).
 std::optional<ipam::kube::KubeConfig> check_kubeconfig(Doctor& d) {
-    const std::string path = d.o.kubeconfig.empty()
-                                 ? (fs::path(d.o.cni_conf_dir) / kKubeconfigRelPath).string()
-                                 : d.o.kubeconfig;
+    const std::string path =
+        d.o.kubeconfig.empty() ? (fs::path(d.o.cni_conf_dir) / kKubeconfigRelPath).string() : d.o.kubeconfig;
     const auto file = d.under(path);
     auto text = read_text(file);
     if (!text) {
@@ -440,7 +448,7 @@ std::optional<ipam::kube::KubeConfig> check_kubeconfig(Doctor& d) {
               "missing: only the kubernetes datastore needs it; the DaemonSet's installer writes it");
         return std::nullopt;
     }
-    struct stat st{};
+    struct stat st {};
     if (::stat(file.c_str(), &st) == 0 && (st.st_mode & 0077))
         d.add("ipam.kubeconfig", Status::fail, path, "readable by group or others, and it holds a token: chmod 0600");
     ipam::kube::KubeConfig config;
@@ -481,13 +489,16 @@ void check_nv_blocks(Doctor& d) {
     try {
         usage = nv_block_usage(data_dir);
     } catch (const std::exception& e) {
-        d.add("ipam.nvipam", Status::warn, data_dir, std::string("the node's nv-ipam blocks could not be read: ") + e.what());
+        d.add("ipam.nvipam", Status::warn, data_dir,
+              std::string("the node's nv-ipam blocks could not be read: ") + e.what());
         return;
     }
     for (const auto& u : usage) {
-        const std::string text = "node " + u.node + " holds " + u.block + (u.gateway.empty() ? "" : " gateway " + u.gateway) +
-                                 ", " + std::to_string(u.used) + " used, " + std::to_string(u.free) + " free, from " + u.source;
-        d.add("ipam.nvipam", u.free == 0 ? Status::warn : Status::ok, u.pool, u.free == 0 ? text + ": the block is full" : text);
+        const std::string text = "node " + u.node + " holds " + u.block +
+                                 (u.gateway.empty() ? "" : " gateway " + u.gateway) + ", " + std::to_string(u.used) +
+                                 " used, " + std::to_string(u.free) + " free, from " + u.source;
+        d.add("ipam.nvipam", u.free == 0 ? Status::warn : Status::ok, u.pool,
+              u.free == 0 ? text + ": the block is full" : text);
     }
 }
 
@@ -498,48 +509,55 @@ void check_nv_blocks(Doctor& d) {
 
 void check_slices(Doctor& d, const std::optional<ipam::kube::KubeConfig>& api) {
     const std::string data_dir = d.under(d.o.ipam_data_dir).string();
-    const SlicesReport r = slices_report(ipam::kube::slices_dir(data_dir), api, d.o.api_timeout, std::chrono::system_clock::now());
+    const SlicesReport r =
+        slices_report(ipam::kube::slices_dir(data_dir), api, d.o.api_timeout, std::chrono::system_clock::now());
     // The API server refused this node's credentials (401/403) in its last node-slice CNI call or
     // agent pass: no ADD succeeds and releases are not published until an admin fixes them.
     if (const auto denied = ipam::kube::read_access_denied(ipam::kube::slices_dir(data_dir))) {
-        const auto age = std::chrono::duration_cast<std::chrono::seconds>(
-                             std::chrono::system_clock::now().time_since_epoch()).count() - denied->unix_time;
+        const auto age =
+            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count() -
+            denied->unix_time;
         d.add("ipam.kube.credentials", Status::fail, ipam::kube::slices_dir(data_dir) + "/access-denied.json",
-              "the Kubernetes API server refused this node's credentials " + std::to_string(std::max<long long>(age, 0)) +
-                  " s ago: " + denied->message +
+              "the Kubernetes API server refused this node's credentials " +
+                  std::to_string(std::max<long long>(age, 0)) + " s ago: " + denied->message +
                   " (node-slice ADDs fail until fixed; the record goes away with the next accepted request)");
     }
-    if (r.pools.empty() && r.backlog.changes == 0 && r.backlog.error.empty() && r.local_error.empty()) return;   // not in node-slice mode
+    if (r.pools.empty() && r.backlog.changes == 0 && r.backlog.error.empty() && r.local_error.empty())
+        return;  // not in node-slice mode
     if (!r.local_error.empty()) {
         d.add("ipam.slices", Status::warn, r.slices_dir, "the node's local store could not be read: " + r.local_error);
     }
     if (!r.api_error.empty()) {
-        d.add("ipam.slices", Status::warn, r.slices_dir, "NodeSlicePools not read, this node's own record only: " + r.api_error);
+        d.add("ipam.slices", Status::warn, r.slices_dir,
+              "NodeSlicePools not read, this node's own record only: " + r.api_error);
     }
-    const std::string not_read = api ? ""
+    const std::string not_read = api             ? ""
                                  : d.o.check_api ? " (NodeSlicePool not read: the API server not reachable)"
                                                  : " (NodeSlicePool not read: --check-api)";
     for (const auto& p : r.pools) {
-        if (p.node.empty()) continue;   // another network's pool, this node holds nothing of it
+        if (p.node.empty()) continue;  // another network's pool, this node holds nothing of it
         const std::string subject = "NodeSlicePool " + p.name + " (node " + p.node + ")";
         std::string held, revoked;
         for (const auto& s : p.slices) {
             const std::string used = s.local_used ? std::to_string(*s.local_used) + " used" : "no local store";
             if (s.state == "held") {
-                held += (held.empty() ? "" : ", ") + s.slice + " (" + used + (s.free.empty() ? "" : ", " + s.free + " free") + ")";
+                held += (held.empty() ? "" : ", ") + s.slice + " (" + used +
+                        (s.free.empty() ? "" : ", " + s.free + " free") + ")";
             } else if (s.state == "revoked" && (!s.revoked_locally || s.local_used.value_or(0) > 0)) {
                 revoked += (revoked.empty() ? "" : "; ") + s.slice + " is " +
                            (s.node.empty() || s.node == p.node ? std::string("no longer this node's")
-                                                              : "now node " + s.node + "'s") +
+                                                               : "now node " + s.node + "'s") +
                            (s.revoked_locally ? " (this node stopped allocating from it, " + used + ")"
                                               : " but this node still allocates from it (" + used + ")");
             }
         }
         if (!revoked.empty()) {
             d.add("ipam.slices", Status::fail, subject,
-                  "revoked: " + revoked + ": pods with addresses from it can collide with the new holder's; "
-                  "delete and re-create them (their DEL releases the addresses here) and check that the node name "
-                  "($NODENAME) did not change");
+                  "revoked: " + revoked +
+                      ": pods with addresses from it can collide with the new holder's; "
+                      "delete and re-create them (their DEL releases the addresses here) and check that the node name "
+                      "($NODENAME) did not change");
         } else {
             d.add("ipam.slices", Status::ok, subject,
                   held.empty() ? std::string("holds no slice") : "holds " + held + not_read);
@@ -557,7 +575,6 @@ void check_slices(Doctor& d, const std::optional<ipam::kube::KubeConfig>& api) {
         d.add("ipam.slices.backlog", Status::ok, r.backlog.dir, "empty: every change is published");
     }
 }
-
 
 // ---- container runtime memlock --------------------------------------------------------------
 
@@ -607,7 +624,8 @@ void check_containerd(Doctor& d) {
         if (!rlimit) {
             d.add("runtime.memlock", Status::warn, spec_path,
                   "base_runtime_spec has no RLIMIT_MEMLOCK: pods inherit containerd's own limit "
-                  "(LimitMEMLOCK of containerd.service); " + fix);
+                  "(LimitMEMLOCK of containerd.service); " +
+                      fix);
             continue;
         }
         auto soft = rlimit_value(rlimit->value("soft", json()));
@@ -634,7 +652,8 @@ void check_containerd(Doctor& d) {
     if (limit.empty())
         d.add("runtime.memlock", Status::warn, config.string(),
               "no base_runtime_spec and no LimitMEMLOCK: pods inherit systemd's DefaultLimitMEMLOCK (64 KiB before "
-              "systemd 253, Debian 12 included); " + unit_fix);
+              "systemd 253, Debian 12 included); " +
+                  unit_fix);
     else if (limit == "infinity")
         d.add("runtime.memlock", Status::ok, source, "containerd runs with LimitMEMLOCK=infinity (pods inherit it)");
     else
@@ -647,10 +666,12 @@ void check_dockerd(Doctor& d) {
     if (!text) return;
     auto parsed = base::parse_json_limited(*text);
     auto& config = parsed.value;
-    const std::string fix = "set \"default-ulimits\": {\"memlock\": {\"Name\": \"memlock\", \"Hard\": -1, \"Soft\": -1}} "
-                            "in /etc/docker/daemon.json and restart dockerd";
+    const std::string fix =
+        "set \"default-ulimits\": {\"memlock\": {\"Name\": \"memlock\", \"Hard\": -1, \"Soft\": -1}} "
+        "in /etc/docker/daemon.json and restart dockerd";
     if (!parsed) {
-        d.add("runtime.memlock", Status::fail, path.string(), "not valid JSON: dockerd does not start (" + parsed.error + ")");
+        d.add("runtime.memlock", Status::fail, path.string(),
+              "not valid JSON: dockerd does not start (" + parsed.error + ")");
         return;
     }
     const json ulimits = config.value("default-ulimits", json::object());

@@ -19,9 +19,9 @@ namespace {
 
 const char* status_name(Status s) {
     switch (s) {
-        case Status::ok: return "ok";
-        case Status::warn: return "warn";
-        case Status::fail: return "FAIL";
+    case Status::ok: return "ok";
+    case Status::warn: return "warn";
+    case Status::fail: return "FAIL";
     }
     return "?";
 }
@@ -41,12 +41,13 @@ std::string probe_api_server(const ipam::kube::KubeConfig& config, std::chrono::
         return e.msg;
     }
     switch (status) {
-        case 200: return "";
-        case 401: return "HTTP 401: the token is not accepted (expired or from a deleted service account)";
-        case 403: return "HTTP 403: RBAC does not let this service account list ippools in " + config.namespace_ +
-                         " (check the rdmanet ClusterRole/ClusterRoleBinding)";
-        case 404: return "HTTP 404: the whereabouts.cni.cncf.io CRDs are not installed (kubectl apply -k deploy/)";
-        default: return "HTTP " + std::to_string(status);
+    case 200: return "";
+    case 401: return "HTTP 401: the token is not accepted (expired or from a deleted service account)";
+    case 403:
+        return "HTTP 403: RBAC does not let this service account list ippools in " + config.namespace_ +
+               " (check the rdmanet ClusterRole/ClusterRoleBinding)";
+    case 404: return "HTTP 404: the whereabouts.cni.cncf.io CRDs are not installed (kubectl apply -k deploy/)";
+    default: return "HTTP " + std::to_string(status);
     }
 }
 
@@ -54,8 +55,10 @@ json findings_json(const std::vector<Finding>& findings) {
     json checks = json::array();
     bool ok = true;
     for (const auto& f : findings) {
-        checks.push_back({{"check", f.check}, {"status", status_name(f.status) == std::string("FAIL") ? "fail" : status_name(f.status)},
-                          {"subject", f.subject}, {"message", f.message}});
+        checks.push_back({{"check", f.check},
+                          {"status", status_name(f.status) == std::string("FAIL") ? "fail" : status_name(f.status)},
+                          {"subject", f.subject},
+                          {"message", f.message}});
         ok = ok && f.status != Status::fail;
     }
     return {{"ok", ok}, {"checks", checks}};
@@ -82,11 +85,13 @@ int doctor(const DoctorOptions& options, std::ostream& out, std::ostream& err) {
                                  "policy.json";
         std::ifstream in(policy_file, std::ios::binary);
         try {
-            report["policy"] = in ? policy_to_json(parse_node_policy(
-                                        std::string(std::istreambuf_iterator<char>(in), {}), policy_file.string(), mode_names()), mode_names())
-                                  : policy_to_json(NodePolicy{}, mode_names());
+            report["policy"] =
+                in ? policy_to_json(parse_node_policy(std::string(std::istreambuf_iterator<char>(in), {}),
+                                                      policy_file.string(), mode_names()),
+                                    mode_names())
+                   : policy_to_json(NodePolicy{}, mode_names());
         } catch (const std::exception&) {
-            report["policy"] = nullptr;   // reported as a failed node.policy check
+            report["policy"] = nullptr;  // reported as a failed node.policy check
         }
         out << report.dump(2) << '\n';
     } else {
@@ -96,7 +101,8 @@ int doctor(const DoctorOptions& options, std::ostream& out, std::ostream& err) {
             subject_w = std::max(subject_w, std::min<std::size_t>(f.subject.size(), 48));
         }
         out << std::left << std::setw(8) << "STATUS" << std::setw(static_cast<int>(check_w + 2)) << "CHECK"
-            << std::setw(static_cast<int>(subject_w + 2)) << "SUBJECT" << "DETAILS\n";
+            << std::setw(static_cast<int>(subject_w + 2)) << "SUBJECT"
+            << "DETAILS\n";
         for (const auto& f : findings) {
             out << std::left << std::setw(8) << status_name(f.status) << std::setw(static_cast<int>(check_w + 2))
                 << f.check << std::setw(static_cast<int>(subject_w)) << f.subject << "  " << f.message << '\n';

@@ -14,7 +14,8 @@ std::string trimmed(const std::string& s) {
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-    for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+        s.replace(at, from.size(), to);
 }
 
 // One regex as a glob over dot-separated parts, or "" when it uses more than anchors, dots
@@ -44,7 +45,8 @@ AllowlistTranslation translate_tuning_allowlist(const std::string& text) {
         std::vector<std::string> parts;
         std::istringstream split(glob);
         for (std::string p; std::getline(split, p, '.');) parts.push_back(p);
-        const bool interface_tree = parts.size() == 5 && parts[0] == "net" && (parts[1] == "ipv4" || parts[1] == "ipv6") &&
+        const bool interface_tree = parts.size() == 5 && parts[0] == "net" &&
+                                    (parts[1] == "ipv4" || parts[1] == "ipv6") &&
                                     (parts[2] == "conf" || parts[2] == "neigh") && parts[3] != "all" &&
                                     parts[3] != "default" && !parts[4].empty();
         if (glob.empty() || !interface_tree) {

@@ -36,7 +36,7 @@ protected:
         while (left > 0) {
             const ssize_t n = ::write(fd_.get(), data, left);
             if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return;   // a full disk must not fail the plugin
+            if (n <= 0) return;  // a full disk must not fail the plugin
             data += n;
             left -= static_cast<std::size_t>(n);
         }
@@ -81,17 +81,17 @@ void setup_logging(const std::string& file, const std::string& level, const std:
     spdlog::sink_ptr sink;
     if (!file.empty() && level != "off") {
         base::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (fd) sink = std::make_shared<FdSink>(std::move(fd));   // else: an unwritable log must not fail
+        if (fd) sink = std::make_shared<FdSink>(std::move(fd));  // else: an unwritable log must not fail
     }
     install(std::move(sink), level, context);
 }
 
 void setup_policed_logging(const NodePolicy& policy, std::string_view key, const std::string& file,
                            const std::string& level, const std::string& context, bool strict) {
-    install(nullptr, "off", context);   // until the file is accepted, log nowhere
+    install(nullptr, "off", context);  // until the file is accepted, log nowhere
     if (file.empty()) return;
     if (!base::is_path_inside(file, policy.log_dir)) {
-        if (strict) check_log_file(policy, key, file);   // refuses: code 7, audited
+        if (strict) check_log_file(policy, key, file);  // refuses: code 7, audited
         try {
             check_log_file(policy, key, file);
         } catch (const Error&) {
@@ -105,7 +105,7 @@ void setup_policed_logging(const NodePolicy& policy, std::string_view key, const
         install(std::make_shared<FdSink>(std::move(fd)), level, context);
     } catch (const base::ConfinedFileError& e) {
         const bool planted = e.errno_value == ELOOP || e.errno_value == EINVAL || e.errno_value == ENOTDIR;
-        if (!planted) return;   // unwritable (EACCES, ENOSPC, read-only fs): logging off, as always
+        if (!planted) return;  // unwritable (EACCES, ENOSPC, read-only fs): logging off, as always
         try {
             refuse(policy, ErrorCode::invalid_config,
                    std::string(key) + " " + text::quote(file) + " refused: " + e.what(),

@@ -38,9 +38,9 @@ namespace {
 namespace ctl = rdmanet::cni::ctl;
 
 void add_data_dir(CLI::App& cmd, ctl::PoolOptions& options) {
-    cmd.add_option("--data-dir", options.data_dir,
-                   "directory of the local IPAM store (ipam.data_dir), default " +
-                       std::string(rdmanet::ipam::kDefaultDataDir));
+    cmd.add_option(
+        "--data-dir", options.data_dir,
+        "directory of the local IPAM store (ipam.data_dir), default " + std::string(rdmanet::ipam::kDefaultDataDir));
 }
 
 // The Kubernetes datastore (IPPools through the API) instead of the local store.
@@ -52,7 +52,8 @@ void add_kube(CLI::App& cmd, ctl::KubeOptions& kube) {
     auto* in_cluster =
         cmd.add_flag("--in-cluster", kube.in_cluster, "use the Kubernetes datastore with the pod's service account");
     kubeconfig->excludes(in_cluster);
-    cmd.add_option("--namespace", kube.ns, "namespace of the IPPools (default: the kubeconfig context's, else kube-system)");
+    cmd.add_option("--namespace", kube.ns,
+                   "namespace of the IPPools (default: the kubeconfig context's, else kube-system)");
     cmd.parse_complete_callback([&kube] {
         if (!kube.ns.empty() && !kube.enabled())
             throw CLI::ValidationError("--namespace", "only with --kubeconfig or --in-cluster");
@@ -70,7 +71,9 @@ int main(int argc, char** argv) {
     std::string pool_name;
     int status = 0;
 
-    CLI::App* pool = app.add_subcommand("pool", "the embedded IPAM's pools (whereabouts IPPool shape): the local store, or the Kubernetes datastore with --kubeconfig/--in-cluster");
+    CLI::App* pool = app.add_subcommand(
+        "pool",
+        "the embedded IPAM's pools (whereabouts IPPool shape): the local store, or the Kubernetes datastore with --kubeconfig/--in-cluster");
     pool->require_subcommand(1);
 
     CLI::App* list = pool->add_subcommand("list", "one line per pool: name, range, number of allocations");
@@ -87,17 +90,19 @@ int main(int argc, char** argv) {
     show->callback([&] { status = ctl::pool_show(options, pool_name, std::cout, std::cerr); });
 
     CLI::App* slices = pool->add_subcommand(
-        "slices", "node-slice mode (node_slice_size): the slices this node holds (with --kubeconfig/--in-cluster: every "
-                  "node's, from the NodeSlicePools and slice IPPools), used and free addresses, and the changes this "
-                  "node has not published yet");
+        "slices",
+        "node-slice mode (node_slice_size): the slices this node holds (with --kubeconfig/--in-cluster: every "
+        "node's, from the NodeSlicePools and slice IPPools), used and free addresses, and the changes this "
+        "node has not published yet");
     add_data_dir(*slices, options);
     slices->add_flag("--json", options.json, "print the report as JSON");
     add_kube(*slices, options.kube);
     slices->callback([&] { status = ctl::pool_slices(options, std::cout, std::cerr); });
 
     CLI::App* blocks = pool->add_subcommand(
-        "blocks", "nv-ipam pools (ipam.poolName): this node's block or subnet of each, its gateway, used and free "
-                  "addresses, and whether nv-ipam's controller or rdmanet wrote it");
+        "blocks",
+        "nv-ipam pools (ipam.poolName): this node's block or subnet of each, its gateway, used and free "
+        "addresses, and whether nv-ipam's controller or rdmanet wrote it");
     add_data_dir(*blocks, options);
     blocks->add_flag("--json", options.json, "print a JSON array");
     blocks->callback([&] { status = ctl::pool_blocks(options, std::cout, std::cerr); });
@@ -105,8 +110,9 @@ int main(int argc, char** argv) {
     bool dry_run = false;
     bool local = false;
     CLI::App* reconcile = app.add_subcommand(
-        "reconcile", "Kubernetes datastore: release allocations of pods that no longer exist and stray reservations, "
-                     "then the node slices (node_slice_size) of deleted nodes that hold no live pod; --local: undo this node's attachments whose pod network namespace is gone");
+        "reconcile",
+        "Kubernetes datastore: release allocations of pods that no longer exist and stray reservations, "
+        "then the node slices (node_slice_size) of deleted nodes that hold no live pod; --local: undo this node's attachments whose pod network namespace is gone");
     add_kube(*reconcile, options.kube);
     reconcile->add_flag("--local", local,
                         "this node only, any datastore: undo attachments whose pod netns is gone (addresses, "
@@ -147,18 +153,21 @@ int main(int argc, char** argv) {
     agent->add_option("--metrics-address", agent_options.metrics_address,
                       "serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9750); off when empty");
     agent->add_option("--ipam-data-dir", agent_options.ipam_data_dir,
-                      "local IPAM store whose pools are reported and whose node-slice backlog is published, default " + std::string(rdmanet::ipam::kDefaultDataDir));
+                      "local IPAM store whose pools are reported and whose node-slice backlog is published, default " +
+                          std::string(rdmanet::ipam::kDefaultDataDir));
     add_kube(*agent, agent_options.kube);
     agent->add_option("--node-name", agent_options.node_name, "this node's name (with the Kubernetes datastore)")
         ->envname("NODE_NAME");
-    agent->add_option("--pod-grace", agent_options.pod_grace_seconds,
-                      "seconds a pod must be missing from the API before its attachments are undone")
+    agent
+        ->add_option("--pod-grace", agent_options.pod_grace_seconds,
+                     "seconds a pod must be missing from the API before its attachments are undone")
         ->check(CLI::Range(0, 86400));
     agent->add_option("--dranet-state-dir", agent_options.dranet_state_dir,
                       "the DRANET provider's --state-dir, whose claims the agent collects when their ResourceClaim is "
                       "gone (default: the provider's default)");
-    agent->add_option("--dranet-socket", agent_options.dranet_socket,
-                      "the DRANET provider's --socket, to which the claim GC posts its releases")
+    agent
+        ->add_option("--dranet-socket", agent_options.dranet_socket,
+                     "the DRANET provider's --socket, to which the claim GC posts its releases")
         ->capture_default_str();
     agent->add_option("--passes", agent_options.max_passes, "stop after N passes (0 = run until SIGTERM)")
         ->check(CLI::Range(0, 1000000));
@@ -166,25 +175,28 @@ int main(int argc, char** argv) {
 
     // dranet-provider: DRANET's profile provider (cni/node/dranet/, docs/dra-provider.md).
     rdmanet::cni::node::dranet::RunOptions provider_options;
-    CLI::App* provider = app.add_subcommand(
-        "dranet-provider", "serve DRANET's profile-provider webhook on a root-only unix socket: addresses from "
+    CLI::App* provider =
+        app.add_subcommand("dranet-provider",
+                           "serve DRANET's profile-provider webhook on a root-only unix socket: addresses from "
                            "rdmanet's IPAM and per-rail routes/rules for ResourceClaims; runs until SIGTERM");
-    provider->add_option("--socket", provider_options.socket_path,
-                         "unix socket to serve (DRANET's --webhook-url=unix://PATH), e.g. /run/rdmanet/dranet.sock")
+    provider
+        ->add_option("--socket", provider_options.socket_path,
+                     "unix socket to serve (DRANET's --webhook-url=unix://PATH), e.g. /run/rdmanet/dranet.sock")
         ->required();
     provider->add_option("--profiles", provider_options.profiles_dir, "directory of the profiles, DIR/<profile>.json")
         ->required();
     provider->add_option("--state-dir", provider_options.state_dir,
                          "the provider's claim records (default: dranet/ next to rdmanet's state directory)");
-    provider->add_option("--node-name", provider_options.node_name, "this node's name (node slices)")->envname("NODE_NAME");
+    provider->add_option("--node-name", provider_options.node_name, "this node's name (node slices)")
+        ->envname("NODE_NAME");
     provider->add_option("--threads", provider_options.threads, "connections served at once")->check(CLI::Range(1, 64));
     // The Kubernetes access of profiles whose ipam section names no kubeconfig of its own.
     add_kube(*provider, provider_options.kube);
-    provider->callback([&] {
-        status = rdmanet::cni::node::dranet::run_provider(provider_options, std::cout, std::cerr);
-    });
+    provider->callback(
+        [&] { status = rdmanet::cni::node::dranet::run_provider(provider_options, std::cout, std::cerr); });
 
-    CLI::App* verify = pool->add_subcommand("verify", "check the store's internal consistency; non-zero exit on problems");
+    CLI::App* verify =
+        pool->add_subcommand("verify", "check the store's internal consistency; non-zero exit on problems");
     add_data_dir(*verify, options);
     verify->callback([&] { status = ctl::pool_verify(options, std::cout, std::cerr); });
 

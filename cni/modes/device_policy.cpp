@@ -32,8 +32,8 @@ std::string read_first_line(const std::string& path) {
 
 bool is_link_local(const base::IpNetwork& net) {
     const auto& ip = net.address;
-    if (ip.is_v4()) return (ip.to_u128() >> 16) == ((169u << 8) | 254u);   // 169.254.0.0/16
-    return (ip.to_u128() >> 118) == (0xfe80 >> 6);                         // fe80::/10
+    if (ip.is_v4()) return (ip.to_u128() >> 16) == ((169u << 8) | 254u);  // 169.254.0.0/16
+    return (ip.to_u128() >> 118) == (0xfe80 >> 6);                        // fe80::/10
 }
 
 // Kinds whose IFLA_LINK names a lower device in the same netns (a veth's names its peer, which
@@ -81,7 +81,7 @@ HostDevice describe_host_device(const netns::Sysfs& sysfs, const netns::LinkInfo
         std::string vendor = read_first_line(dir + "/vendor");
         if (vendor.starts_with("0x")) vendor = vendor.substr(2);
         d.vendor_id = vendor;
-        struct stat st{};
+        struct stat st {};
         d.is_vf = ::lstat((dir + "/physfn").c_str(), &st) == 0;
     }
     return d;
@@ -128,11 +128,13 @@ std::string device_rules_mismatch(const DeviceRules& rules, const HostDevice& de
     }
     if (!rules.pci_addresses.empty() && !glob_match(rules.pci_addresses, device.pci_address))
         return device.pci_address.empty()
-                   ? what + " " + text::quote(device.link.name) + " is not a PCI function, and only PCI addresses are allowed"
+                   ? what + " " + text::quote(device.link.name) +
+                         " is not a PCI function, and only PCI addresses are allowed"
                    : what + " PCI address " + device.pci_address + " matches none of the allowed PCI addresses";
     if (!rules.vendor_ids.empty() && !glob_match(rules.vendor_ids, device.vendor_id))
         return what + " " + text::quote(device.link.name) + " has vendor id " +
-               (device.vendor_id.empty() ? std::string("(none)") : device.vendor_id) + ", not one of the allowed vendor ids";
+               (device.vendor_id.empty() ? std::string("(none)") : device.vendor_id) +
+               ", not one of the allowed vendor ids";
     if (!is_master && rules.vfs_only && !device.is_vf)
         return what + " " + text::quote(device.link.name) + " is not an SR-IOV virtual function (vfsOnly)";
     return "";
@@ -152,7 +154,7 @@ void check_device_move(const NodePolicy& policy, netns::Rtnl& host, const netns:
     for (const auto& state : store.list_all()) {
         if (state.container_id == self.container_id && state.ifname == self.ifname) continue;
         if (!state_holds(state, device)) continue;
-        if (state.netns.empty() || netns::probe_netns(state.netns) != netns::NetnsStatus::ok) continue;   // stale
+        if (state.netns.empty() || netns::probe_netns(state.netns) != netns::NetnsStatus::ok) continue;  // stale
         refuse(policy, ErrorCode::device_busy,
                "device " + name + " is attached to another pod (container " + state.container_id + ", network " +
                    state.network + ", interface " + state.ifname + ")",
@@ -163,8 +165,8 @@ void check_device_move(const NodePolicy& policy, netns::Rtnl& host, const netns:
                "use a device the node admin allows, or ask them to allow this one");
 }
 
-void check_master(const NodePolicy& policy, netns::Rtnl& host, const netns::Sysfs& sysfs,
-                  const netns::LinkInfo& master, std::string_view mode) {
+void check_master(const NodePolicy& policy, netns::Rtnl& host, const netns::Sysfs& sysfs, const netns::LinkInfo& master,
+                  std::string_view mode) {
     check_mode_allowed(policy, mode);
     const std::string name = text::quote(master.name);
     if (master.name == "lo" || master.index == 1)

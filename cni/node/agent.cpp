@@ -33,9 +33,7 @@ namespace rdmanet::cni::ctl {
 
 namespace {
 
-double unix_now() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // SIGTERM, SIGINT (exit) and SIGHUP (run a pass now) as a readable fd, blocked for normal delivery.
 base::UniqueFd signal_fd() {
@@ -135,8 +133,8 @@ private:
             err_ << "agent: error: DRANET claim GC skipped, the API server refused the credentials or permissions "
                  << "(fix the kubeconfig or RBAC: resourceclaims get/list in resource.k8s.io): " << r.error << '\n';
         } else if (r.skipped != node::dranet::GcSkip::none) {
-            err_ << "agent: DRANET claim GC skipped (" << node::dranet::to_string(r.skipped) << "), nothing released: "
-                 << r.error << '\n';
+            err_ << "agent: DRANET claim GC skipped (" << node::dranet::to_string(r.skipped)
+                 << "), nothing released: " << r.error << '\n';
         }
     }
 
@@ -150,7 +148,8 @@ private:
     // records the released ones as revoked (one GET per NodeSlicePool; nothing when no slice held).
     void recheck_slices() {
         try {
-            for (const auto& r : ipam::kube::recheck_held_slices(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget))
+            for (const auto& r :
+                 ipam::kube::recheck_held_slices(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget))
                 err_ << "agent: node slice " << r << " is no longer this node's (released): not allocated from again\n";
         } catch (const ipam::AccessDenied& e) {
             ++refused_;
@@ -167,7 +166,8 @@ private:
     // the controller moved reaches the node within one interval.
     void refresh_nv_blocks() {
         try {
-            for (const auto& line : ipam::nvipam::refresh_node_blocks(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget))
+            for (const auto& line :
+                 ipam::nvipam::refresh_node_blocks(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget))
                 err_ << "agent: nv-ipam " << line << '\n';
         } catch (const std::exception& e) {
             err_ << "agent: re-reading nv-ipam pools: " << e.what() << '\n';
@@ -178,13 +178,14 @@ private:
     // budget, a refusal) wait in the node's backlog; every pass finishes them, oldest first.
     void finish_deferred_releases() {
         try {
-            const auto r = ipam::kube::finish_deferred_releases(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget);
+            const auto r =
+                ipam::kube::finish_deferred_releases(*kube_config_, o_.ipam_data_dir, ipam::kube::kPublishBudget);
             metrics_.record_deferred_releases(r.published, r.remaining);
             if (r.published > 0) out_ << "finished " << r.published << " release(s) DEL had deferred\n";
             if (r.access_denied) ++refused_;
             if (!r.error.empty())
-                err_ << "agent: error: " << r.remaining << " release(s) deferred by DEL still wait for the API server: "
-                     << r.error << '\n';
+                err_ << "agent: error: " << r.remaining
+                     << " release(s) deferred by DEL still wait for the API server: " << r.error << '\n';
         } catch (const std::exception& e) {
             err_ << "agent: finishing deferred releases: " << e.what() << '\n';
         }
@@ -203,7 +204,8 @@ private:
             if (r.published > 0) out_ << "published " << r.published << " node-slice change(s)\n";
             for (const auto& c : r.conflicts) err_ << "agent: node-slice change not published: " << c << '\n';
             if (!r.error.empty())
-                err_ << "agent: " << r.remaining << " node-slice change(s) wait for the API server: " << r.error << '\n';
+                err_ << "agent: " << r.remaining << " node-slice change(s) wait for the API server: " << r.error
+                     << '\n';
         } catch (const ipam::IpamError& e) {
             err_ << "agent: publishing node-slice changes: " << e.msg << '\n';
         } catch (const std::exception& e) {
@@ -226,7 +228,7 @@ private:
     std::optional<ipam::kube::KubeConfig> kube_config_;
     std::unique_ptr<ipam::kube::KubeStore> kube_;
     GonePodTracker pod_tracker_;
-    int refused_ = 0;   // API requests of this pass refused with 401/403
+    int refused_ = 0;  // API requests of this pass refused with 401/403
 };
 
 }  // namespace
@@ -254,7 +256,8 @@ int run_agent(const AgentOptions& options, std::ostream& out, std::ostream& err)
         return 1;
     }
     out << "agent: node " << (options.node_name.empty() ? "(local only)" : options.node_name) << ", state "
-        << load_node_policy_or_defaults(process_env_lookup(), mode_names()).state_dir << ", every " << options.interval_seconds << " s" << std::endl;
+        << load_node_policy_or_defaults(process_env_lookup(), mode_names()).state_dir << ", every "
+        << options.interval_seconds << " s" << std::endl;
 
     using clock = std::chrono::steady_clock;
     int passes = 0;
@@ -271,14 +274,14 @@ int run_agent(const AgentOptions& options, std::ostream& out, std::ostream& err)
             next_pass = clock::now() + std::chrono::seconds(options.interval_seconds);
             if (options.max_passes > 0 && passes >= options.max_passes) {
                 if (!server) return 0;
-                next_pass = clock::now() + std::chrono::hours(24 * 365);   // serve metrics until signalled
+                next_pass = clock::now() + std::chrono::hours(24 * 365);  // serve metrics until signalled
             }
             continue;
         }
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_pass - now).count();
         pollfd fds[2] = {{signals.get(), POLLIN, 0}, {server ? server->fd() : -1, POLLIN, 0}};
         const int ready = ::poll(fds, 2, static_cast<int>(std::min<long long>(wait, 1000)));
-        if (ready < 0) continue;   // EINTR
+        if (ready < 0) continue;  // EINTR
         if (fds[0].revents & POLLIN) {
             signalfd_siginfo info{};
             [[maybe_unused]] auto n = ::read(signals.get(), &info, sizeof info);

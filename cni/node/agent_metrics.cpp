@@ -12,7 +12,8 @@ namespace rdmanet::cni {
 std::vector<PoolUsage> local_pool_usage(const std::string& data_dir) {
     std::vector<PoolUsage> pools;
     std::error_code ec;
-    if (data_dir.empty() || !std::filesystem::exists(std::filesystem::path(data_dir) / ipam::SqliteStore::kFileName, ec))
+    if (data_dir.empty() ||
+        !std::filesystem::exists(std::filesystem::path(data_dir) / ipam::SqliteStore::kFileName, ec))
         return pools;
     ipam::SqliteStore store(data_dir);
     for (const auto& key : store.pools()) {
@@ -65,7 +66,7 @@ void AgentMetrics::record_kube_access(int refused, bool node_record) {
 
 void AgentMetrics::record_claim_gc(const node::dranet::ClaimGcReport& report) {
     claims_held_ = report.held;
-    if (!report.ran) return;   // no claim recorded: nothing asked, nothing to count
+    if (!report.ran) return;  // no claim recorded: nothing asked, nothing to count
     ++claim_gc_rounds_;
     claims_released_ += report.released.size();
     claim_release_failures_ += report.failures.size();
@@ -91,13 +92,15 @@ std::string AgentMetrics::render(const std::vector<PoolUsage>& pools) const {
     for (const auto& p : pools) t.sample("rdmanet_pool_free", pool_labels(p), p.size - p.used);
 
     t.family("rdmanet_attachments", "gauge", "Attachments on this node whose pod sandbox is alive, per mode.");
-    for (const auto& [mode, n] : attachments_) t.sample("rdmanet_attachments", {{"mode", mode}}, static_cast<double>(n));
+    for (const auto& [mode, n] : attachments_)
+        t.sample("rdmanet_attachments", {{"mode", mode}}, static_cast<double>(n));
 
     t.family("rdmanet_agent_repairs_total", "counter",
              "Attachments undone by the agent, by mode and reason (netns_gone, netns_replaced, pod_gone).");
     for (const auto& [key, n] : repairs_)
         t.sample("rdmanet_agent_repairs_total", {{"mode", key.first}, {"reason", key.second}}, static_cast<double>(n));
-    t.family("rdmanet_agent_repair_failures_total", "counter", "Repairs that left something behind (retried next pass).");
+    t.family("rdmanet_agent_repair_failures_total", "counter",
+             "Repairs that left something behind (retried next pass).");
     for (const auto& [mode, n] : repair_failures_)
         t.sample("rdmanet_agent_repair_failures_total", {{"mode", mode}}, static_cast<double>(n));
     t.family("rdmanet_agent_passes_total", "counter", "Repair passes run by the agent.");
@@ -161,9 +164,11 @@ std::string AgentMetrics::render(const std::vector<PoolUsage>& pools) const {
         for (std::size_t i = 0; i < CallStats::kBuckets.size(); ++i) {
             cumulative += h.buckets[i];
             t.sample("rdmanet_plugin_duration_seconds_bucket",
-                     {{"verb", verb}, {"le", format_sample_value(CallStats::kBuckets[i])}}, static_cast<double>(cumulative));
+                     {{"verb", verb}, {"le", format_sample_value(CallStats::kBuckets[i])}},
+                     static_cast<double>(cumulative));
         }
-        t.sample("rdmanet_plugin_duration_seconds_bucket", {{"verb", verb}, {"le", "+Inf"}}, static_cast<double>(h.count));
+        t.sample("rdmanet_plugin_duration_seconds_bucket", {{"verb", verb}, {"le", "+Inf"}},
+                 static_cast<double>(h.count));
         t.sample("rdmanet_plugin_duration_seconds_sum", {{"verb", verb}}, h.sum_seconds);
         t.sample("rdmanet_plugin_duration_seconds_count", {{"verb", verb}}, static_cast<double>(h.count));
     }

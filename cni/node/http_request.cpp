@@ -10,7 +10,8 @@ namespace {
 
 std::string lower(std::string_view s) {
     std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return out;
 }
 
@@ -22,7 +23,8 @@ std::string_view trim(std::string_view s) {
 
 bool is_token(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
-        return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+        return std::isalnum(c) ||
+               std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
     });
 }
 
@@ -51,7 +53,8 @@ void RequestParser::feed(std::string_view data) {
                 fail(431, "request head larger than " + std::to_string(limits_.max_head) + " bytes");
             return;
         }
-        if (end > limits_.max_head) return fail(431, "request head larger than " + std::to_string(limits_.max_head) + " bytes");
+        if (end > limits_.max_head)
+            return fail(431, "request head larger than " + std::to_string(limits_.max_head) + " bytes");
         const std::string head = buffer_.substr(0, end);
         std::string rest = buffer_.substr(end + sep);
         buffer_.clear();
@@ -83,7 +86,8 @@ void RequestParser::parse_head(std::string_view head) {
     std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
     const std::string_view version = line.substr(sp2 + 1);
     if (!is_token(request_.method)) return fail(400, "malformed request method");
-    if (target.empty() || target.front() != '/') return fail(400, "the request target must be a path starting with '/'");
+    if (target.empty() || target.front() != '/')
+        return fail(400, "the request target must be a path starting with '/'");
     if (version.rfind("HTTP/", 0) != 0) return fail(400, "malformed request line (expected METHOD TARGET HTTP/1.x)");
     if (version != "HTTP/1.1" && version != "HTTP/1.0") return fail(505, "only HTTP/1.0 and HTTP/1.1 are served");
     request_.path = std::string(target.substr(0, target.find('?')));
@@ -91,7 +95,8 @@ void RequestParser::parse_head(std::string_view head) {
     while (line_end != std::string_view::npos) {
         const std::size_t start = line_end + 1;
         line_end = head.find('\n', start);
-        const std::string_view header = trim(head.substr(start, line_end == std::string_view::npos ? head.npos : line_end - start));
+        const std::string_view header =
+            trim(head.substr(start, line_end == std::string_view::npos ? head.npos : line_end - start));
         if (header.empty()) continue;
         const auto colon = header.find(':');
         if (colon == std::string_view::npos || colon == 0 || !is_token(header.substr(0, colon)))
@@ -106,7 +111,8 @@ void RequestParser::parse_head(std::string_view head) {
         return fail(501, "Transfer-Encoding is not served: send the body with a Content-Length");
     if (auto it = request_.headers.find("content-length"); it != request_.headers.end()) {
         const std::string& v = it->second;
-        if (v.empty() || v.size() > 19 || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }))
+        if (v.empty() || v.size() > 19 ||
+            !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }))
             return fail(400, "Content-Length is not a number");
         const unsigned long long n = std::stoull(v);
         if (n > limits_.max_body)

@@ -44,8 +44,8 @@ std::string read_head(int fd) {
 }
 
 std::string response(const std::string& status, const std::string& content_type, const std::string& body) {
-    return "HTTP/1.0 " + status + "\r\nContent-Type: " + content_type + "\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    return "HTTP/1.0 " + status + "\r\nContent-Type: " + content_type +
+           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
 
 }  // namespace
@@ -107,15 +107,15 @@ void MetricsServer::serve_one(const std::function<std::string()>& body) const {
     const auto sp2 = line.find(' ', sp1 == std::string::npos ? 0 : sp1 + 1);
     const std::string method = line.substr(0, sp1);
     const std::string target = sp1 == std::string::npos ? "" : line.substr(sp1 + 1, sp2 - sp1 - 1);
-    if (method != "GET")
-        return write_all(client.get(), response("405 Method Not Allowed", "text/plain", "only GET\n"));
+    if (method != "GET") return write_all(client.get(), response("405 Method Not Allowed", "text/plain", "only GET\n"));
     if (target != "/metrics" && target.rfind("/metrics?", 0) != 0)
         return write_all(client.get(), response("404 Not Found", "text/plain", "metrics are at /metrics\n"));
     std::string text;
     try {
         text = body();
     } catch (const std::exception& e) {
-        return write_all(client.get(), response("500 Internal Server Error", "text/plain", std::string(e.what()) + "\n"));
+        return write_all(client.get(),
+                         response("500 Internal Server Error", "text/plain", std::string(e.what()) + "\n"));
     }
     write_all(client.get(), response("200 OK", PrometheusText::kContentType, text));
 }

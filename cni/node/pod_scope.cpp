@@ -42,8 +42,8 @@ NodePods parse_pod_list(const std::string& body) {
 NodePods list_node_pods(ipam::kube::KubeApi& api, const std::string& node) {
     if (!is_dns_subdomain(node)) throw std::invalid_argument("node name \"" + node + "\" is not a DNS subdomain");
     const std::string path = "/api/v1/pods?fieldSelector=spec.nodeName%3D" + node;
-    const auto r = api.call("GET", path, {}, "application/json",
-                            ipam::kube::RequestOptions{{}, false, ipam::kube::kMaxListBody});
+    const auto r =
+        api.call("GET", path, {}, "application/json", ipam::kube::RequestOptions{{}, false, ipam::kube::kMaxListBody});
     if (r.status != 200) api.fail("GET " + path, r);
     return parse_pod_list(r.body);
 }

@@ -14,8 +14,13 @@ namespace rdmanet::cni {
 namespace {
 
 RepairItem item_of(const AttachmentState& state, SandboxStatus sandbox) {
-    return RepairItem{state.network, state.container_id, state.ifname, state.mode, state.netns,
-                      sandbox == SandboxStatus::replaced ? "netns_replaced" : "netns_gone", ""};
+    return RepairItem{state.network,
+                      state.container_id,
+                      state.ifname,
+                      state.mode,
+                      state.netns,
+                      sandbox == SandboxStatus::replaced ? "netns_replaced" : "netns_gone",
+                      ""};
 }
 
 }  // namespace
@@ -23,8 +28,9 @@ RepairItem item_of(const AttachmentState& state, SandboxStatus sandbox) {
 void repair_attachment(const AttachmentState& state, const NodePolicy& policy, const KernelServices& services,
                        bool in_recorded_netns) {
     if (!state.netconf.is_object())
-        throw Error(ErrorCode::invalid_config, "recorded without its network configuration (written by an older "
-                                               "rdmanet): only the runtime's DEL can undo it");
+        throw Error(ErrorCode::invalid_config,
+                    "recorded without its network configuration (written by an older "
+                    "rdmanet): only the runtime's DEL can undo it");
     const NetConf conf = parse_net_conf(state.netconf.dump(), Command::del);
     Environment env;
     env.command = Command::del;

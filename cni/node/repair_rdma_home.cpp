@@ -39,7 +39,8 @@ std::optional<std::string> rdma_device_not_home(const AttachmentState& state, co
         // Home under its own name, or under the pod's (rdma.deviceName): the teardown that follows
         // (the mode's DEL without a pod namespace) gives it its own name back.
         if (host->device_by_name(state.rdma_device)) return std::nullopt;
-        if (!state.rdma_device_pod_name.empty() && host->device_by_name(state.rdma_device_pod_name)) return std::nullopt;
+        if (!state.rdma_device_pod_name.empty() && host->device_by_name(state.rdma_device_pod_name))
+            return std::nullopt;
         if (std::chrono::steady_clock::now() >= deadline) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -37,9 +37,7 @@ StopSignal::StopSignal() {
     pthread_sigmask(SIG_BLOCK, &s, &saved_mask_);
 }
 
-StopSignal::~StopSignal() {
-    pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
-}
+StopSignal::~StopSignal() { pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr); }
 
 bool StopSignal::wait(std::chrono::milliseconds period) {
     if (stopped_) return true;

@@ -32,7 +32,7 @@ void send_all(int fd, std::string_view data) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) {
             pollfd p{fd, POLLOUT, 0};
-            if (::poll(&p, 1, 2000) <= 0) return;   // a client that reads nothing is dropped
+            if (::poll(&p, 1, 2000) <= 0) return;  // a client that reads nothing is dropped
             continue;
         }
         if (n <= 0) return;
@@ -92,7 +92,8 @@ void prepare_socket_directory(const std::string& socket_path) {
             throw std::runtime_error("cannot create socket directory " + dir + ": " + errno_text());
         if (::lstat(dir.c_str(), &st) != 0) throw std::runtime_error("socket directory " + dir + ": " + errno_text());
     }
-    if (!S_ISDIR(st.st_mode)) throw std::runtime_error("socket directory " + dir + " is not a directory (or is a symlink)");
+    if (!S_ISDIR(st.st_mode))
+        throw std::runtime_error("socket directory " + dir + " is not a directory (or is a symlink)");
     if (st.st_uid != 0)
         throw std::runtime_error("socket directory " + dir + " is owned by uid " + std::to_string(st.st_uid) +
                                  ", not root: use a root-owned directory such as /run/rdmanet");
@@ -110,8 +111,9 @@ UnixHttpServer::UnixHttpServer(UnixServerOptions options, HttpHandler handler)
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
-            throw std::runtime_error("--socket " + path + " exists and is not a socket: remove it or choose another path");
-        ::unlink(path.c_str());   // a stale socket of a previous run
+            throw std::runtime_error("--socket " + path +
+                                     " exists and is not a socket: remove it or choose another path");
+        ::unlink(path.c_str());  // a stale socket of a previous run
     }
     listener_ = base::UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!listener_) throw std::runtime_error("unix socket: " + errno_text());
@@ -154,7 +156,7 @@ void UnixHttpServer::worker() {
         const int ready = ::poll(&p, 1, 200);
         if (ready <= 0) continue;
         const base::UniqueFd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-        if (!client) continue;   // another worker took it, or the client is gone
+        if (!client) continue;  // another worker took it, or the client is gone
         try {
             serve(client.get());
         } catch (const std::exception& e) {
@@ -170,7 +172,8 @@ void UnixHttpServer::serve(int client) const {
     const auto deadline = std::chrono::steady_clock::now() + options_.read_timeout;
     char buf[16384];
     while (parser.state() == RequestParser::State::head || parser.state() == RequestParser::State::body) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0 || stopping_) {
             send_all(client, format_response(408, "application/json",
                                              error_body("the request did not arrive within " +
@@ -183,11 +186,12 @@ void UnixHttpServer::serve(int client) const {
         if (ready <= 0) continue;
         const ssize_t n = ::recv(client, buf, sizeof buf, 0);
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n <= 0) return;   // the client gave up: nobody to answer
+        if (n <= 0) return;  // the client gave up: nobody to answer
         parser.feed(std::string_view(buf, static_cast<std::size_t>(n)));
     }
     if (parser.state() == RequestParser::State::failed) {
-        send_all(client, format_response(parser.error_status(), "application/json", error_body(parser.error_message())));
+        send_all(client,
+                 format_response(parser.error_status(), "application/json", error_body(parser.error_message())));
         drain(client);
         return;
     }

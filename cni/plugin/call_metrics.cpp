@@ -56,7 +56,7 @@ std::vector<CallRecord> parse_call_records(std::string_view bytes) {
     for (std::size_t at = 0; at + sizeof(CallRecord) <= bytes.size(); at += sizeof(CallRecord)) {
         CallRecord r;
         std::memcpy(&r, bytes.data() + at, sizeof r);
-        if (r.magic != CallRecord::kMagic) break;   // not ours from here on: stop, never misread
+        if (r.magic != CallRecord::kMagic) break;  // not ours from here on: stop, never misread
         records.push_back(r);
     }
     return records;
@@ -75,7 +75,7 @@ std::vector<CallRecord> take_call_records(const std::string& dir) {
         if (round == 1 && ::renameat(dir_fd.get(), kCallMetricsFile, dir_fd.get(), taken.c_str()) != 0) break;
         const base::UniqueFd fd(::openat(dir_fd.get(), taken.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
         if (!fd) continue;
-        struct stat st{};
+        struct stat st {};
         if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
         const auto records = parse_call_records(read_all(fd.get()));
         all.insert(all.end(), records.begin(), records.end());

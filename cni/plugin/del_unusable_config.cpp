@@ -22,7 +22,8 @@ std::vector<AttachmentState> recorded_attachments(const StateStore& store, const
                                                   const std::string& container_id, const std::string& ifname) {
     std::vector<AttachmentState> found;
     for (auto& state : store.list_all())
-        if (state.container_id == container_id && state.ifname == ifname && (network.empty() || state.network == network))
+        if (state.container_id == container_id && state.ifname == ifname &&
+            (network.empty() || state.network == network))
             found.push_back(std::move(state));
     return found;
 }
@@ -34,7 +35,8 @@ std::string describe_remains(const AttachmentState& state) {
     if (!state.rdma_device.empty()) text += ", RDMA device " + state.rdma_device;
     std::string addresses;
     try {
-        for (const auto& ip : result_from_json(state.result).ips) addresses += (addresses.empty() ? "" : ", ") + ip.address.str();
+        for (const auto& ip : result_from_json(state.result).ips)
+            addresses += (addresses.empty() ? "" : ", ") + ip.address.str();
     } catch (const std::exception&) {
     }
     if (!addresses.empty()) text += ", addresses " + addresses;

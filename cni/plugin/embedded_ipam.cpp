@@ -83,7 +83,8 @@ Result embedded_ipam_add(const NetConf& conf, const Environment& env, const Node
     return translating_errors([&] {
         const auto req = make_request(conf, env, policy, ipam::Strictness::strict);
         const auto result = ipam::add(req);
-        for (const auto& ip : result.ips) spdlog::info("rdmanet-ipam: {} for {} {}", ip.address.str(), req.podref, env.ifname);
+        for (const auto& ip : result.ips)
+            spdlog::info("rdmanet-ipam: {} for {} {}", ip.address.str(), req.podref, env.ifname);
         return to_result(conf, result);
     });
 }
@@ -93,7 +94,7 @@ void embedded_ipam_del(const NetConf& conf, const Environment& env, const NodePo
         try {
             ipam::del(make_request(conf, env, policy, ipam::Strictness::lenient));
         } catch (const ipam::AccessDenied& e) {
-            if (!e.released_locally) throw;   // single-pool mode: nothing was released
+            if (!e.released_locally) throw;  // single-pool mode: nothing was released
             // Node-slice mode released the address locally; the runtime retrying DEL would not
             // fix the credentials, so DEL succeeds and the refusal is logged (and recorded for
             // doctor and the agent's metrics).
@@ -119,7 +120,8 @@ void embedded_ipam_gc(const NetConf& conf, const Environment& env, const NodePol
         std::vector<ipam::AttachmentId> valid;
         for (const auto& a : *conf.valid_attachments) valid.push_back({a.container_id, a.ifname});
         try {
-            for (const auto& released : ipam::gc(ipam_config(conf, env, policy, ipam::Strictness::lenient), conf.name, valid))
+            for (const auto& released :
+                 ipam::gc(ipam_config(conf, env, policy, ipam::Strictness::lenient), conf.name, valid))
                 spdlog::info("rdmanet-ipam GC: released {} of {} {}", released.ip.str(), released.owner.container_id,
                              released.owner.ifname);
         } catch (const ipam::ReleaseDeferred& e) {

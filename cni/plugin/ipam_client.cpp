@@ -42,8 +42,7 @@ Result ipam_add(const NetConf& conf, const Environment& env, const NodePolicy& p
     if (!has_ipam(conf)) return Result{conf.cni_version, {}, {}, {}, {}};
     if (embedded(conf)) return embedded_ipam_add(conf, env, policy);
     auto out = exec_ipam(conf, env, Command::add, kIpamAddTimeout);
-    if (!out.is_object())
-        throw Error(ErrorCode::ipam_failure, "IPAM plugin " + conf.ipam.type + " returned no result");
+    if (!out.is_object()) throw Error(ErrorCode::ipam_failure, "IPAM plugin " + conf.ipam.type + " returned no result");
     auto result = result_from_json(out);
     spdlog::info("IPAM {} allocated {} address(es)", conf.ipam.type, result.ips.size());
     return result;
@@ -72,8 +71,7 @@ void ipam_check(const NetConf& conf, const Environment& env, const NodePolicy& p
 // with whatever their environment check trips over first ("missing containerID", "unknown
 // CNI_COMMAND"), so they are forwarded only to a plugin whose VERSION lists 1.1.0.
 bool ipam_speaks_1_1_0(const NetConf& conf, const Environment& env) {
-    const auto reply = exec_plugin(conf.ipam.type, Command::version, env, {{"cniVersion", "1.1.0"}},
-                                   kIpamDelTimeout);
+    const auto reply = exec_plugin(conf.ipam.type, Command::version, env, {{"cniVersion", "1.1.0"}}, kIpamDelTimeout);
     if (!reply.is_object() || !reply.contains("supportedVersions") || !reply["supportedVersions"].is_array())
         return false;
     for (const auto& v : reply["supportedVersions"])
@@ -93,7 +91,7 @@ void ipam_gc(const NetConf& conf, const Environment& env, const NodePolicy& poli
 
 void ipam_status(const NetConf& conf, const Environment& env) {
     if (!has_ipam(conf)) return;
-    if (embedded(conf)) return;   // in-process: available whenever the plugin runs
+    if (embedded(conf)) return;  // in-process: available whenever the plugin runs
     if (!ipam_speaks_1_1_0(conf, env)) return;
     exec_plugin(conf.ipam.type, Command::status, env, conf.raw, kIpamDelTimeout);
 }

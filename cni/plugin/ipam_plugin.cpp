@@ -39,7 +39,9 @@ void handle(const EnvLookup& lookup, const Environment& env, const std::string& 
     setup_policed_logging(policy, "ipam.log_file", log_file, spdlog_level(log_level),
                           conf.name + " " + env.container_id + " " + env.ifname, strict);
     switch (env.command) {
-    case Command::add: out << result_to_json(embedded_ipam_add(conf, env, policy), conf.cni_version).dump() << '\n'; break;
+    case Command::add:
+        out << result_to_json(embedded_ipam_add(conf, env, policy), conf.cni_version).dump() << '\n';
+        break;
     case Command::del: embedded_ipam_del(conf, env, policy); break;
     case Command::check: embedded_ipam_check(conf, env, policy); break;
     case Command::gc: embedded_ipam_gc(conf, env, policy); break;

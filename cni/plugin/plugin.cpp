@@ -44,8 +44,7 @@ NetNamespace open_pod_netns(const std::string& path) {
                     "the pod's network namespace is gone or the path is wrong");
     case netns::NetnsStatus::not_nsfs:
         throw Error(ErrorCode::invalid_environment, "CNI_NETNS \"" + path + "\" is not a network namespace");
-    case netns::NetnsStatus::ok:
-        break;
+    case netns::NetnsStatus::ok: break;
     }
     return NetNamespace::open(path);
 }
@@ -190,7 +189,7 @@ void cmd_add(const Call& call, std::ostream& out) {
     rollback.push("remove attachment state", [&] { store.remove(conf.name, env.container_id, env.ifname); });
     const Result ipam = ipam_add(conf, env, call.policy);
     rollback.push("release IPAM", [&] { ipam_del(conf, env, call.policy); });
-    require_installable_routes(conf, ipam);   // before the pod gets anything
+    require_installable_routes(conf, ipam);  // before the pod gets anything
     base::failpoint(base::Failpoint::add_after_ipam);
 
     const AddRequest req{conf, env, call.policy, store, kernel, rollback, state, [&] {
@@ -206,15 +205,14 @@ void cmd_add(const Call& call, std::ostream& out) {
         if (!recorded.empty()) undo_pod_setup(pod_ns, *pod, env.ifname, recorded);
     });
     if (!link.userspace) {
-        configure_pod_interface(PodInterfaceRequest{
-            pod_ns, *pod, link.index, env.ifname, ipam, 0, conf.pod, conf.ipam.type == kEmbeddedIpamType,
-            [&](const PodSetupRecord& r) {
-                if (r.empty()) return;
-                recorded = r;
-                state.pod_setup = r.to_json();
-                store.save(state);
-                base::failpoint(base::Failpoint::add_after_pod_record);
-            }});
+        configure_pod_interface(PodInterfaceRequest{pod_ns, *pod, link.index, env.ifname, ipam, 0, conf.pod,
+                                                    conf.ipam.type == kEmbeddedIpamType, [&](const PodSetupRecord& r) {
+                                                        if (r.empty()) return;
+                                                        recorded = r;
+                                                        state.pod_setup = r.to_json();
+                                                        store.save(state);
+                                                        base::failpoint(base::Failpoint::add_after_pod_record);
+                                                    }});
     }
     base::failpoint(base::Failpoint::add_after_configure);
     // Last: the netdev move and its configuration can make a driver delete or re-create the RDMA
@@ -252,7 +250,8 @@ void cmd_del(const Call& call) {
             spdlog::warn("{}", line);
             audit_line(call.policy, line);
         } else {
-            failures.push_back("IPAM release: " + e.msg() + (state ? " (remains: " + describe_remains(*state) + ")" : ""));
+            failures.push_back("IPAM release: " + e.msg() +
+                               (state ? " (remains: " + describe_remains(*state) + ")" : ""));
         }
     } catch (const std::exception& e) {
         failures.push_back(std::string("IPAM release: ") + e.what());
@@ -338,7 +337,7 @@ void cmd_check(const Call& call) {
         record = PodSetupRecord::from_json(state->pod_setup);
     }
     auto link = pod->link_by_name(env.ifname);
-    if (!link) return;   // sriov DPDK VF: no netdev, no addresses applied (the mode's check saw to the rest)
+    if (!link) return;  // sriov DPDK VF: no netdev, no addresses applied (the mode's check saw to the rest)
     check_pod_interface(*pod, link->index, env.ifname, expected, index, conf.pod, record);
     check_pod_sysctls(pod_ns, conf.pod, env.ifname, own_ips(expected, index), conf.ipam.type == kEmbeddedIpamType);
     if (state)
@@ -354,7 +353,7 @@ void cmd_gc(const Call& call) {
         return;
     }
     const StateStore& store = call.states;
-    std::vector<std::string> failures;   // one stuck attachment must not keep the others leaked
+    std::vector<std::string> failures;  // one stuck attachment must not keep the others leaked
     for (const auto& state : store.list(conf.name)) {
         const AttachmentKey key{state.container_id, state.ifname};
         if (std::find(conf.valid_attachments->begin(), conf.valid_attachments->end(), key) !=
@@ -380,8 +379,7 @@ void cmd_status(const Call& call) {
     try {
         ipam_status(conf, call.env);
     } catch (const Error& e) {
-        throw Error(ErrorCode::not_available, "IPAM " + conf.ipam.type + " not available: " + e.msg(),
-                    e.details());
+        throw Error(ErrorCode::not_available, "IPAM " + conf.ipam.type + " not available: " + e.msg(), e.details());
     }
 }
 
@@ -449,7 +447,7 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
     const auto started = std::chrono::steady_clock::now();
     Command verb = Command::none;
     int code = 0;
-    std::string state_dir;   // "" when the call failed before it loaded the policy
+    std::string state_dir;  // "" when the call failed before it loaded the policy
     const int status =
         run_skel(lookup, in, out, err, "rdmanet CNI plugin: RDMA secondary networks (" + mode_list() + ")",
                  [&](const Environment& env, const std::string& input, std::ostream& result_out) {
@@ -465,12 +463,12 @@ int run_plugin(const EnvLookup& lookup, std::istream& in, std::ostream& out, std
                      }
                  });
     if (verb != Command::none && verb != Command::version) {
-        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+        const auto us =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
         // The records sit next to the state dir. The policy is read again only when the call
         // failed before it loaded it (a config that does not parse, a broken policy file).
         if (state_dir.empty()) state_dir = load_node_policy_or_defaults(lookup, mode_names()).state_dir;
-        append_call_record(call_metrics_dir(state_dir),
-                           verb, status == 0 ? 0 : (code ? code : kCallCodeOther),
+        append_call_record(call_metrics_dir(state_dir), verb, status == 0 ? 0 : (code ? code : kCallCodeOther),
                            static_cast<std::uint64_t>(us.count()));
     }
     return status;

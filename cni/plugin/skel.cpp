@@ -29,8 +29,8 @@ void print_about(std::string_view about, std::ostream& err) {
 
 }  // namespace
 
-int run_skel(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err,
-             std::string_view about, const VerbHandler& handle) {
+int run_skel(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err, std::string_view about,
+             const VerbHandler& handle) {
     // spdlog's default logger writes to stdout, which belongs to the result: until the config
     // names a log file, log nowhere.
     setup_logging("", "off", "");

@@ -72,7 +72,8 @@ std::string route_text(const netns::RouteInfo& route) {
 // A route through a gateway no address of the interface can reach: the kernel refuses it with
 // EINVAL ("Nexthop has invalid gateway", IPv4), EHOSTUNREACH (IPv6) or ENETUNREACH.
 bool unreachable_gateway(const netns::RouteInfo& route, const netns::KernelError& e) {
-    return route.gateway && (e.errno_value() == EINVAL || e.errno_value() == EHOSTUNREACH || e.errno_value() == ENETUNREACH);
+    return route.gateway &&
+           (e.errno_value() == EINVAL || e.errno_value() == EHOSTUNREACH || e.errno_value() == ENETUNREACH);
 }
 
 void add_route_once(netns::Rtnl& pod, const netns::RouteInfo& route, const std::string& ifname) {
@@ -82,8 +83,8 @@ void add_route_once(netns::Rtnl& pod, const netns::RouteInfo& route, const std::
         if (unreachable_gateway(route, e))
             throw Error(ErrorCode::invalid_config,
                         "route " + route_text(route) + " on " + ifname + ": the gateway " + route.gateway->str() +
-                            " is not on the link (no subnet of " + ifname + "'s addresses holds it; the kernel says: " +
-                            e.what() + ")",
+                            " is not on the link (no subnet of " + ifname +
+                            "'s addresses holds it; the kernel says: " + e.what() + ")",
                         "fix the IPAM's routes or gateway: a gateway must be in a subnet of the interface");
         if (e.errno_value() != EEXIST) throw;
     }
@@ -94,7 +95,7 @@ void add_route_once(netns::Rtnl& pod, const netns::RouteInfo& route, const std::
 // A default route the IPAM asked for explicitly goes to the main table only when the main table
 // has none of that family: the pod's default route is the cluster network's.
 void add_main_route(netns::Rtnl& pod, const netns::RouteInfo& route, const std::string& ifname) {
-    const bool in_main = route.table == RT_TABLE_MAIN || route.table == 0;   // 0: the kernel reads main
+    const bool in_main = route.table == RT_TABLE_MAIN || route.table == 0;  // 0: the kernel reads main
     if (is_default_route(route) && in_main && main_has_default(pod, route.family)) {
         spdlog::info("default route via {} on {} not added: the main table has one",
                      route.gateway ? route.gateway->str() : "(link)", ifname);
@@ -103,9 +104,11 @@ void add_main_route(netns::Rtnl& pod, const netns::RouteInfo& route, const std::
     add_route_once(pod, route, ifname);
 }
 
-void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips, const PodSetupRecord& record) {
+void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips,
+                          const PodSetupRecord& record) {
     const PolicyRouting& pr = *rq.settings.policy_routing;
-    for (const auto& route : plan_table_routes(ips, tables_of(ips, record), rq.ipam.routes, rq.index, pr.add_source_hints))
+    for (const auto& route :
+         plan_table_routes(ips, tables_of(ips, record), rq.ipam.routes, rq.index, pr.add_source_hints))
         add_route_once(rq.pod, route, rq.ifname);
     // The main table keeps the kernel's subnet routes; an IPv6 one gets the source hint too
     // (the kernel's IPv4 subnet route carries it already).
@@ -116,7 +119,7 @@ void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpCon
             subnet.family = AF_INET6;
             subnet.dst = ip.address.masked();
             subnet.ifindex = rq.index;
-            subnet.priority = 256;   // the kernel's prefix route metric, which this replaces
+            subnet.priority = 256;  // the kernel's prefix route metric, which this replaces
             subnet.prefsrc = ip.address.address;
             rq.pod.replace_route(subnet);
         }
@@ -162,7 +165,8 @@ std::optional<std::string> table_user(netns::Rtnl& pod, unsigned table) {
 // or the fixed policyRouting.table, which must be free and can hold one gateway per family.
 std::vector<unsigned> choose_tables(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips) {
     const auto& pr = *rq.settings.policy_routing;
-    if (!pr.table) return choose_free_tables(rq.pod.route_tables(), rq.pod.rules(), std::max<std::size_t>(ips.size(), 1));
+    if (!pr.table)
+        return choose_free_tables(rq.pod.route_tables(), rq.pod.rules(), std::max<std::size_t>(ips.size(), 1));
     const unsigned table = *pr.table;
     if (auto user = table_user(rq.pod, table))
         throw Error(ErrorCode::invalid_config,
@@ -203,7 +207,8 @@ PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
             try {
                 record.sysctls.push_back(PodSetupRecord::Sysctl{w.path, netns::read_sysctl(w.path)});
             } catch (const netns::KernelError& e) {
-                throw Error(ErrorCode::invalid_config, w.origin + ": " + w.path + " cannot be set on " + rq.ifname + ": " + e.what(),
+                throw Error(ErrorCode::invalid_config,
+                            w.origin + ": " + w.path + " cannot be set on " + rq.ifname + ": " + e.what(),
                             "the kernel has no such setting for this interface");
             }
         }
@@ -214,7 +219,8 @@ PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
             try {
                 netns::write_sysctl(w.path, w.value);
             } catch (const netns::KernelError& e) {
-                throw Error(ErrorCode::invalid_config, w.origin + ": writing " + w.value + " to " + w.path + " failed: " + e.what(),
+                throw Error(ErrorCode::invalid_config,
+                            w.origin + ": writing " + w.value + " to " + w.path + " failed: " + e.what(),
                             "the kernel refused the value");
             }
             spdlog::info("sysctl {}={}", w.path, w.value);
@@ -236,7 +242,8 @@ PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
     if (rq.settings.policy_routing) {
         apply_policy_routing(rq, ips, record);
     } else {
-        for (const auto& route : plan_main_routes(ips, rq.ipam.routes, rq.index)) add_main_route(rq.pod, route, rq.ifname);
+        for (const auto& route : plan_main_routes(ips, rq.ipam.routes, rq.index))
+            add_main_route(rq.pod, route, rq.ifname);
     }
     return record;
 }
@@ -279,8 +286,8 @@ void undo_pod_setup(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, const s
     }
 }
 
-void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname, const Result& expected,
-                         int iface, const PodSettings& settings, const PodSetupRecord& record) {
+void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname, const Result& expected, int iface,
+                         const PodSettings& settings, const PodSetupRecord& record) {
     const auto ips = own_ips(expected, iface);
     const auto present = pod.addresses(index);
     for (const auto& ip : ips)
@@ -306,8 +313,9 @@ void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname,
             return r.dst == want.dst && r.family == want.family && (!want.gateway || r.gateway == want.gateway);
         });
         if (!found)
-            throw Error(ErrorCode::invalid_config, "route " + route_text(want) + " missing on " + ifname +
-                                                       (table != RT_TABLE_MAIN ? " in table " + std::to_string(table) : ""));
+            throw Error(ErrorCode::invalid_config,
+                        "route " + route_text(want) + " missing on " + ifname +
+                            (table != RT_TABLE_MAIN ? " in table " + std::to_string(table) : ""));
     }
     if (!in_table) return;
     const auto rules = pod.rules();
@@ -316,8 +324,8 @@ void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname,
             return r.src == want.src && r.table == want.table && (!want.priority || r.priority == want.priority);
         });
         if (!found)
-            throw Error(ErrorCode::invalid_config,
-                        "rule from " + want.src->str() + " lookup " + std::to_string(want.table) + " missing for " + ifname);
+            throw Error(ErrorCode::invalid_config, "rule from " + want.src->str() + " lookup " +
+                                                       std::to_string(want.table) + " missing for " + ifname);
     }
 }
 
@@ -355,7 +363,8 @@ void check_pod_sysctls(const netns::NetNamespace& pod_ns, const PodSettings& set
             try {
                 actual = netns::read_sysctl(w.path);
             } catch (const netns::KernelError& e) {
-                throw Error(ErrorCode::invalid_config, w.origin + ": " + dotted(w.path) + " cannot be read: " + e.what());
+                throw Error(ErrorCode::invalid_config,
+                            w.origin + ": " + dotted(w.path) + " cannot be read: " + e.what());
             }
             if (normalized(actual) != normalized(w.value))
                 throw Error(ErrorCode::invalid_config,

@@ -75,7 +75,8 @@ PodSetupRecord PodSetupRecord::from_json(const nlohmann::json& j) {
             rule.family = src->address.af();
             rule.src = src;
             rule.table = r["table"].get<unsigned>();
-            if (r.contains("priority") && r["priority"].is_number_unsigned()) rule.priority = r["priority"].get<unsigned>();
+            if (r.contains("priority") && r["priority"].is_number_unsigned())
+                rule.priority = r["priority"].get<unsigned>();
             record.rules.push_back(rule);
         }
     if (auto it = j.find("sysctls"); it != j.end() && it->is_array())
@@ -135,7 +136,7 @@ bool skip_dad(const PodSettings& settings, bool embedded_ipam) {
 }
 
 std::vector<unsigned> choose_free_tables(const std::vector<unsigned>& route_tables,
-                                        const std::vector<netns::RuleInfo>& rules, std::size_t count) {
+                                         const std::vector<netns::RuleInfo>& rules, std::size_t count) {
     auto used = [&](unsigned t) {
         return std::find(route_tables.begin(), route_tables.end(), t) != route_tables.end() ||
                std::any_of(rules.begin(), rules.end(), [&](const netns::RuleInfo& r) { return r.table == t; });
@@ -145,7 +146,8 @@ std::vector<unsigned> choose_free_tables(const std::vector<unsigned>& route_tabl
         if (t >= RT_TABLE_DEFAULT && t <= RT_TABLE_LOCAL) continue;
         if (!used(t)) chosen.push_back(t);
     }
-    if (chosen.size() < count) throw Error(ErrorCode::try_again, "policyRouting: every routing table of the pod is in use");
+    if (chosen.size() < count)
+        throw Error(ErrorCode::try_again, "policyRouting: every routing table of the pod is in use");
     return chosen;
 }
 

@@ -65,9 +65,10 @@ void check_mode_allowed(const NodePolicy& policy, std::string_view mode) {
         if (allowed == mode) return;
     std::string list;
     for (const auto& allowed : *policy.modes) list += (list.empty() ? "" : ", ") + allowed;
-    refuse(policy, ErrorCode::invalid_config,
-           "mode " + text::quote(mode) + " is not allowed on this node (allowed: " + (list.empty() ? "none" : list) + ")",
-           "the node policy " + (policy.source.empty() ? std::string("defaults") : policy.source) + " lists the modes");
+    refuse(
+        policy, ErrorCode::invalid_config,
+        "mode " + text::quote(mode) + " is not allowed on this node (allowed: " + (list.empty() ? "none" : list) + ")",
+        "the node policy " + (policy.source.empty() ? std::string("defaults") : policy.source) + " lists the modes");
 }
 
 void check_sysctl_allowed(const NodePolicy& policy, const std::string& key_with_ifname_placeholder,
@@ -77,10 +78,11 @@ void check_sysctl_allowed(const NodePolicy& policy, const std::string& key_with_
         if (::fnmatch(glob.c_str(), key_with_ifname_placeholder.c_str(), 0) == 0) return;
     std::string list;
     for (const auto& glob : *policy.sysctls) list += (list.empty() ? "" : ", ") + glob;
-    refuse(policy, ErrorCode::invalid_config,
-           "sysctl." + key_as_written + " is not allowed on this node (allowed: " + (list.empty() ? "none" : list) + ")",
-           "the node policy " + (policy.source.empty() ? std::string("defaults") : policy.source) +
-               " lists the sysctl keys a network may set");
+    refuse(
+        policy, ErrorCode::invalid_config,
+        "sysctl." + key_as_written + " is not allowed on this node (allowed: " + (list.empty() ? "none" : list) + ")",
+        "the node policy " + (policy.source.empty() ? std::string("defaults") : policy.source) +
+            " lists the sysctl keys a network may set");
 }
 
 void check_path_in(const NodePolicy& policy, std::string_view key, const std::string& path,

@@ -16,9 +16,9 @@ CniArgs parse_cni_args(std::string_view raw) {
         auto equals = segment.find('=');
         if (segment.empty() || equals == std::string_view::npos || equals == 0) continue;
         std::string_view key = segment.substr(0, equals);
-        std::string_view value = segment.substr(equals + 1);   // may itself contain '='
-        if (value.empty()) continue;   // an empty value never shadows a later real one
-        args.values.emplace(std::string(key), std::string(value));   // first one wins
+        std::string_view value = segment.substr(equals + 1);        // may itself contain '='
+        if (value.empty()) continue;                                // an empty value never shadows a later real one
+        args.values.emplace(std::string(key), std::string(value));  // first one wins
     }
     return args;
 }
@@ -32,9 +32,7 @@ std::optional<std::string> CniArgs::get(std::string_view key) const {
 std::string CniArgs::pod_namespace() const { return get("K8S_POD_NAMESPACE").value_or(""); }
 std::string CniArgs::pod_name() const { return get("K8S_POD_NAME").value_or(""); }
 std::string CniArgs::pod_uid() const { return get("K8S_POD_UID").value_or(""); }
-std::string CniArgs::infra_container_id() const {
-    return get("K8S_POD_INFRA_CONTAINER_ID").value_or("");
-}
+std::string CniArgs::infra_container_id() const { return get("K8S_POD_INFRA_CONTAINER_ID").value_or(""); }
 std::optional<std::string> CniArgs::mac() const { return get("MAC"); }
 std::optional<std::string> CniArgs::guid() const { return get("GUID"); }
 

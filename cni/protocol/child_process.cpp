@@ -49,14 +49,12 @@ Pipe make_pipe() {
 
 void set_nonblocking(const UniqueFd& fd) {
     int flags = ::fcntl(fd.get(), F_GETFL);
-    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0)
-        throw_errno(errno, "fcntl(O_NONBLOCK)");
+    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0) throw_errno(errno, "fcntl(O_NONBLOCK)");
 }
 
 using base::SigpipeGuard;
 
-pid_t spawn(const ChildSpec& spec, const Pipe& in, const Pipe& out, const Pipe& err,
-            const sigset_t& child_mask) {
+pid_t spawn(const ChildSpec& spec, const Pipe& in, const Pipe& out, const Pipe& err, const sigset_t& child_mask) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in.read.get(), 0);
@@ -160,7 +158,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
         pid_t r = ::waitpid(pid, &status, WNOHANG);
         if (r == pid) {
             reaped = true;
-        } else if (r < 0 && errno == ECHILD) {   // reaped elsewhere (SIGCHLD ignored)
+        } else if (r < 0 && errno == ECHILD) {  // reaped elsewhere (SIGCHLD ignored)
             reaped = true;
             status = -1;
         }
@@ -208,14 +206,13 @@ ChildOutcome run_child(const ChildSpec& spec) {
             ssize_t n = ::write(in.write.get(), spec.input.data() + written, spec.input.size() - written);
             if (n > 0) written += static_cast<std::size_t>(n);
             // EPIPE: the child stopped reading, which is its business; the rest is dropped.
-            if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == spec.input.size())
-                in.write.reset();
+            if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == spec.input.size()) in.write.reset();
         }
         if (out_slot >= 0 && fds[out_slot].revents)
             read_some(out.read, outcome.out, spec.max_stdout, outcome.out_truncated);
         if (err_slot >= 0 && fds[err_slot].revents)
             read_some(err.read, outcome.err, spec.max_stderr, outcome.err_truncated);
-        (void)pid_slot;   // readable pidfd: the next turn reaps
+        (void)pid_slot;  // readable pidfd: the next turn reaps
     }
 
     if (status != -1 && WIFEXITED(status)) {

@@ -9,24 +9,24 @@
 namespace rdmanet::cni {
 
 struct ChildSpec {
-    std::string path;                     // executable, used as argv[0] too
-    std::vector<std::string> env;         // "NAME=value" entries, the child's whole environment
-    std::string input;                    // written to the child's stdin, which is then closed
+    std::string path;              // executable, used as argv[0] too
+    std::vector<std::string> env;  // "NAME=value" entries, the child's whole environment
+    std::string input;             // written to the child's stdin, which is then closed
     std::chrono::milliseconds timeout{0};
-    std::size_t max_stdout = 4 << 20;     // bytes kept; the rest is read and dropped
+    std::size_t max_stdout = 4 << 20;  // bytes kept; the rest is read and dropped
     std::size_t max_stderr = 64 << 10;
 };
 
 struct ChildOutcome {
-    bool timed_out = false;               // killed with SIGKILL at the deadline
-    bool exited = false;                  // terminated normally (then exit_code is valid)
+    bool timed_out = false;  // killed with SIGKILL at the deadline
+    bool exited = false;     // terminated normally (then exit_code is valid)
     int exit_code = -1;
-    int signal = 0;                       // the signal that ended it, when it did not exit
+    int signal = 0;  // the signal that ended it, when it did not exit
     std::string out, err;
     bool out_truncated = false;
     bool err_truncated = false;
     bool succeeded() const { return exited && exit_code == 0 && !timed_out; }
-    std::string describe_end() const;     // "exit status 3", "killed by signal 9", ...
+    std::string describe_end() const;  // "exit status 3", "killed by signal 9", ...
 };
 
 // Throws std::system_error when the program cannot be started (fork/exec/pipe failures). The

@@ -18,9 +18,7 @@ constexpr CommandName kCommands[] = {
     {Command::version, "VERSION"}, {Command::status, "STATUS"}, {Command::gc, "GC"},
 };
 
-bool is_alnum(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
 // Which variables each verb needs. Go skel's rules, which runtimes are tested against, except
 // STATUS: libcni sends it with empty container/netns/ifname, and the spec makes CNI_PATH optional.
@@ -31,11 +29,11 @@ struct Needs {
 };
 Needs needs_of(Command command) {
     switch (command) {
-        case Command::add:
-        case Command::check: return {true, true, true};
-        case Command::del: return {true, false, true};
-        case Command::gc: return {false, false, true};
-        default: return {};
+    case Command::add:
+    case Command::check: return {true, true, true};
+    case Command::del: return {true, false, true};
+    case Command::gc: return {false, false, true};
+    default: return {};
     }
 }
 
@@ -96,9 +94,7 @@ std::string ifname_problem(std::string_view name) {
 
 bool is_valid_ifname(std::string_view name) { return ifname_problem(name).empty(); }
 
-bool is_valid_network_name(std::string_view name) {
-    return name.size() <= 253 && is_valid_container_id(name);
-}
+bool is_valid_network_name(std::string_view name) { return name.size() <= 253 && is_valid_container_id(name); }
 
 EnvLookup process_env_lookup() {
     return [](const char* name) -> std::optional<std::string> {
@@ -117,8 +113,7 @@ Environment parse_environment(const EnvLookup& lookup) {
     if (command_text.empty()) return env;
     env.command = parse_command(command_text);
     if (env.command == Command::none)
-        throw Error(ErrorCode::invalid_environment,
-                    "unknown CNI_COMMAND " + text::quote(command_text),
+        throw Error(ErrorCode::invalid_environment, "unknown CNI_COMMAND " + text::quote(command_text),
                     "expected one of ADD, DEL, CHECK, GC, STATUS, VERSION");
 
     env.container_id = get("CNI_CONTAINERID");
@@ -140,8 +135,7 @@ Environment parse_environment(const EnvLookup& lookup) {
     if (!missing.empty()) {
         std::string names;
         for (const auto& name : missing) names += (names.empty() ? "" : ",") + name;
-        throw Error(ErrorCode::invalid_environment,
-                    "required env variables [" + names + "] missing", names);
+        throw Error(ErrorCode::invalid_environment, "required env variables [" + names + "] missing", names);
     }
 
     if (needs.container_id_and_ifname) {

@@ -18,7 +18,7 @@ namespace rdmanet::cni {
 
 namespace {
 
-constexpr std::size_t kMessageExcerpt = 2000;   // stderr/stdout quoted in an error, at most
+constexpr std::size_t kMessageExcerpt = 2000;  // stderr/stdout quoted in an error, at most
 
 std::string plugin_label(const std::string& type, Command command) {
     return "plugin " + text::quote(type) + " (" + std::string(command_name(command)) + ")";
@@ -32,13 +32,11 @@ std::string find_in_path(const std::string& type, const Environment& env) {
     for (const auto& dir : env.path) {
         std::string candidate = dir + "/" + type;
         struct stat st {};
-        if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-            ::access(candidate.c_str(), X_OK) == 0)
+        if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
             return candidate;
         searched += (searched.empty() ? "" : " ") + dir;
     }
-    throw Error(ErrorCode::invalid_config,
-                "failed to find plugin " + text::quote(type) + " in path [" + searched + "]",
+    throw Error(ErrorCode::invalid_config, "failed to find plugin " + text::quote(type) + " in path [" + searched + "]",
                 "install it in one of the CNI_PATH directories");
 }
 
@@ -78,8 +76,7 @@ std::optional<Error> cni_error_in(const std::string& out) {
         auto j = parse_json_bounded(out);
         if (!j.is_object()) return std::nullopt;
         auto code = j.find("code"), msg = j.find("msg");
-        if (code == j.end() || msg == j.end() || !code->is_number_integer() || !msg->is_string())
-            return std::nullopt;
+        if (code == j.end() || msg == j.end() || !code->is_number_integer() || !msg->is_string()) return std::nullopt;
         int value = code->get<int>();
         if (value <= 0) return std::nullopt;
         std::string details;
@@ -105,14 +102,12 @@ nlohmann::json exec_plugin(const std::string& type, Command command, const Envir
         outcome = run_child(spec);
     } catch (const std::system_error& e) {
         throw Error(ErrorCode::ipam_failure,
-                    "cannot run " + plugin_label(type, command) + " from " + spec.path + ": " +
-                        e.what());
+                    "cannot run " + plugin_label(type, command) + " from " + spec.path + ": " + e.what());
     }
     const std::string label = plugin_label(type, command);
     if (outcome.timed_out)
         throw Error(ErrorCode::timeout,
-                    label + " did not finish within " + std::to_string(timeout.count()) +
-                        " ms and was killed",
+                    label + " did not finish within " + std::to_string(timeout.count()) + " ms and was killed",
                     excerpt(outcome.err));
     if (outcome.out_truncated)
         throw Error(ErrorCode::ipam_failure,
@@ -124,11 +119,10 @@ nlohmann::json exec_plugin(const std::string& type, Command command, const Envir
         std::string stderr_text = excerpt(outcome.err);
         throw Error(ErrorCode::ipam_failure,
                     label + " failed (" + outcome.describe_end() + ")" +
-                        (stderr_text.empty() ? std::string(" without an error message")
-                                             : ": " + stderr_text),
+                        (stderr_text.empty() ? std::string(" without an error message") : ": " + stderr_text),
                     outcome.out.empty() ? "" : "stdout: " + excerpt(outcome.out));
     }
-    if (text::trim(outcome.out).empty()) return nullptr;   // DEL/CHECK may print nothing
+    if (text::trim(outcome.out).empty()) return nullptr;  // DEL/CHECK may print nothing
     try {
         return parse_json_bounded(outcome.out);
     } catch (const Error& e) {

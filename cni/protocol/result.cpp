@@ -19,8 +19,7 @@ base::IpNetwork required_cidr(const JsonFields& fields, std::string_view key) {
     auto value = fields.string(key);
     if (!value) fields.invalid(key, "is required");
     auto net = base::IpNetwork::parse(*value);
-    if (!net)
-        fields.invalid(key, text::quote(*value) + " is not an address in CIDR notation", "example: 10.1.0.5/24");
+    if (!net) fields.invalid(key, text::quote(*value) + " is not an address in CIDR notation", "example: 10.1.0.5/24");
     return *net;
 }
 // An absent or empty gateway is none.
@@ -135,14 +134,10 @@ Result parse_result_at(const nlohmann::json& j, std::string path, ErrorCode code
     if (!r.cni_version.empty() && !is_supported_version(r.cni_version))
         f.invalid("cniVersion", text::quote(r.cni_version) + " is not a supported result version");
 
-    f.for_each_object("interfaces", [&](const JsonFields& e) {
-        r.interfaces.push_back(interface_from_json(e));
-    });
+    f.for_each_object("interfaces", [&](const JsonFields& e) { r.interfaces.push_back(interface_from_json(e)); });
     // 0.3.0's spec text spells the list "ip"; accept it when "ips" is absent.
     std::string_view ips_key = !f.has("ips") && f.has("ip") ? "ip" : "ips";
-    f.for_each_object(ips_key, [&](const JsonFields& e) {
-        r.ips.push_back(ip_from_json(e, r.interfaces.size()));
-    });
+    f.for_each_object(ips_key, [&](const JsonFields& e) { r.ips.push_back(ip_from_json(e, r.interfaces.size())); });
     f.for_each_object("routes", [&](const JsonFields& e) { r.routes.push_back(route_from_json(e)); });
     if (const auto* dns = f.get("dns")) r.dns = parse_dns_at(*dns, f.name("dns"), code);
     return r;

@@ -13,8 +13,7 @@ std::string quote(std::string_view value) {
     // A message quotes a value to show which one is wrong, not to carry a megabyte of it.
     constexpr std::size_t kLimit = 256;
     if (value.size() > kLimit)
-        return nlohmann::json(std::string(value.substr(0, kLimit))).dump(-1, ' ', false, kReplaceInvalid) +
-               "...";
+        return nlohmann::json(std::string(value.substr(0, kLimit))).dump(-1, ' ', false, kReplaceInvalid) + "...";
     return nlohmann::json(std::string(value)).dump(-1, ' ', false, kReplaceInvalid);
 }
 
@@ -27,7 +26,8 @@ std::string valid_utf8(std::string_view value) {
     if (ascii) return std::string(value);
     // The dump with `replace` is nlohmann's own validator; parsing it back yields the clean string.
     // The whole value is dumped: quote() cuts long ones and appends "...", which is not JSON.
-    const auto clean = base::parse_json_limited(nlohmann::json(std::string(value)).dump(-1, ' ', false, kReplaceInvalid));
+    const auto clean =
+        base::parse_json_limited(nlohmann::json(std::string(value)).dump(-1, ' ', false, kReplaceInvalid));
     return clean ? clean.value.get<std::string>() : std::string();
 }
 

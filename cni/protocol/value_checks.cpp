@@ -4,9 +4,7 @@ namespace rdmanet::cni::checks {
 
 namespace {
 
-bool is_hex(char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
@@ -37,7 +35,7 @@ bool is_mac(std::string_view text) { return is_colon_hex(text, 6); }
 
 bool is_assignable_mac(std::string_view text) {
     if (!is_mac(text)) return false;
-    bool multicast = hex_value(text[1]) & 1;   // I/G bit of the first octet
+    bool multicast = hex_value(text[1]) & 1;  // I/G bit of the first octet
     bool all_zero = true;
     for (char c : text) all_zero = all_zero && (c == '0' || c == ':');
     return !multicast && !all_zero;
@@ -81,13 +79,12 @@ bool is_safe_absolute_path(std::string_view text) {
 
 bool is_sys_devices_path(std::string_view text) {
     constexpr std::string_view kRoot = "/sys/devices/";
-    return text.size() > kRoot.size() && text.substr(0, kRoot.size()) == kRoot &&
-           is_safe_absolute_path(text);
+    return text.size() > kRoot.size() && text.substr(0, kRoot.size()) == kRoot && is_safe_absolute_path(text);
 }
 
 bool is_plain_file_name(std::string_view text) {
-    return !text.empty() && text != "." && text != ".." &&
-           text.find('/') == std::string_view::npos && !has_control_character(text);
+    return !text.empty() && text != "." && text != ".." && text.find('/') == std::string_view::npos &&
+           !has_control_character(text);
 }
 
 std::string lowercase(std::string_view text) {

@@ -6,8 +6,7 @@
 namespace rdmanet::cni {
 
 bool is_supported_version(std::string_view version) {
-    return std::find(kSupportedVersions.begin(), kSupportedVersions.end(), version) !=
-           kSupportedVersions.end();
+    return std::find(kSupportedVersions.begin(), kSupportedVersions.end(), version) != kSupportedVersions.end();
 }
 
 namespace {

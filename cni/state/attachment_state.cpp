@@ -26,8 +26,7 @@ namespace {
 constexpr int kStateVersion = 1;
 constexpr const char* kSuffix = ".json";
 
-std::string file_name(const std::string& network, const std::string& container_id,
-                      const std::string& ifname) {
+std::string file_name(const std::string& network, const std::string& container_id, const std::string& ifname) {
     // ':' is allowed in none of the three names (validated before they get here), so the
     // file name is unambiguous however the parts themselves use '-', '_' or '.'.
     return network + ":" + container_id + ":" + ifname + kSuffix;
@@ -41,7 +40,7 @@ std::string read_state_file(int dir_fd, const std::string& name) {
         if (errno == ELOOP) spdlog::warn("ignoring attachment state {}: a symlink", name);
         return {};
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (4 << 20)) return {};
     std::string body(static_cast<std::size_t>(st.st_size), '\0');
     std::size_t done = 0;
@@ -139,13 +138,14 @@ base::UniqueFd StateStore::open_dir(bool create) const {
         std::filesystem::path parent = std::filesystem::path(dir_).parent_path();
         if (!parent.empty()) std::filesystem::create_directories(parent, ec);
         if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
-            throw Error(ErrorCode::io_failure, "cannot create attachment state dir " + dir_ + ": " + std::strerror(errno));
+            throw Error(ErrorCode::io_failure,
+                        "cannot create attachment state dir " + dir_ + ": " + std::strerror(errno));
     }
     base::UniqueFd fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd) {
         const int err = errno;
         if (err == ENOENT && !create) return fd;
-        struct stat st{};
+        struct stat st {};
         if (::lstat(dir_.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
             refuse(policy_, ErrorCode::io_failure,
                    "attachment state dir " + dir_ + " is a symlink, which is not followed",
@@ -167,8 +167,7 @@ void StateStore::save(const AttachmentState& state) const {
     }
 }
 
-std::optional<AttachmentState> StateStore::load(const std::string& network,
-                                                const std::string& container_id,
+std::optional<AttachmentState> StateStore::load(const std::string& network, const std::string& container_id,
                                                 const std::string& ifname) const {
     const std::string path = path_for(network, container_id, ifname);
     const auto dir = open_dir(/*create=*/false);
@@ -183,14 +182,12 @@ std::optional<AttachmentState> StateStore::load(const std::string& network,
     }
 }
 
-void StateStore::remove(const std::string& network, const std::string& container_id,
-                        const std::string& ifname) const {
+void StateStore::remove(const std::string& network, const std::string& container_id, const std::string& ifname) const {
     const std::string path = path_for(network, container_id, ifname);
     const auto dir = open_dir(/*create=*/false);
     if (!dir) return;
     if (::unlinkat(dir.get(), file_name(network, container_id, ifname).c_str(), 0) != 0 && errno != ENOENT)
-        throw Error(ErrorCode::io_failure, "cannot remove attachment state " + path + ": " +
-                                               std::strerror(errno));
+        throw Error(ErrorCode::io_failure, "cannot remove attachment state " + path + ": " + std::strerror(errno));
 }
 
 std::vector<AttachmentState> StateStore::list(const std::string& network) const {

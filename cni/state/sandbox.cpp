@@ -9,7 +9,7 @@
 namespace rdmanet::cni {
 
 NetnsIdentity netns_identity_of_fd(int fd) {
-    struct stat st{};
+    struct stat st {};
     if (fd < 0 || ::fstat(fd, &st) != 0) return {};
     return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
@@ -17,7 +17,7 @@ NetnsIdentity netns_identity_of_fd(int fd) {
 NetnsIdentity netns_identity_of_path(const std::string& path) {
     if (path.empty() || netns::probe_netns(path) != netns::NetnsStatus::ok) return {};
     // stat follows the bind mount to the nsfs inode, the namespace's identity.
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return {};
     return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }

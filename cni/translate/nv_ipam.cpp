@@ -45,7 +45,7 @@ std::vector<std::string> range_to_cidrs(const IpAddress& first, const IpAddress&
     for (;;) {
         int host_bits = 0;
         // Grow the block while it stays aligned at `at` and inside the range.
-        while (host_bits + 1 < bits) {   // a whole address space is never one exclusion
+        while (host_bits + 1 < bits) {  // a whole address space is never one exclusion
             const uint128 size = uint128{1} << (host_bits + 1);
             if ((at & (size - 1)) != 0 || end - at < size - 1) break;
             ++host_bits;
@@ -66,13 +66,15 @@ json convert_nv_ipam(const json& nv_ipam, const std::string& network, const std:
     if (const auto type = text_at(nv_ipam, "poolType", where); !type.empty() && type != "ippool")
         fail(where + ": poolType \"" + type + "\" has no rdmanet equivalent: only IPPool pools convert");
     std::string pool_name = text_at(nv_ipam, "poolName", where);
-    if (pool_name.empty()) pool_name = network;   // nv-ipam's default
+    if (pool_name.empty()) pool_name = network;  // nv-ipam's default
     if (pool_name.find(',') != std::string::npos)
         fail(where + ": poolName \"" + pool_name + "\" names two pools; rdmanet-ipam converts one pool per network");
     const auto found = pools.find(pool_name);
     if (found == pools.end())
-        fail(where + ": nv-ipam IPPool \"" + pool_name + "\" is not in the input: add it to -f (kubectl get "
-                     "ippools.nv-ipam.nvidia.com " + pool_name + " -n <namespace> -o yaml)");
+        fail(where + ": nv-ipam IPPool \"" + pool_name +
+             "\" is not in the input: add it to -f (kubectl get "
+             "ippools.nv-ipam.nvidia.com " +
+             pool_name + " -n <namespace> -o yaml)");
     const std::string pool_where = "nv-ipam IPPool " + pool_name;
     const json spec = found->second.value("spec", json::object());
     if (!spec.is_object()) fail(pool_where + ": spec must be a map");
@@ -87,8 +89,9 @@ json convert_nv_ipam(const json& nv_ipam, const std::string& network, const std:
     if (slice_prefix < subnet->prefix)
         fail(pool_where + ": spec.perNodeBlockSize is larger than the subnet " + subnet->masked().str());
     if (spec.contains("perNodeExclusions") && !spec["perNodeExclusions"].empty())
-        fail(pool_where + ": spec.perNodeExclusions has no rdmanet equivalent (exclusions apply to the whole "
-                          "range): list those addresses in spec.exclusions for every block, or remove them");
+        fail(pool_where +
+             ": spec.perNodeExclusions has no rdmanet equivalent (exclusions apply to the whole "
+             "range): list those addresses in spec.exclusions for every block, or remove them");
 
     json ipam = {{"type", "rdmanet-ipam"},
                  {"datastore", "kubernetes"},
@@ -99,7 +102,8 @@ json convert_nv_ipam(const json& nv_ipam, const std::string& network, const std:
     std::string gateway;
     if (!text_at(spec, "gateway", pool_where + ".spec").empty()) {
         const auto gw = address_at(spec, "gateway", pool_where + ".spec");
-        if (!subnet->contains(gw)) fail(pool_where + ": spec.gateway " + gw.str() + " is outside " + subnet->masked().str());
+        if (!subnet->contains(gw))
+            fail(pool_where + ": spec.gateway " + gw.str() + " is outside " + subnet->masked().str());
         gateway = gw.str();
         ipam["gateway"] = gateway;
     }
@@ -118,7 +122,8 @@ json convert_nv_ipam(const json& nv_ipam, const std::string& network, const std:
     if (!exclude.empty()) ipam["exclude"] = exclude;
     json routes = json::array();
     if (spec.contains("routes") && spec["routes"].is_array())
-        for (const auto& r : spec["routes"]) routes.push_back({{"dst", text_at(r, "dst", pool_where + ".spec.routes[]")}});
+        for (const auto& r : spec["routes"])
+            routes.push_back({{"dst", text_at(r, "dst", pool_where + ".spec.routes[]")}});
     if (spec.value("defaultGateway", false)) {
         if (gateway.empty()) fail(pool_where + ": spec.defaultGateway needs spec.gateway");
         routes.push_back({{"dst", subnet->address.is_v4() ? "0.0.0.0/0" : "::/0"}});

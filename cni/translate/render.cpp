@@ -63,7 +63,7 @@ std::string string_at(const Json& object, const std::string& key, const std::str
     json converted;
     if constexpr (std::is_same_v<Json, json>) {
         plain = &object;
-    } else {   // ordered: only the one member is converted
+    } else {  // ordered: only the one member is converted
         converted = json::object();
         if (auto it = object.find(key); it != object.end()) converted[key] = json(*it);
         plain = &converted;
@@ -123,7 +123,9 @@ std::vector<json> parse_meta_plugins(const json& spec, const std::string& where)
 }
 
 // A sysctl value as the kernel receives it: "1" and 1 set the same.
-std::string sysctl_text(const json& value) { return value.is_string() ? value.get<std::string>() : base::show_json(value); }
+std::string sysctl_text(const json& value) {
+    return value.is_string() ? value.get<std::string>() : base::show_json(value);
+}
 
 // tuning's sysctl map joins the plugin's own (an RdmaNetwork's spec.sysctl): both are applied to
 // the same interface, so neither may replace the other. A key set to two values is refused.
@@ -183,7 +185,7 @@ std::vector<json> fold_meta_plugins(ordered& plugin, const std::vector<json>& me
             plugin["policyRouting"] = routing.empty() ? ordered(true) : routing;
         } else if (type == "tuning" && !tuning_folded && only_keys(m, {"sysctl"}) && rdmanet_sets_all(m)) {
             tuning_folded = true;
-            if (!m.contains("sysctl")) continue;   // a tuning that changes nothing
+            if (!m.contains("sysctl")) continue;  // a tuning that changes nothing
             if (!m.at("sysctl").is_object())
                 fail(where, "spec.metaPlugins: tuning's sysctl must be a map of sysctl key to value");
             merge_sysctl(plugin, m.at("sysctl"), where);
@@ -204,7 +206,8 @@ json convert_ipam(json ipam, const RenderOptions& options, const std::string& ne
     if (type == "rdmanet-ipam") return ipam;
     if (type == "nv-ipam" && !options.nv_ipam_to_slices) {
         ipam["type"] = "rdmanet-ipam";
-        for (const char* daemon_key : {"daemonSocket", "daemonCallTimeoutSeconds", "confDir", "forcePoolName"}) ipam.erase(daemon_key);
+        for (const char* daemon_key : {"daemonSocket", "daemonCallTimeoutSeconds", "confDir", "forcePoolName"})
+            ipam.erase(daemon_key);
         ipam["kubernetes"] = {{"kubeconfig", options.ipam_kubeconfig}};
         return ipam;
     }
@@ -226,20 +229,17 @@ json convert_ipam(json ipam, const RenderOptions& options, const std::string& ne
         const std::string dir = std::string(kDefaultLogDir) + "/";
         if (file.rfind(dir, 0) != 0) ipam["log_file"] = dir + file.substr(file.find_last_of('/') + 1);
     }
-    if (ipam.contains("kubernetes") && ipam["kubernetes"].is_object() &&
-        ipam["kubernetes"].contains("kubeconfig"))
+    if (ipam.contains("kubernetes") && ipam["kubernetes"].is_object() && ipam["kubernetes"].contains("kubeconfig"))
         ipam["kubernetes"]["kubeconfig"] = options.ipam_kubeconfig;
     return ipam;
 }
 
-std::string with_error_text(const Error& e) {
-    return e.msg() + (e.details().empty() ? "" : " (" + e.details() + ")");
-}
+std::string with_error_text(const Error& e) { return e.msg() + (e.details().empty() ? "" : " (" + e.details() + ")"); }
 
 // One plugin object -> its config as the plugin receives it from libcni (name and cniVersion
 // injected into conflist entries).
-void validate_plugin(json plugin, const std::string& cni_version, const std::string& name,
-                     const std::string& device_id, bool& found) {
+void validate_plugin(json plugin, const std::string& cni_version, const std::string& name, const std::string& device_id,
+                     bool& found) {
     plugin["cniVersion"] = cni_version;
     plugin["name"] = name;
     const std::string type = string_at(plugin, "type", "plugin");
@@ -267,7 +267,7 @@ void validate_plugin(json plugin, const std::string& cni_version, const std::str
             (void)ipam::parse_ipam_config(plugin["ipam"]);
             auto limits = policy.ipam_limits();
             limits.enforced = true;
-            limits.on_refusal = nullptr;   // rendering is not a refusal on a node: nothing to audit
+            limits.on_refusal = nullptr;  // rendering is not a refusal on a node: nothing to audit
             ipam::check_path_limits(plugin["ipam"], limits);
         } catch (const ipam::IpamError& e) {
             throw std::runtime_error(e.msg);
@@ -290,8 +290,7 @@ ordered assemble_config(const std::string& cni_version, const std::string& name,
     return config;
 }
 
-json make_nad(const std::string& name, const std::string& ns, const std::string& resource_name,
-              const ordered& config) {
+json make_nad(const std::string& name, const std::string& ns, const std::string& resource_name, const ordered& config) {
     json nad = {{"apiVersion", kNadApi}, {"kind", kNadKind}, {"metadata", {{"name", name}, {"namespace", ns}}}};
     if (!resource_name.empty()) nad["metadata"]["annotations"][kResourceNameAnnotation] = resource_name;
     nad["spec"]["config"] = config.dump();
@@ -303,8 +302,7 @@ json make_nad(const std::string& name, const std::string& ns, const std::string&
 void default_capabilities(ordered& plugin, const std::string& mode, const std::string& resource_name) {
     if (plugin.contains("capabilities") || resource_name.empty()) return;
     const ModeEntry* entry = find_mode_entry(mode);
-    if (entry && entry->takes_host_device)
-        plugin["capabilities"] = {{"deviceID", true}, {"CNIDeviceInfoFile", true}};
+    if (entry && entry->takes_host_device) plugin["capabilities"] = {{"deviceID", true}, {"CNIDeviceInfoFile", true}};
 }
 
 struct Meta {
@@ -344,7 +342,7 @@ json render_operator(const json& doc, const std::string& kind, const RenderOptio
         if (auto master = string_at(spec, "master", m.where, "", "spec"); !master.empty()) plugin["master"] = master;
         if (auto mode = string_at(spec, "mode", m.where, "", "spec"); !mode.empty()) plugin["macvlanMode"] = mode;
         if (spec.contains("mtu") && !spec["mtu"].is_null()) plugin["mtu"] = spec["mtu"];
-    } else {   // IPoIBNetwork
+    } else {  // IPoIBNetwork
         plugin["mode"] = "ipoib";
         if (auto master = string_at(spec, "master", m.where, "", "spec"); !master.empty()) plugin["master"] = master;
     }
@@ -364,8 +362,8 @@ json render_own(const json& doc, const RenderOptions& options) {
     check_dns_label(ns, "spec.networkNamespace", m.where);
     const std::string resource_name = string_at(spec, "resourceName", m.where, "", "spec");
     if (!resource_name.empty() && resource_name.find('/') == std::string::npos)
-        fail(m.where, "spec.resourceName \"" + resource_name +
-                          "\" needs its device plugin prefix, e.g. \"nvidia.com/" + resource_name + "\"");
+        fail(m.where, "spec.resourceName \"" + resource_name + "\" needs its device plugin prefix, e.g. \"nvidia.com/" +
+                          resource_name + "\"");
     const std::string cni_version = string_at(spec, "cniVersion", m.where, options.cni_version, "spec");
     if (auto type = string_at(spec, "type", m.where, "", "spec"); !type.empty() && type != "rdmanet")
         fail(m.where, "spec.type must be \"rdmanet\" (or left out), got \"" + type + "\"");
@@ -380,8 +378,7 @@ json render_own(const json& doc, const RenderOptions& options) {
             continue;
         plugin[key] = value;
     }
-    default_capabilities(plugin, spec.value("mode", json("")).is_string() ? spec.value("mode", "") : "",
-                         resource_name);
+    default_capabilities(plugin, spec.value("mode", json("")).is_string() ? spec.value("mode", "") : "", resource_name);
     auto ipam = convert_ipam(parse_ipam(spec, m.where), options, m.name, m.where);
     if (!ipam.empty()) plugin["ipam"] = ipam;
     const auto chained = fold_meta_plugins(plugin, parse_meta_plugins(spec, m.where), m.where);
@@ -438,8 +435,7 @@ void validate_cni_config(const json& config, const std::string& device_id) {
     } else {
         validate_plugin(config, cni_version, name, device_id, found);
     }
-    if (!found)
-        throw std::runtime_error("no plugin of type \"rdmanet\" and no \"rdmanet-ipam\" IPAM in this config");
+    if (!found) throw std::runtime_error("no plugin of type \"rdmanet\" and no \"rdmanet-ipam\" IPAM in this config");
 }
 
 json render_network(const json& doc, const RenderOptions& options) {
@@ -447,8 +443,7 @@ json render_network(const json& doc, const RenderOptions& options) {
     const std::string api = string_at(doc, "apiVersion", "document");
     const std::string kind = string_at(doc, "kind", "document");
     json nad;
-    if (api == kOperatorApi &&
-        (kind == "HostDeviceNetwork" || kind == "MacvlanNetwork" || kind == "IPoIBNetwork"))
+    if (api == kOperatorApi && (kind == "HostDeviceNetwork" || kind == "MacvlanNetwork" || kind == "IPoIBNetwork"))
         nad = render_operator(doc, kind, options);
     else if (api == kNetworkApiVersion && kind == kNetworkKind)
         nad = render_own(doc, options);
@@ -489,7 +484,8 @@ std::vector<json> render_documents(const std::string& text, const RenderOptions&
     for (auto& doc : docs) {
         if (doc.is_object() && string_at(doc, "apiVersion", "document") == kNvIpamApi &&
             string_at(doc, "kind", "document") == "IPPool") {
-            const auto name = string_at(doc.value("metadata", json::object()), "name", "nv-ipam IPPool", "", "metadata");
+            const auto name =
+                string_at(doc.value("metadata", json::object()), "name", "nv-ipam IPPool", "", "metadata");
             if (name.empty()) throw std::runtime_error("an nv-ipam IPPool without metadata.name");
             options.nv_ipam_pools[name] = doc;
         } else {
@@ -521,7 +517,8 @@ int render(const std::string& file, const RenderOptions& options, std::ostream& 
                 out << dranet_profile_of(nads.front()).dump(2) << '\n';
             } else {
                 json files = json::object();
-                for (const auto& nad : nads) files[nad["metadata"].value("name", "") + ".json"] = dranet_profile_of(nad);
+                for (const auto& nad : nads)
+                    files[nad["metadata"].value("name", "") + ".json"] = dranet_profile_of(nad);
                 out << files.dump(2) << '\n';
             }
             return 0;

@@ -48,8 +48,7 @@ void emit(YAML::Emitter& e, const nlohmann::json& j, bool literal_strings = fals
 
 nlohmann::json yaml_to_json(const std::string& text) {
     auto docs = yaml_documents_to_json(text);
-    if (docs.size() != 1)
-        throw std::runtime_error("expected one YAML document, found " + std::to_string(docs.size()));
+    if (docs.size() != 1) throw std::runtime_error("expected one YAML document, found " + std::to_string(docs.size()));
     return docs.front();
 }
 

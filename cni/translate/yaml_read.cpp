@@ -31,8 +31,8 @@ namespace {
 using nlohmann::json;
 
 // The same nesting and size limits as every JSON input: YAML is read into the same trees.
-constexpr std::size_t kMaxDepth = base::kMaxJsonDepth;   // manifests are shallow
-constexpr std::size_t kMaxValues = 1u << 20;      // JSON values per input, aliases expanded
+constexpr std::size_t kMaxDepth = base::kMaxJsonDepth;  // manifests are shallow
+constexpr std::size_t kMaxValues = 1u << 20;            // JSON values per input, aliases expanded
 
 std::string where(const YAML::Mark& mark) {
     return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
@@ -80,7 +80,7 @@ private:
     struct Frame {
         json value;
         YAML::anchor_t anchor;
-        std::optional<std::string> key;   // maps: the key whose value comes next
+        std::optional<std::string> key;  // maps: the key whose value comes next
     };
 
     bool expecting_key() const { return !stack_.empty() && stack_.back().value.is_object() && !stack_.back().key; }
@@ -169,7 +169,7 @@ json yaml_plain_scalar(const std::string& s) {
             unsigned long long v = std::strtoull(s.c_str(), &end, 10);
             if (errno == 0) return v;
         }
-        return s;   // out of range: keep the text rather than a wrong number
+        return s;  // out of range: keep the text rather than a wrong number
     }
     if (std::regex_match(s, kFloat)) return std::strtod(s.c_str(), nullptr);
     return s;
@@ -193,7 +193,7 @@ std::vector<json> yaml_documents_to_json(const std::string& text) {
             if (previous_start && doc.start().pos <= *previous_start)
                 throw std::runtime_error("not valid YAML: cannot parse at " + where(doc.start()));
             previous_start = doc.start().pos;
-            if (doc.empty()) continue;   // an empty document between "---" separators
+            if (doc.empty()) continue;  // an empty document between "---" separators
             out.push_back(doc.take());
         }
     } catch (const YAML::Exception& e) {

@@ -7,8 +7,8 @@
 namespace rdmanet::ipam {
 
 std::optional<Interval> IntervalCoverage::covering(uint128 x) {
-    auto it = std::upper_bound(sorted_.begin(), sorted_.end(), x,
-                               [](uint128 v, const Interval& iv) { return v < iv.lo; });
+    auto it =
+        std::upper_bound(sorted_.begin(), sorted_.end(), x, [](uint128 v, const Interval& iv) { return v < iv.lo; });
     if (it == sorted_.begin()) return std::nullopt;
     --it;
     if (it->hi >= x) return *it;
@@ -25,7 +25,7 @@ std::optional<uint128> lowest_free(Interval bounds, std::span<Coverage* const> t
         for (Coverage* source : taken) {
             auto run = source->covering(x);
             if (!run) continue;
-            if (run->hi >= bounds.hi) return std::nullopt;   // also guards run->hi + 1 overflow
+            if (run->hi >= bounds.hi) return std::nullopt;  // also guards run->hi + 1 overflow
             x = run->hi + 1;
             moved = true;
         }

@@ -52,8 +52,8 @@ IpNetwork parse_cidr(const std::string& text, const std::string& field) {
 void require_family(const IpAddress& ip, const IpNetwork& cidr, const std::string& field,
                     const std::string& range_field) {
     if (ip.family() != cidr.address.family()) {
-        config_error(field + " " + ip.str() + " is " + family_name(ip) + " but " + range_field + " " +
-                     cidr.str() + " is " + family_name(cidr.address) + ": one range cannot mix the two");
+        config_error(field + " " + ip.str() + " is " + family_name(ip) + " but " + range_field + " " + cidr.str() +
+                     " is " + family_name(cidr.address) + ": one range cannot mix the two");
     }
 }
 
@@ -102,7 +102,7 @@ Range parse_range_entry(const Fields& entry, const std::string& range_field) {
             config_error(range_key + " " + q(*range_text) +
                          " is neither a CIDR nor a start-end/prefix range (e.g. 10.0.0.10-10.0.0.20/24)");
         }
-        r.cidr = net->masked();   // whereabouts normalises 192.168.2.225/28 to 192.168.2.224/28
+        r.cidr = net->masked();  // whereabouts normalises 192.168.2.225/28 to 192.168.2.224/28
     }
 
     // Explicit range_start/range_end; with the start-end form they must agree with it.
@@ -132,7 +132,8 @@ Range parse_range_entry(const Fields& entry, const std::string& range_field) {
     r.first = start ? std::max(*r.offset_of(*start), usable.lo) : usable.lo;
     r.last = end ? std::min(*r.offset_of(*end), usable.hi) : usable.hi;
     if (r.first > r.last) {
-        config_error(range_key + " " + r.cidr.str() + ": range_start..range_end holds no usable address "
+        config_error(range_key + " " + r.cidr.str() +
+                     ": range_start..range_end holds no usable address "
                      "(network and broadcast addresses are never handed out)");
     }
 
@@ -166,14 +167,17 @@ void clip_exclusions(Range& r) {
 
 std::vector<Route> parse_routes(const Fields& ipam) {
     std::vector<Route> out;
-    ipam.for_each_object("routes", [&](const Fields& item) {
-        auto dst = item.string("dst");
-        if (!dst) config_error(item.name("dst") + " is missing");
-        Route route;
-        route.dst = parse_cidr(*dst, item.name("dst"));
-        if (auto gw = item.string("gw")) route.gw = parse_ip(*gw, item.name("gw"));
-        out.push_back(std::move(route));
-    }, "an object {\"dst\": CIDR, \"gw\": IP}");
+    ipam.for_each_object(
+        "routes",
+        [&](const Fields& item) {
+            auto dst = item.string("dst");
+            if (!dst) config_error(item.name("dst") + " is missing");
+            Route route;
+            route.dst = parse_cidr(*dst, item.name("dst"));
+            if (auto gw = item.string("gw")) route.gw = parse_ip(*gw, item.name("gw"));
+            out.push_back(std::move(route));
+        },
+        "an object {\"dst\": CIDR, \"gw\": IP}");
     if (auto problem = base::routes_problem(out, ipam.name("routes")); !problem.empty()) config_error(problem);
     return out;
 }
@@ -191,13 +195,16 @@ Dns parse_dns(const Fields& ipam) {
 
 std::vector<StaticAddress> parse_addresses(const Fields& ipam) {
     std::vector<StaticAddress> out;
-    ipam.for_each_object("addresses", [&](const Fields& item) {
-        auto address = item.string("address");
-        if (!address) config_error(item.name("address") + " is missing");
-        StaticAddress sa{parse_cidr(*address, item.name("address")), std::nullopt};
-        if (auto gw = item.string("gateway")) sa.gateway = parse_ip(*gw, item.name("gateway"));
-        out.push_back(sa);
-    }, "an object {\"address\": CIDR, \"gateway\": IP}");
+    ipam.for_each_object(
+        "addresses",
+        [&](const Fields& item) {
+            auto address = item.string("address");
+            if (!address) config_error(item.name("address") + " is missing");
+            StaticAddress sa{parse_cidr(*address, item.name("address")), std::nullopt};
+            if (auto gw = item.string("gateway")) sa.gateway = parse_ip(*gw, item.name("gateway"));
+            out.push_back(sa);
+        },
+        "an object {\"address\": CIDR, \"gateway\": IP}");
     return out;
 }
 
@@ -224,7 +231,8 @@ NvPoolKeys parse_nv_keys(const Fields& ipam) {
     }
     if (auto type = ipam.string("poolType")) {
         if (*type != "ippool" && *type != "cidrpool" && !type->empty())
-            config_error(ipam.name("poolType") + " " + q(*type) + " is not a pool type: use \"ippool\" or \"cidrpool\"");
+            config_error(ipam.name("poolType") + " " + q(*type) +
+                         " is not a pool type: use \"ippool\" or \"cidrpool\"");
         if (!type->empty()) nv.type = *type;
     }
     if (auto ns = ipam.string("poolNamespace")) {
@@ -301,7 +309,8 @@ IpamConfig parse_ipam_config(const json& ipam_object, Strictness strictness) {
         // nv-ipam's pools, not ranges: the ranges come from the node's block when the verb runs.
         section([&] {
             for (const char* key : {"range", "ipRanges", "node_slice_size"})
-                if (ipam.has(key)) config_error(ipam.name(key) + " cannot be combined with ipam.poolName (nv-ipam's pools)");
+                if (ipam.has(key))
+                    config_error(ipam.name(key) + " cannot be combined with ipam.poolName (nv-ipam's pools)");
         });
         c.store.datastore = Datastore::kubernetes;
         return c;
@@ -359,8 +368,7 @@ IpamConfig parse_ipam_config(const json& ipam_object, Strictness strictness) {
             }
         }
         if (!family_seen && !c.ranges.empty()) {
-            config_error("ipam.gateway " + c.gateway->str() + " is " + family_name(*c.gateway) +
-                         " but no range is");
+            config_error("ipam.gateway " + c.gateway->str() + " is " + family_name(*c.gateway) + " but no range is");
         }
     });
     for (auto& r : c.ranges) clip_exclusions(r);
@@ -376,7 +384,7 @@ json merge_flat_file(const json& nad_ipam, const json& flat) {
         if (key == "kubernetes" && it->is_object()) {
             auto& mine = out["kubernetes"];
             if (mine.is_null()) mine = json::object();
-            if (!mine.is_object()) continue;   // the NAD's value wins, even a wrong one (reported by parse)
+            if (!mine.is_object()) continue;  // the NAD's value wins, even a wrong one (reported by parse)
             for (auto k = it->begin(); k != it->end(); ++k) {
                 if (!mine.contains(k.key()) || mine[k.key()].is_null()) mine[k.key()] = *k;
             }
@@ -401,7 +409,7 @@ namespace {
 void check_one(const PathLimits& limits, const Fields& fields, std::string_view key,
                const std::vector<std::string>& dirs) {
     const json* v = fields.get(key);
-    if (!v || !v->is_string() || v->get<std::string>().empty()) return;   // type errors: parse's job
+    if (!v || !v->is_string() || v->get<std::string>().empty()) return;  // type errors: parse's job
     const std::string path = v->get<std::string>();
     if (base::containing_dir(path, dirs).empty()) refuse_path(limits, fields.name(key), path, base::join_dirs(dirs));
 }
@@ -424,7 +432,8 @@ void check_path_limits(const json& ipam_object, const PathLimits& limits) {
     check_one(limits, ipam, "configuration_path", limits.config_dirs);
     check_one(limits, ipam, "log_file", {limits.log_dir});
     if (const json* k8s = ipam.get("kubernetes"); k8s && k8s->is_object())
-        check_one(limits, Fields(*k8s, ipam.name("kubernetes"), RaiseConfigError{}), "kubeconfig", limits.kubeconfig_dirs);
+        check_one(limits, Fields(*k8s, ipam.name("kubernetes"), RaiseConfigError{}), "kubeconfig",
+                  limits.kubeconfig_dirs);
     // The default data dir is the plugin's own; a NAD may only move it within the allowed roots.
     if (const json* dir = ipam.get("data_dir"); dir && dir->is_string() && *dir != std::string(kDefaultDataDir)) {
         const std::string path = dir->get<std::string>();

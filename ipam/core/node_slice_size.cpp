@@ -38,8 +38,10 @@ void check_node_slice_size(const Range& range, int prefix) {
                      std::to_string(range.cidr.prefix) + " or more)");
     }
     if (bits - prefix < 2) {
-        config_error(slice + " leaves no usable address in a slice of " + of + ": a slice's first and last address "
-                     "are never handed out, use at most /" + std::to_string(bits - 2));
+        config_error(slice + " leaves no usable address in a slice of " + of +
+                     ": a slice's first and last address "
+                     "are never handed out, use at most /" +
+                     std::to_string(bits - 2));
     }
 }
 

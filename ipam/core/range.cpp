@@ -5,8 +5,7 @@
 namespace rdmanet::ipam {
 
 std::vector<Interval> merge_intervals(std::vector<Interval> intervals) {
-    std::sort(intervals.begin(), intervals.end(),
-              [](const Interval& a, const Interval& b) { return a.lo < b.lo; });
+    std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.lo < b.lo; });
     std::vector<Interval> out;
     for (const auto& iv : intervals) {
         // Adjacent runs merge too ([1,2] + [3,4] = [1,4]); hi + 1 cannot overflow unless hi is max,

@@ -16,7 +16,7 @@ std::string to_decimal(uint128 value) {
 }
 
 std::optional<uint128> parse_decimal(std::string_view text) {
-    if (text.empty() || text.size() > 39) return std::nullopt;   // 2^128-1 has 39 digits
+    if (text.empty() || text.size() > 39) return std::nullopt;  // 2^128-1 has 39 digits
     if (text.size() > 1 && text[0] == '0') return std::nullopt;
     uint128 value = 0;
     for (char c : text) {

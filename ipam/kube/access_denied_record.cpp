@@ -19,7 +19,8 @@ std::string record_path(const std::string& slices_dir) { return slices_dir + "/a
 }  // namespace
 
 void record_access_denied(const std::string& slices_dir, const AccessDenied& e) {
-    const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+    const auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
     const nlohmann::json j = {{"time", now.count()}, {"http", e.http}, {"message", e.msg}};
     try {
         base::write_file_atomically(record_path(slices_dir), j.dump() + "\n");

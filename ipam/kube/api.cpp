@@ -50,7 +50,7 @@ HttpResponse KubeApi::call(std::string_view method, const std::string& path, con
             HttpResponse r = http_.send(method, path, body, content_type, left, options);
             if (!retryable_status(r.status)) return r;
             const ApiStatus s = parse_status(r.status, r.body);
-            if (object_too_large(s)) return r;   // permanent: the caller reports it
+            if (object_too_large(s)) return r;  // permanent: the caller reports it
             last = "HTTP " + std::to_string(r.status) + (s.message.empty() ? "" : ": " + s.message);
             retry_after = r.retry_after;
             if (retry_after && *retry_after >= deadline_.remaining()) {
@@ -61,12 +61,12 @@ HttpResponse KubeApi::call(std::string_view method, const std::string& path, con
         } catch (const TransportError& e) {
             if (e.tls_verification) {
                 throw IpamError(codes::io_failure, "TLS verification of the Kubernetes API " + config_.server +
-                                                       " failed (" + e.what() + "): check the certificate authority in " +
-                                                       config_.source);
+                                                       " failed (" + e.what() +
+                                                       "): check the certificate authority in " + config_.source);
             }
             if (!e.retryable) {
-                throw IpamError(codes::io_failure, action + " at " + config_.server + " (" + config_.source +
-                                                       ") failed: " + e.what());
+                throw IpamError(codes::io_failure,
+                                action + " at " + config_.server + " (" + config_.source + ") failed: " + e.what());
             }
             last = e.what();
         }

@@ -24,7 +24,7 @@ std::optional<std::string> base64_decode(std::string_view in, Base64Alphabet alp
             padded = true;
             continue;
         }
-        if (padded) return std::nullopt;   // data after padding
+        if (padded) return std::nullopt;  // data after padding
         const int v = value(c);
         if (v < 0) return std::nullopt;
         buffer = (buffer << 6) | static_cast<unsigned>(v);

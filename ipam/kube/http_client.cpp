@@ -37,7 +37,7 @@ struct HttpClient::Impl {
                 }
                 const std::size_t used = parser.feed(std::string_view(buf.data(), n));
                 answer_started = true;
-                if (used < n) {   // bytes past the answer: the connection is out of step
+                if (used < n) {  // bytes past the answer: the connection is out of step
                     ParsedResponse p = parser.take();
                     connection.reset();
                     return HttpResponse{p.status, std::move(p.body), p.retry_after};
@@ -45,8 +45,10 @@ struct HttpClient::Impl {
             }
         } catch (const ProtocolError& e) {
             connection.reset();
-            throw TransportError(TransportFailure::protocol, !parser.started() || std::string_view(e.what()).find("closed") != std::string_view::npos,
-                                 false, std::string("the answer: ") + e.what());
+            throw TransportError(
+                TransportFailure::protocol,
+                !parser.started() || std::string_view(e.what()).find("closed") != std::string_view::npos, false,
+                std::string("the answer: ") + e.what());
         }
         ParsedResponse p = parser.take();
         if (!p.keep_alive) connection.reset();
@@ -61,8 +63,9 @@ HttpClient::HttpClient(const KubeConfig& config) : impl_(std::make_unique<Impl>(
         config_error(config.source + ": server " + config.server + ": " + e.what());
     }
     if (!header_value_safe(config.token)) {
-        config_error(config.source + ": the bearer token contains a control character (CR, LF, ...), which would "
-                                     "end the Authorization header: refused (check the token's file for stray bytes)");
+        config_error(config.source +
+                     ": the bearer token contains a control character (CR, LF, ...), which would "
+                     "end the Authorization header: refused (check the token's file for stray bytes)");
     }
     if (!impl_->url.tls && !config.token.empty()) {
         config_error(config.source + ": refusing to send a bearer token over plain http to " + config.server);

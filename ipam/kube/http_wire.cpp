@@ -11,11 +11,12 @@ namespace rdmanet::ipam::kube {
 namespace {
 
 constexpr std::size_t kMaxLine = 64 * 1024;           // a status or header line longer than this is not an API server
-constexpr unsigned long long kMaxReserve = 64 << 20;   // a bogus Content-Length does not reserve more
+constexpr unsigned long long kMaxReserve = 64 << 20;  // a bogus Content-Length does not reserve more
 
 std::string lower(std::string_view s) {
     std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return out;
 }
 
@@ -26,7 +27,8 @@ std::string_view trim_header_space(std::string_view s) {
 }
 
 std::string too_large(std::size_t limit, const std::string& got) {
-    return "a body larger than " + std::to_string(limit >> 20) + " MiB (" + got + "), more than any answer to this "
+    return "a body larger than " + std::to_string(limit >> 20) + " MiB (" + got +
+           "), more than any answer to this "
            "request holds (etcd stores at most 1.5 MiB per object): refused unread";
 }
 
@@ -49,7 +51,8 @@ std::string ServerUrl::host_header() const {
 ServerUrl parse_server_url(std::string_view url) {
     ServerUrl u;
     // The host and path go into the Host header and the request line.
-    if (!header_value_safe(url)) throw std::invalid_argument("the server URL contains a control character (CR, LF, ...)");
+    if (!header_value_safe(url))
+        throw std::invalid_argument("the server URL contains a control character (CR, LF, ...)");
     if (url.starts_with("https://")) {
         url.remove_prefix(8);
     } else if (url.starts_with("http://")) {
@@ -74,7 +77,8 @@ ServerUrl parse_server_url(std::string_view url) {
     std::string_view port;
     if (authority.starts_with("[")) {
         const auto close = authority.find(']');
-        if (close == std::string_view::npos) throw std::invalid_argument("the server URL has an unclosed '[' in its host");
+        if (close == std::string_view::npos)
+            throw std::invalid_argument("the server URL has an unclosed '[' in its host");
         u.host = std::string(authority.substr(1, close - 1));
         u.host_is_ip = true;
         std::string_view rest = authority.substr(close + 1);
@@ -86,12 +90,12 @@ ServerUrl parse_server_url(std::string_view url) {
         const auto colon = authority.rfind(':');
         u.host = std::string(authority.substr(0, colon));
         if (colon != std::string_view::npos) port = authority.substr(colon + 1);
-        u.host_is_ip = !u.host.empty() && std::all_of(u.host.begin(), u.host.end(), [](unsigned char c) {
-            return std::isdigit(c) || c == '.';
-        });
+        u.host_is_ip = !u.host.empty() && std::all_of(u.host.begin(), u.host.end(),
+                                                      [](unsigned char c) { return std::isdigit(c) || c == '.'; });
     }
     if (u.host.empty()) throw std::invalid_argument("the server URL has no host");
-    if (u.host.find_first_of(" /?#") != std::string::npos) throw std::invalid_argument("the server URL's host is malformed");
+    if (u.host.find_first_of(" /?#") != std::string::npos)
+        throw std::invalid_argument("the server URL's host is malformed");
     if (port.empty()) {
         u.port = u.tls ? "443" : "80";
     } else {
@@ -150,7 +154,8 @@ std::size_t ResponseParser::feed(std::string_view data) {
             // (an endless run of empty chunks or trailers is as unbounded as an endless body).
             if (state_ == State::status_line || state_ == State::headers) {
                 header_bytes_ += pending_.size() + 1;
-                if (header_bytes_ > kMaxHeaderBytes) throw ProtocolError("status and header lines longer than 1 MiB in all");
+                if (header_bytes_ > kMaxHeaderBytes)
+                    throw ProtocolError("status and header lines longer than 1 MiB in all");
             } else {
                 body_bytes_ += pending_.size() + 1;
                 if (body_bytes_ > max_body_) throw ProtocolError(too_large(max_body_, "chunked"));
@@ -208,8 +213,7 @@ void ResponseParser::line(std::string_view text) {
     case State::trailers:
         if (text.empty()) state_ = State::done;
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -244,7 +248,7 @@ void ResponseParser::header_line(std::string_view text) {
 
 void ResponseParser::headers_done() {
     const long s = response_.status;
-    if (s >= 100 && s < 200) {   // an interim answer (100 Continue): the real one follows
+    if (s >= 100 && s < 200) {  // an interim answer (100 Continue): the real one follows
         state_ = State::status_line;
         return;
     }
@@ -255,11 +259,12 @@ void ResponseParser::headers_done() {
         state_ = State::chunk_size;
     } else if (content_length_) {
         remaining_ = *content_length_;
-        if (remaining_ > max_body_) throw ProtocolError(too_large(max_body_, "Content-Length " + std::to_string(remaining_)));
+        if (remaining_ > max_body_)
+            throw ProtocolError(too_large(max_body_, "Content-Length " + std::to_string(remaining_)));
         if (keep_body_) response_.body.reserve(static_cast<std::size_t>(std::min(remaining_, kMaxReserve)));
         state_ = remaining_ == 0 ? State::done : State::body_length;
     } else {
-        response_.keep_alive = false;   // the body ends when the server closes
+        response_.keep_alive = false;  // the body ends when the server closes
         state_ = State::body_close;
     }
 }

@@ -30,7 +30,6 @@ using nlohmann::json;
 
 namespace {
 
-
 // A name that reaches a path of the journal: no separators, no dot names, nothing odd.
 bool safe_component(std::string_view s) {
     if (s.empty() || s.size() > 255 || s == "." || s == "..") return false;
@@ -71,7 +70,7 @@ Decision spread(const Range& range, Decision d, std::span<Coverage* const> taken
         try {
             d = decide(range, std::nullopt, std::nullopt, taken);
         } catch (const IpamError&) {
-            break;   // no further free offset: keep the last one found
+            break;  // no further free offset: keep the last one found
         }
     }
     return d;
@@ -97,7 +96,8 @@ std::optional<PoolObject> KubeStore::read_pool(const PoolKey& key, const EntrySe
     api_.fail("GET " + path, r);
 }
 
-PoolObject KubeStore::read_or_create_pool(const PoolKey& key, const EntrySelector* select, const std::string& nsp_name) {
+PoolObject KubeStore::read_or_create_pool(const PoolKey& key, const EntrySelector* select,
+                                          const std::string& nsp_name) {
     for (int attempt = 0;; ++attempt) {
         if (auto pool = read_pool(key, select)) {
             if (pool->dump.pool.range != key.range) {
@@ -156,7 +156,7 @@ bool KubeStore::reserve(std::string_view network_name, const base::IpAddress& ip
         const HttpResponse g = api_.call("GET", obj);
         if (g.status == 200) return reservation_held_by(response_object(g, "GET " + obj), owner);
         if (g.status != 404) api_.fail("GET " + obj, g);
-        api_.backoff(attempt, "reservation " + name + " was deleted while being created");   // gone again: retry
+        api_.backoff(attempt, "reservation " + name + " was deleted while being created");  // gone again: retry
     }
 }
 
@@ -177,7 +177,7 @@ void KubeStore::drop_reservation(std::string_view network_name, const base::IpAd
         if (d.status == 200 || d.status == 202) return;
         if (d.status == 404 && object_not_found(parse_status(d.status, d.body))) return;
         if (d.status != 409) api_.fail("DELETE " + path, d);
-        api_.backoff(attempt, "reservation " + path + " changed while being deleted");   // precondition failed: re-read
+        api_.backoff(attempt, "reservation " + path + " changed while being deleted");  // precondition failed: re-read
     }
 }
 
@@ -187,7 +187,7 @@ void KubeStore::unwind(const PoolKey& key, uint128 offset, const Owner& owner) {
         auto pool = read_pool(key, &mine);
         if (!pool) return;
         auto it = pool->dump.allocations.find(offset);
-        if (it == pool->dump.allocations.end() || it->second != owner) return;   // not (or no longer) ours
+        if (it == pool->dump.allocations.end() || it->second != owner) return;  // not (or no longer) ours
         if (patch_pool(*pool, {{offset, std::nullopt, owner}})) return;
         api_.backoff(attempt, "taking " + address_of(key, offset).str() + " out of IPPool " + key.name() + " again");
     }
@@ -202,17 +202,18 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
     drop_deferred({owner.container_id, owner.ifname});
     // Decisions need every taken offset but only this attachment's own entries.
     const EntrySelector mine{owner.container_id, owner.podref, owner.ifname};
-    MemoryRuns foreign;   // offsets whose reservation another pod holds (an overlapping pool has them)
+    MemoryRuns foreign;  // offsets whose reservation another pod holds (an overlapping pool has them)
     // Only a lost write race spreads the next pick; skipping a foreign reservation must still give
     // the lowest free address (whereabouts' order), or the result would depend on timing.
     int losses = 0;
-    std::optional<PoolObject> pool;   // the view decisions are made on; empty: read it (again)
-    MemoryRuns lost;                  // offsets of `pool` lost to other writers since it was read
+    std::optional<PoolObject> pool;  // the view decisions are made on; empty: read it (again)
+    MemoryRuns lost;                 // offsets of `pool` lost to other writers since it was read
     int writes_on_view = 0;
     for (int attempt = 0;; ++attempt) {
         if (!pool) {
             // The NodeSlicePool node_slice_size would use for this network (its name rule).
-            pool = read_or_create_pool(key, &mine, request.network_name.empty() ? request.network : request.network_name);
+            pool =
+                read_or_create_pool(key, &mine, request.network_name.empty() ? request.network : request.network_name);
             lost = MemoryRuns();
             writes_on_view = 0;
         }
@@ -274,9 +275,10 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
                 losses = 0;
                 pool.reset();
                 if (request.requested) {
-                    throw IpamError(codes::address_in_use, "static IP " + ip.str() + " is reserved by another pod "
-                                                           "(OverlappingRangeIPReservation " +
-                                                           reservation_object_name(key.network_name, ip) + ")");
+                    throw IpamError(codes::address_in_use, "static IP " + ip.str() +
+                                                               " is reserved by another pod "
+                                                               "(OverlappingRangeIPReservation " +
+                                                               reservation_object_name(key.network_name, ip) + ")");
                 }
                 continue;
             }
@@ -294,7 +296,7 @@ Allocation KubeStore::allocate(const AllocateRequest& request) {
 
 std::vector<Allocation> KubeStore::release(std::span<const PoolKey> pools, const AttachmentId& attachment) {
     std::vector<Allocation> released;
-    std::string deferred;   // why the API server did not take a pool's release (recorded for the agent)
+    std::string deferred;  // why the API server did not take a pool's release (recorded for the agent)
     for (const PoolKey& key : pools) {
         try {
             auto r = release_in(key, attachment);
@@ -309,8 +311,10 @@ std::vector<Allocation> KubeStore::release(std::span<const PoolKey> pools, const
     }
     journal_remove("", attachment);
     if (!deferred.empty()) {
-        throw ReleaseDeferred("DEL of " + attachment.container_id + " " + attachment.ifname + ": the Kubernetes API "
-                              "server did not take the release (" + deferred + "); recorded in " + backlog_dir() +
+        throw ReleaseDeferred("DEL of " + attachment.container_id + " " + attachment.ifname +
+                              ": the Kubernetes API "
+                              "server did not take the release (" +
+                              deferred + "); recorded in " + backlog_dir() +
                               " for the node agent (rdmanetctl agent) to finish once the API server answers");
     }
     return released;
@@ -319,7 +323,8 @@ std::vector<Allocation> KubeStore::release(std::span<const PoolKey> pools, const
 void KubeStore::defer_release(const PoolKey& key, const AttachmentId& attachment) {
     SliceBacklog backlog(backlog_dir());
     for (const auto& [marker, change] : backlog.pending())
-        if (change.pool == key && change.container_id == attachment.container_id && change.ifname == attachment.ifname) return;
+        if (change.pool == key && change.container_id == attachment.container_id && change.ifname == attachment.ifname)
+            return;
     backlog.add(SliceChange{SliceChange::Op::remove, ns(), key, attachment.container_id, attachment.ifname, "", {}});
 }
 
@@ -328,7 +333,8 @@ void KubeStore::drop_deferred(const AttachmentId& attachment) {
     SliceBacklog backlog(backlog_dir());
     if (backlog.empty()) return;
     for (const auto& [marker, change] : backlog.pending())
-        if (change.container_id == attachment.container_id && change.ifname == attachment.ifname) backlog.remove(marker);
+        if (change.container_id == attachment.container_id && change.ifname == attachment.ifname)
+            backlog.remove(marker);
 }
 
 std::string deferred_releases_dir(const std::string& data_dir) { return data_dir + "/kubernetes/backlog"; }
@@ -374,7 +380,8 @@ std::vector<Allocation> KubeStore::release_in(const PoolKey& key, const Attachme
         std::vector<PoolChange> changes;
         for (const auto& entry : entries) changes.push_back({entry.first, std::nullopt, entry.second});
         if (patch_pool(*pool, changes)) {
-            for (const auto& [offset, owner] : entries) released.push_back(make_allocation(key, offset, owner, "", false));
+            for (const auto& [offset, owner] : entries)
+                released.push_back(make_allocation(key, offset, owner, "", false));
             break;
         }
         api_.backoff(attempt, "IPPool " + key.name() + " changed by concurrent writers");
@@ -472,7 +479,7 @@ std::vector<Allocation> KubeStore::gc(std::string_view network, std::span<const 
             auto r = release(pools, a);
             released.insert(released.end(), r.begin(), r.end());
         } catch (const ReleaseDeferred&) {
-            ++deferred;   // recorded for the agent; reported once, after the others
+            ++deferred;  // recorded for the agent; reported once, after the others
         }
     }
     if (deferred > 0) {

@@ -22,13 +22,15 @@ namespace {
 
 // A token goes into the Authorization header as it is: a CR or LF in it would end that header and
 // start another (header injection), so it is refused where it is read, naming where it came from.
-constexpr const char* kUnsafeToken = "contains a control character (CR, LF, ...) after trimming: a bearer token is "
-                                     "one line of printable text; refused so that it cannot end the Authorization header";
+constexpr const char* kUnsafeToken =
+    "contains a control character (CR, LF, ...) after trimming: a bearer token is "
+    "one line of printable text; refused so that it cannot end the Authorization header";
 
 // The namespace goes into every request's path: a Kubernetes namespace name (an RFC 1123 label).
 bool namespace_name(std::string_view ns) {
     if (ns.empty() || ns.size() > 63 || ns.front() == '-' || ns.back() == '-') return false;
-    return std::all_of(ns.begin(), ns.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+    return std::all_of(ns.begin(), ns.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 constexpr const char* kBadNamespace = "is not a namespace name (lower-case letters, digits and '-', at most 63)";
 
@@ -42,8 +44,7 @@ std::string trim_yaml_space(std::string s) {
 class Parser {
 public:
     Parser(const std::string& source_path, const FileReader& files)
-        : path_(source_path), files_(files),
-          dir_(std::filesystem::path(source_path).parent_path().string()) {}
+        : path_(source_path), files_(files), dir_(std::filesystem::path(source_path).parent_path().string()) {}
 
     KubeConfig parse(std::string_view text) {
         YAML::Node root;
@@ -72,8 +73,10 @@ public:
         c.server = scalar(cluster, "server", where + " server");
         while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
         if (c.server.empty()) fail(where + " has no server");
-        if (!header_value_safe(c.server)) fail(where + " server contains a control character (CR, LF, ...): refused, it "
-                                                      "would reach the Host header and the request line");
+        if (!header_value_safe(c.server))
+            fail(where +
+                 " server contains a control character (CR, LF, ...): refused, it "
+                 "would reach the Host header and the request line");
         if (c.server.rfind("https://", 0) != 0 && c.server.rfind("http://", 0) != 0) {
             fail(where + " server \"" + c.server + "\" must be an https:// URL");
         }
@@ -85,8 +88,10 @@ public:
             YAML::Node user = named(root, "users", user_name, "user");
             const std::string uw = "user \"" + user_name + "\"";
             for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
-                if (user[unsupported]) fail(uw + " uses \"" + unsupported + "\", which rdmanet does not support: use a "
-                                            "token, tokenFile or a client certificate");
+                if (user[unsupported])
+                    fail(uw + " uses \"" + unsupported +
+                         "\", which rdmanet does not support: use a "
+                         "token, tokenFile or a client certificate");
             }
             c.token = trim_yaml_space(scalar(user, "token", uw + " token"));
             if (!header_value_safe(c.token)) fail(uw + " token " + kUnsafeToken);
@@ -242,14 +247,15 @@ std::optional<KubeConfig> in_cluster_config(const std::optional<std::string>& se
     if (!token) return std::nullopt;
     KubeConfig c;
     std::string h = *service_host;
-    if (h.find(':') != std::string::npos) h = "[" + h + "]";   // IPv6 service address
+    if (h.find(':') != std::string::npos) h = "[" + h + "]";  // IPv6 service address
     c.server = "https://" + h + ":" + (service_port && !service_port->empty() ? *service_port : "443");
     c.token = trim_yaml_space(*token);
     if (!header_value_safe(c.token)) config_error("in-cluster service account token " + dir + "/token " + kUnsafeToken);
     c.ca_pem = read_optional(dir + "/ca.crt").value_or("");
     if (auto ns = read_optional(dir + "/namespace"); ns && !trim_yaml_space(*ns).empty()) {
         c.namespace_ = trim_yaml_space(*ns);
-        if (!namespace_name(c.namespace_)) config_error("in-cluster service account namespace " + dir + "/namespace " + kBadNamespace);
+        if (!namespace_name(c.namespace_))
+            config_error("in-cluster service account namespace " + dir + "/namespace " + kBadNamespace);
     }
     c.source = "in-cluster service account " + dir;
     return c;

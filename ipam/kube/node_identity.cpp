@@ -21,7 +21,6 @@ std::string first_line_trimmed(std::string s) {
     return s.substr(start);
 }
 
-
 std::optional<std::string> read_small_file(const std::string& path) {
     std::ifstream in(path);
     if (!in) return std::nullopt;
@@ -40,7 +39,8 @@ std::string choose_node_name(std::optional<std::string> env_nodename, std::optio
         std::optional<std::string> value;
         std::string where;
     };
-    const Source sources[] = {{std::move(env_nodename), "$NODENAME"}, {std::move(nodename_file), file},
+    const Source sources[] = {{std::move(env_nodename), "$NODENAME"},
+                              {std::move(nodename_file), file},
                               {std::move(hostname), "the host name"}};
     for (const auto& s : sources) {
         if (!s.value) continue;
@@ -49,7 +49,8 @@ std::string choose_node_name(std::optional<std::string> env_nodename, std::optio
         if (!valid_node_name(name)) {
             config_error("node_slice_size needs this node's name, and " + s.where + " gives \"" + name +
                          "\", which is not a Kubernetes node name (lower-case letters, digits, '-' and '.'): set "
-                         "$NODENAME or write the node's name into " + file);
+                         "$NODENAME or write the node's name into " +
+                         file);
         }
         return name;
     }

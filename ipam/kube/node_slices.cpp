@@ -18,14 +18,14 @@ int host_bits(const base::IpNetwork& range, int prefix) { return range.address.b
 
 uint128 slice_size(const base::IpNetwork& range, int prefix) {
     const int h = host_bits(range, prefix);
-    return h >= 128 ? kU128Max : uint128{1} << h;   // a /0 IPv6 slice is never allowed (check_node_slice_size)
+    return h >= 128 ? kU128Max : uint128{1} << h;  // a /0 IPv6 slice is never allowed (check_node_slice_size)
 }
 
 // The first offset >= from that `r` may hand out (inside [first, last], not excluded).
 std::optional<uint128> next_allocatable(const Range& r, uint128 from) {
     if (from < r.first) from = r.first;
     if (from > r.last) return std::nullopt;
-    for (const Interval& iv : r.excluded) {   // merged and sorted
+    for (const Interval& iv : r.excluded) {  // merged and sorted
         if (iv.hi < from) continue;
         if (iv.lo > from) break;
         if (iv.hi >= r.last) return std::nullopt;
@@ -106,7 +106,8 @@ bool slice_has_usable(const Range& parent, const base::IpNetwork& slice) {
 
 PoolKey slice_pool_key(std::string_view network_name, std::string_view node, const base::IpNetwork& slice) {
     // whereabouts: <network_name>-<node>-<normalised slice>, or <node>-<normalised slice>.
-    const std::string prefix = network_name.empty() ? std::string(node) : std::string(network_name) + "-" + std::string(node);
+    const std::string prefix =
+        network_name.empty() ? std::string(node) : std::string(network_name) + "-" + std::string(node);
     return PoolKey{prefix, slice.masked()};
 }
 
@@ -115,7 +116,8 @@ std::vector<base::IpNetwork> NodeSlicePool::slices_of(std::string_view node) con
     for (const auto& e : entries) {
         if (e.node == node) out.push_back(e.slice);
     }
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.address.to_u128() < b.address.to_u128(); });
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.address.to_u128() < b.address.to_u128(); });
     return out;
 }
 
@@ -142,8 +144,10 @@ NodeSlicePool parse_node_slice_pool(const json& o, const base::IpNetwork& range,
     const std::string what = "NodeSlicePool " + p.name;
     if (!o.contains("spec") || !o["spec"].is_object()) throw IpamError(codes::io_failure, what + " has no spec");
     const json& spec = o["spec"];
-    const std::string range_text = spec.contains("range") && spec["range"].is_string() ? spec["range"].get<std::string>() : "";
-    p.slice_size_text = spec.contains("sliceSize") && spec["sliceSize"].is_string() ? spec["sliceSize"].get<std::string>() : "";
+    const std::string range_text =
+        spec.contains("range") && spec["range"].is_string() ? spec["range"].get<std::string>() : "";
+    p.slice_size_text =
+        spec.contains("sliceSize") && spec["sliceSize"].is_string() ? spec["sliceSize"].get<std::string>() : "";
     const auto stored_range = base::IpNetwork::parse(range_text);
     const auto stored_prefix = slice_prefix_of(p.slice_size_text);
     if (!stored_range || !stored_prefix || stored_range->masked() != range.masked() || *stored_prefix != slice_prefix) {
@@ -176,7 +180,8 @@ std::optional<NodeSlicePool> parse_stored_node_slice_pool(const json& o) {
     if (!o.is_object() || !o.contains("spec") || !o["spec"].is_object()) return std::nullopt;
     const json& spec = o["spec"];
     const auto range = base::IpNetwork::parse(spec.value("range", ""));
-    const auto prefix = slice_prefix_of(spec.contains("sliceSize") && spec["sliceSize"].is_string() ? spec["sliceSize"].get<std::string>() : "");
+    const auto prefix = slice_prefix_of(
+        spec.contains("sliceSize") && spec["sliceSize"].is_string() ? spec["sliceSize"].get<std::string>() : "");
     if (!range || !prefix || *prefix < range->prefix || *prefix > range->address.bits()) return std::nullopt;
     try {
         return parse_node_slice_pool(o, *range, *prefix);
@@ -186,7 +191,7 @@ std::optional<NodeSlicePool> parse_stored_node_slice_pool(const json& o) {
 }
 
 std::optional<base::IpNetwork> free_slice(const NodeSlicePool& pool, const Range& parent,
-                                           const std::vector<base::IpNetwork>& avoid) {
+                                          const std::vector<base::IpNetwork>& avoid) {
     std::set<uint128> skip;
     for (const auto& e : pool.entries) {
         if (!e.node.empty()) skip.insert(*slice_index(pool.range, pool.slice_prefix, e.slice));
@@ -218,14 +223,17 @@ json claim_patch(const NodeSlicePool& pool, std::string_view node, const base::I
     json ops = json::array({rv_test(pool)});
     for (std::size_t i = 0; i < pool.entries.size(); ++i) {
         if (pool.entries[i].slice == slice && pool.entries[i].node.empty()) {
-            ops.push_back({{"op", "replace"}, {"path", "/status/allocations/" + std::to_string(i) + "/nodeName"}, {"value", node}});
+            ops.push_back({{"op", "replace"},
+                           {"path", "/status/allocations/" + std::to_string(i) + "/nodeName"},
+                           {"value", node}});
             return ops;
         }
     }
     std::vector<SliceEntry> entries = pool.entries;
     entries.push_back({std::string(node), slice.masked()});
-    std::stable_sort(entries.begin(), entries.end(),
-                     [](const SliceEntry& a, const SliceEntry& b) { return a.slice.address.to_u128() < b.slice.address.to_u128(); });
+    std::stable_sort(entries.begin(), entries.end(), [](const SliceEntry& a, const SliceEntry& b) {
+        return a.slice.address.to_u128() < b.slice.address.to_u128();
+    });
     json list = json::array();
     for (const auto& e : entries) list.push_back(entry_json(e));
     if (pool.has_status) {
@@ -239,7 +247,8 @@ json claim_patch(const NodeSlicePool& pool, std::string_view node, const base::I
 json release_patch(const NodeSlicePool& pool, std::string_view node, const base::IpNetwork& slice) {
     json ops = json::array({rv_test(pool)});
     // A pool that lists free slices (whereabouts' controller writes it so) keeps the entry, freed.
-    const bool lists_free = std::any_of(pool.entries.begin(), pool.entries.end(), [](const auto& e) { return e.node.empty(); });
+    const bool lists_free =
+        std::any_of(pool.entries.begin(), pool.entries.end(), [](const auto& e) { return e.node.empty(); });
     for (std::size_t i = 0; i < pool.entries.size(); ++i) {
         if (pool.entries[i].slice != slice || pool.entries[i].node != node) continue;
         const std::string path = "/status/allocations/" + std::to_string(i);
@@ -250,15 +259,16 @@ json release_patch(const NodeSlicePool& pool, std::string_view node, const base:
         }
         return ops;
     }
-    return ops;   // not held by `node`: nothing but the test
+    return ops;  // not held by `node`: nothing but the test
 }
 
 IpamError range_exhausted(std::string_view pool_name, const Range& parent, int slice_prefix, std::string_view node) {
-    return IpamError(codes::range_full,
-                     "network " + std::string(pool_name) + ": range " + parent.cidr.str() + " is exhausted for node " +
-                         std::string(node) + ": every /" + std::to_string(slice_prefix) +
-                         " slice (node_slice_size) is held by a node and this node's slices are full; release the "
-                         "slices of removed nodes (rdmanetctl reconcile), use a smaller node_slice_size or a larger range");
+    return IpamError(
+        codes::range_full,
+        "network " + std::string(pool_name) + ": range " + parent.cidr.str() + " is exhausted for node " +
+            std::string(node) + ": every /" + std::to_string(slice_prefix) +
+            " slice (node_slice_size) is held by a node and this node's slices are full; release the "
+            "slices of removed nodes (rdmanetctl reconcile), use a smaller node_slice_size or a larger range");
 }
 
 }  // namespace rdmanet::ipam::kube

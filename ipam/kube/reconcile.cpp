@@ -34,7 +34,8 @@ base::IpAddress ip_of(const PoolKey& key, uint128 offset) {
 }  // namespace
 
 std::vector<std::string> live_pods(KubeApi& api, std::optional<std::string_view> node) {
-    const HttpResponse r = api.call("GET", "/api/v1/pods", {}, "application/json", RequestOptions{{}, false, kMaxListBody});
+    const HttpResponse r =
+        api.call("GET", "/api/v1/pods", {}, "application/json", RequestOptions{{}, false, kMaxListBody});
     if (r.status != 200) api.fail("GET /api/v1/pods", r);
     auto body = base::parse_json_limited(r.body, api_body_limits(r)).value;
     std::vector<std::string> pods;
@@ -42,7 +43,8 @@ std::vector<std::string> live_pods(KubeApi& api, std::optional<std::string_view>
     for (const auto& p : body["items"]) {
         if (!p.contains("metadata") || !p["metadata"].is_object()) continue;
         if (node) {
-            const std::string bound = p.contains("spec") && p["spec"].is_object() ? p["spec"].value("nodeName", "") : "";
+            const std::string bound =
+                p.contains("spec") && p["spec"].is_object() ? p["spec"].value("nodeName", "") : "";
             if (!bound.empty() && bound != *node) continue;
         }
         pods.push_back(p["metadata"].value("namespace", "") + "/" + p["metadata"].value("name", ""));
@@ -55,7 +57,7 @@ std::vector<uint128> orphaned_offsets(const PoolObject& pool, const std::vector<
     std::vector<uint128> out;
     for (const auto& [offset, owner] : pool.dump.allocations) {
         const auto slash = owner.podref.find('/');
-        if (slash == std::string::npos || slash == 0 || slash + 1 == owner.podref.size()) continue;   // no pod identity
+        if (slash == std::string::npos || slash == 0 || slash + 1 == owner.podref.size()) continue;  // no pod identity
         if (!std::binary_search(pods.begin(), pods.end(), owner.podref)) out.push_back(offset);
     }
     return out;
@@ -94,17 +96,17 @@ std::set<std::string> slice_pool_names(KubeStore& store) {
 ReconcileReport reconcile(KubeStore& store, bool dry_run) {
     ReconcileReport report;
     KubeApi& api = store.api();
-    const std::vector<json> reservations = store.list(kReservations);   // 1
-    std::vector<PoolObject> pools;                                       // 2
+    const std::vector<json> reservations = store.list(kReservations);  // 1
+    std::vector<PoolObject> pools;                                     // 2
     for (const auto& item : store.list(kPools)) {
         if (auto p = parse_listed_pool(item)) pools.push_back(std::move(*p));
     }
-    std::vector<std::string> pods = live_pods(api);                      // 3
+    std::vector<std::string> pods = live_pods(api);  // 3
     report.pods = pods.size();
     report.pools = pools.size();
 
-    std::set<std::string> accounted;   // reservation names that a remaining pool entry accounts for
-    std::map<std::string, std::string> entry_pool;   // reservation name -> pool object name, of the kept entries
+    std::set<std::string> accounted;                // reservation names that a remaining pool entry accounts for
+    std::map<std::string, std::string> entry_pool;  // reservation name -> pool object name, of the kept entries
     for (PoolObject& pool : pools) {
         const PoolKey key = pool.dump.pool;
         for (int attempt = 0;; ++attempt) {
@@ -160,7 +162,8 @@ ReconcileReport reconcile(KubeStore& store, bool dry_run) {
         if (dry_run) continue;
         const std::string path = object_path(store.ns(), kReservations, name);
         const HttpResponse d = api.call("DELETE", path, delete_preconditions(r).dump());
-        if (d.status == 200 || d.status == 202 || d.status == 404 || d.status == 409) continue;   // gone or changed: fine
+        if (d.status == 200 || d.status == 202 || d.status == 404 || d.status == 409)
+            continue;  // gone or changed: fine
         api.fail("DELETE " + path, d);
     }
     // Informational: entries whose reservation was not there at step 1 (an ADD in flight, a pool of a

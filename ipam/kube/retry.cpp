@@ -23,7 +23,8 @@ milliseconds backoff_delay(const RetryPolicy& policy, int attempt, std::optional
 
 std::optional<milliseconds> parse_retry_after(std::string_view value) {
     while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\r' || value.back() == '\n')) value.remove_suffix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\r' || value.back() == '\n'))
+        value.remove_suffix(1);
     if (value.empty() || value.size() > 9) return std::nullopt;
     long long seconds = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);

@@ -11,12 +11,16 @@ bool object_too_large(const ApiStatus& s) {
 }
 
 IpamError pool_too_large(std::string_view pool, std::string_view ns, std::size_t entries) {
-    return IpamError(codes::io_failure,
-                     "IPPool " + std::string(pool) + " in namespace " + std::string(ns) + " cannot grow: the API server "
-                     "refused the write as too large (etcdserver: request is too large; etcd stores at most 1.5 MiB "
-                     "per object) at " + std::to_string(entries) + " allocations. Set \"node_slice_size\" in the ipam "
-                     "configuration (e.g. \"/26\": one small IPPool per node slice) or split the range into smaller "
-                     "ranges; retrying does not help");
+    return IpamError(
+        codes::io_failure,
+        "IPPool " + std::string(pool) + " in namespace " + std::string(ns) +
+            " cannot grow: the API server "
+            "refused the write as too large (etcdserver: request is too large; etcd stores at most 1.5 MiB "
+            "per object) at " +
+            std::to_string(entries) +
+            " allocations. Set \"node_slice_size\" in the ipam "
+            "configuration (e.g. \"/26\": one small IPPool per node slice) or split the range into smaller "
+            "ranges; retrying does not help");
 }
 
 }  // namespace rdmanet::ipam::kube

@@ -42,7 +42,9 @@ void fsync_path(const std::string& path, int flags) {
 
 std::string marker_name() {
     static std::atomic<unsigned> counter{0};
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     char buf[64];
     std::snprintf(buf, sizeof buf, "%020lld-%010d-%06u.json", static_cast<long long>(ns), static_cast<int>(::getpid()),
                   counter++ % 1000000);
@@ -59,7 +61,8 @@ json to_json(const SliceChange& c) {
               {"ifname", c.ifname},
               {"podref", c.podref}};
     json entries = json::array();
-    for (const auto& [offset, owner] : c.entries) entries.push_back({{"offset", to_decimal(offset)}, {"owner", owner_json(owner)}});
+    for (const auto& [offset, owner] : c.entries)
+        entries.push_back({{"offset", to_decimal(offset)}, {"owner", owner_json(owner)}});
     j["entries"] = entries;
     return j;
 }
@@ -127,11 +130,13 @@ std::vector<std::pair<std::string, SliceChange>> SliceBacklog::pending() const {
     std::vector<std::pair<std::string, SliceChange>> out;
     for (const auto& n : names) {
         std::ifstream in(dir_ + "/" + n);
-        if (!in) continue;   // published by a concurrent caller meanwhile
+        if (!in) continue;  // published by a concurrent caller meanwhile
         std::stringstream ss;
         ss << in.rdbuf();
         const auto parsed = base::parse_json_limited(ss.str());
-        if (!parsed) throw IpamError(codes::io_failure, "node slice backlog: " + dir_ + "/" + n + " is not usable JSON: " + parsed.error);
+        if (!parsed)
+            throw IpamError(codes::io_failure,
+                            "node slice backlog: " + dir_ + "/" + n + " is not usable JSON: " + parsed.error);
         const json& j = parsed.value;
         out.emplace_back(n, slice_change_from_json(j));
     }

@@ -22,13 +22,15 @@ bool patch_node_slice_pool(KubeApi& api, const SliceScope& scope, const json& op
 std::optional<NodeSlicePool> read_node_slice_pool(KubeApi& api, const SliceScope& scope, const Range& parent) {
     const std::string path = object_path(scope.ns, kNodeSlicePools, scope.pool_name);
     const HttpResponse r = api.call("GET", path);
-    if (r.status == 200) return parse_node_slice_pool(response_object(r, "GET " + path), parent.cidr, scope.slice_prefix);
+    if (r.status == 200)
+        return parse_node_slice_pool(response_object(r, "GET " + path), parent.cidr, scope.slice_prefix);
     if (r.status == 404 && object_not_found(parse_status(r.status, r.body))) return std::nullopt;
     if (r.status == 404) {
-        throw IpamError(codes::io_failure, "GET " + path + " at " + api.config().server +
-                                               ": 404, the API server has no nodeslicepools resource: install the "
-                                               "NodeSlicePool CRD (deploy/crds/whereabouts.cni.cncf.io_nodeslicepools.yaml) "
-                                               "to use node_slice_size");
+        throw IpamError(codes::io_failure,
+                        "GET " + path + " at " + api.config().server +
+                            ": 404, the API server has no nodeslicepools resource: install the "
+                            "NodeSlicePool CRD (deploy/crds/whereabouts.cni.cncf.io_nodeslicepools.yaml) "
+                            "to use node_slice_size");
     }
     api.fail("GET " + path, r);
 }
@@ -37,8 +39,8 @@ NodeSlicePool read_or_create_node_slice_pool(KubeApi& api, const SliceScope& sco
     for (int attempt = 0;; ++attempt) {
         if (auto pool = read_node_slice_pool(api, scope, parent)) return std::move(*pool);
         const std::string path = collection_path(scope.ns, kNodeSlicePools);
-        const HttpResponse r =
-            api.call("POST", path, new_node_slice_pool(scope.ns, scope.pool_name, parent.cidr, scope.slice_prefix).dump());
+        const HttpResponse r = api.call(
+            "POST", path, new_node_slice_pool(scope.ns, scope.pool_name, parent.cidr, scope.slice_prefix).dump());
         if (r.status == 201 || r.status == 200) {
             return parse_node_slice_pool(response_object(r, "POST " + path), parent.cidr, scope.slice_prefix);
         }
@@ -48,7 +50,7 @@ NodeSlicePool read_or_create_node_slice_pool(KubeApi& api, const SliceScope& sco
 }
 
 base::IpNetwork claim_slice(KubeApi& api, const SliceScope& scope, const Range& parent,
-                             const std::vector<base::IpNetwork>& unusable) {
+                            const std::vector<base::IpNetwork>& unusable) {
     for (int attempt = 0;; ++attempt) {
         const NodeSlicePool pool = read_or_create_node_slice_pool(api, scope, parent);
         for (const auto& mine : pool.slices_of(scope.node)) {

@@ -24,7 +24,8 @@ std::vector<base::IpNetwork> networks(const json& list) {
     std::vector<base::IpNetwork> out;
     if (!list.is_array()) return out;
     for (const auto& s : list) {
-        if (auto n = s.is_string() ? base::IpNetwork::parse(s.get<std::string>()) : std::nullopt) out.push_back(n->masked());
+        if (auto n = s.is_string() ? base::IpNetwork::parse(s.get<std::string>()) : std::nullopt)
+            out.push_back(n->masked());
     }
     return out;
 }
@@ -64,7 +65,8 @@ std::optional<HeldSlices> read_held_file(const std::string& slices_dir, const st
     const auto parsed = base::parse_json_limited(ss.str());
     const json& j = parsed.value;
     if (!j.is_object())
-        throw IpamError(codes::io_failure, path + " is not a JSON object" + (parsed ? std::string() : " (" + parsed.error + ")"));
+        throw IpamError(codes::io_failure,
+                        path + " is not a JSON object" + (parsed ? std::string() : " (" + parsed.error + ")"));
     HeldSlices h;
     h.pool_name = pool_name;
     h.node = node;
@@ -76,8 +78,12 @@ std::optional<HeldSlices> read_held_file(const std::string& slices_dir, const st
 }
 
 void write_held_file(const std::string& slices_dir, const HeldSlices& h) {
-    const std::string text =
-        json{{"range", h.range}, {"sliceSize", h.slice_size}, {"slices", texts(h.slices)}, {"revoked", texts(h.revoked)}}.dump();
+    const std::string text = json{
+        {"range", h.range},
+        {"sliceSize", h.slice_size},
+        {"slices", texts(h.slices)},
+        {"revoked",
+         texts(h.revoked)}}.dump();
     const std::string path = held_file_path(slices_dir, h.pool_name, h.node);
     try {
         base::write_file_atomically(path, text, 0600);
@@ -87,7 +93,7 @@ void write_held_file(const std::string& slices_dir, const HeldSlices& h) {
 }
 
 std::vector<std::pair<std::string, std::string>> held_file_names(const std::string& slices_dir) {
-    std::vector<std::pair<std::string, std::string>> names;   // (pool, node)
+    std::vector<std::pair<std::string, std::string>> names;  // (pool, node)
     std::error_code ec;
     for (fs::directory_iterator it(slices_dir + "/held", ec), end; !ec && it != end; it.increment(ec)) {
         const std::string n = it->path().filename().string();

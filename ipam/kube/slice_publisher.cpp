@@ -57,7 +57,8 @@ std::vector<PoolChange> entries_of(Store& local, const SliceChange& c) {
     std::vector<PoolChange> out;
     if (c.op == SliceChange::Op::add) {
         const auto held = local.find(c.pool, c.podref, c.ifname);
-        if (held && held->owner.container_id == c.container_id) out.push_back({held->offset, held->owner, std::nullopt});
+        if (held && held->owner.container_id == c.container_id)
+            out.push_back({held->offset, held->owner, std::nullopt});
         return out;
     }
     for (const auto& [offset, owner] : c.entries) {
@@ -70,21 +71,23 @@ std::vector<PoolChange> entries_of(Store& local, const SliceChange& c) {
     return out;
 }
 
-PublishResult publish_add(KubeApi& api, Store& local, const SliceChange& c, std::string* conflict, const SliceGuard* guard) {
+PublishResult publish_add(KubeApi& api, Store& local, const SliceChange& c, std::string* conflict,
+                          const SliceGuard* guard) {
     const auto held = local.find(c.pool, c.podref, c.ifname);
-    if (!held || held->owner.container_id != c.container_id) return PublishResult::published;   // nothing to say
+    if (!held || held->owner.container_id != c.container_id) return PublishResult::published;  // nothing to say
     const uint128 offset = held->offset;
     const Owner owner = held->owner;
-    std::optional<Owner> expect;   // what the entry holds now, as far as we know (nullopt: absent)
+    std::optional<Owner> expect;  // what the entry holds now, as far as we know (nullopt: absent)
     for (int attempt = 0;; ++attempt) {
         switch (patch(api, c, {{offset, owner, expect}})) {
-        case Patched::ok:
-            return PublishResult::published;
+        case Patched::ok: return PublishResult::published;
         case Patched::missing:
             if (guard && !(*guard)(c.pool)) {
                 if (conflict) {
-                    *conflict = "IPPool " + c.pool.name() + " was deleted and its slice is no longer this node's (released "
-                                "by the cluster's reconciler): " + owner.podref + " (" + owner.container_id + ") is not published";
+                    *conflict = "IPPool " + c.pool.name() +
+                                " was deleted and its slice is no longer this node's (released "
+                                "by the cluster's reconciler): " +
+                                owner.podref + " (" + owner.container_id + ") is not published";
                 }
                 return PublishResult::revoked;
             }
@@ -92,19 +95,20 @@ PublishResult publish_add(KubeApi& api, Store& local, const SliceChange& c, std:
             break;
         case Patched::test_failed: {
             const auto pool = read(api, c);
-            if (!pool) break;   // deleted meanwhile: the next round creates it
+            if (!pool) break;  // deleted meanwhile: the next round creates it
             auto it = pool->dump.allocations.find(offset);
             if (it == pool->dump.allocations.end()) {
                 expect.reset();
             } else if (it->second == owner) {
                 return PublishResult::published;
             } else if (it->second.podref == owner.podref && it->second.ifname == owner.ifname) {
-                expect = it->second;   // the same pod's older sandbox: ours to update
+                expect = it->second;  // the same pod's older sandbox: ours to update
             } else {
                 if (conflict) {
                     *conflict = "IPPool " + c.pool.name() + " entry " + to_decimal(offset) + " is held by " +
-                                it->second.podref + " (" + it->second.container_id + "), but this node's store gives it to " +
-                                owner.podref + " (" + owner.container_id + ")";
+                                it->second.podref + " (" + it->second.container_id +
+                                "), but this node's store gives it to " + owner.podref + " (" + owner.container_id +
+                                ")";
                 }
                 return PublishResult::conflict;
             }
@@ -118,7 +122,7 @@ PublishResult publish_add(KubeApi& api, Store& local, const SliceChange& c, std:
 PublishResult publish_remove(KubeApi& api, Store& local, const SliceChange& c) {
     // Entries not released locally (the DEL died before its commit) stay published (entries_of).
     for (const auto& e : entries_of(local, c)) {
-        patch(api, c, {e});   // ok, test failed or missing: all mean "not there any more"
+        patch(api, c, {e});  // ok, test failed or missing: all mean "not there any more"
     }
     return PublishResult::published;
 }
@@ -127,7 +131,8 @@ PublishResult publish_remove(KubeApi& api, Store& local, const SliceChange& c) {
 
 PublishResult publish_change(KubeApi& api, Store& local, const SliceChange& change, std::string* conflict,
                              const SliceGuard* guard) {
-    return change.op == SliceChange::Op::add ? publish_add(api, local, change, conflict, guard) : publish_remove(api, local, change);
+    return change.op == SliceChange::Op::add ? publish_add(api, local, change, conflict, guard)
+                                             : publish_remove(api, local, change);
 }
 
 namespace {
@@ -138,7 +143,7 @@ namespace {
 // missing, or two changes touch the same entry, whose tests could not all hold before the writes).
 bool publish_batch(KubeApi& api, Store& local, const std::vector<SliceChange>& batch, const SliceGuard* guard) {
     std::vector<PoolChange> all;
-    std::map<uint128, std::size_t> at;   // offset -> its change in `all`
+    std::map<uint128, std::size_t> at;  // offset -> its change in `all`
     for (const auto& c : batch) {
         for (auto& e : entries_of(local, c)) {
             if (auto it = at.find(e.offset); it != at.end()) {
@@ -153,12 +158,9 @@ bool publish_batch(KubeApi& api, Store& local, const std::vector<SliceChange>& b
     }
     if (all.empty()) return true;
     switch (patch(api, batch.front(), all)) {
-    case Patched::ok:
-        return true;
-    case Patched::test_failed:
-        return false;
-    case Patched::missing:
-        break;
+    case Patched::ok: return true;
+    case Patched::test_failed: return false;
+    case Patched::missing: break;
     }
     // The slice's first publication (its pool is created then): created holding the adds when the
     // node still holds the slice; a removal in a missing pool is done already.
@@ -168,7 +170,7 @@ bool publish_batch(KubeApi& api, Store& local, const std::vector<SliceChange>& b
         if (!e.set) return false;
         adds.emplace_back(e.offset, *e.set);
     }
-    if (!guard || !(*guard)(batch.front().pool)) return false;   // one by one: each reports it revoked
+    if (!guard || !(*guard)(batch.front().pool)) return false;  // one by one: each reports it revoked
     return create_with(api, batch.front(), adds);
 }
 
@@ -202,7 +204,8 @@ PublishReport publish_pending(KubeApi& api, Store& local, SliceBacklog& backlog,
             for (; i < end; ++i) {
                 const auto& [marker, change] = pending[i];
                 std::string conflict;
-                if (publish_change(api, local, change, &conflict, guard) != PublishResult::published) report.conflicts.push_back(conflict);
+                if (publish_change(api, local, change, &conflict, guard) != PublishResult::published)
+                    report.conflicts.push_back(conflict);
                 backlog.remove(marker);
                 ++report.published;
             }

@@ -18,7 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-
 // One slice IPPool as read: absent, or the object (for the delete preconditions) and its entries.
 struct ReadPool {
     PoolKey key;
@@ -37,9 +36,11 @@ ReadPool read_slice_pool(KubeApi& api, const std::string& ns, const PoolKey& key
     return out;
 }
 
-std::vector<ReadPool> read_slice_pools(KubeApi& api, const std::string& ns, const NodeSlicePool& nsp, const SliceEntry& e) {
+std::vector<ReadPool> read_slice_pools(KubeApi& api, const std::string& ns, const NodeSlicePool& nsp,
+                                       const SliceEntry& e) {
     std::vector<ReadPool> out;
-    for (const auto& key : slice_pool_candidates(nsp.name, e.node, e.slice)) out.push_back(read_slice_pool(api, ns, key));
+    for (const auto& key : slice_pool_candidates(nsp.name, e.node, e.slice))
+        out.push_back(read_slice_pool(api, ns, key));
     return out;
 }
 
@@ -53,7 +54,8 @@ std::string live_entry(const std::vector<ReadPool>& pools, const std::vector<std
             // orphaned_offsets never releases an entry whose podref is not "<namespace>/<name>".
             const bool identified = owner.podref.find('/') != std::string::npos;
             return "IPPool " + p.key.name() + " holds an allocation of " +
-                   (identified ? "live pod " + owner.podref : "an entry without a pod identity (podref \"" + owner.podref + "\")");
+                   (identified ? "live pod " + owner.podref
+                               : "an entry without a pod identity (podref \"" + owner.podref + "\")");
         }
     }
     return "";
@@ -90,13 +92,15 @@ bool give_back(KubeApi& api, const PoolRef& ref, const SliceEntry& e) {
         if (holder == e.node) return true;
         if (!holder.empty()) return false;
         if (patch_node_slice_pool(api, ref.scope, claim_patch(*nsp, e.node, e.slice))) return true;
-        api.backoff(attempt, "NodeSlicePool " + ref.scope.pool_name + " changed while giving " + e.slice.str() + " back to " + e.node);
+        api.backoff(attempt, "NodeSlicePool " + ref.scope.pool_name + " changed while giving " + e.slice.str() +
+                                 " back to " + e.node);
     }
 }
 
 // Step 3 (slice_reclaim.hpp): deletes the slice's IPPools under the preconditions of the copies
 // read; "" when done, else the live entry that appeared meanwhile.
-std::string delete_slice_pools(KubeApi& api, const std::string& ns, const std::string& node, std::vector<ReadPool> pools) {
+std::string delete_slice_pools(KubeApi& api, const std::string& ns, const std::string& node,
+                               std::vector<ReadPool> pools) {
     for (auto& p : pools) {
         for (int attempt = 0;; ++attempt) {
             if (!p.object) {
@@ -109,7 +113,7 @@ std::string delete_slice_pools(KubeApi& api, const std::string& ns, const std::s
                 if (d.status == 200 || d.status == 202) break;
                 if (d.status == 404 && object_not_found(parse_status(d.status, d.body))) break;
                 if (d.status != 409) api.fail("DELETE " + path, d);
-                p = read_slice_pool(api, ns, p.key);   // changed since read
+                p = read_slice_pool(api, ns, p.key);  // changed since read
                 if (!p.object) break;
             }
             const std::vector<ReadPool> one{p};
@@ -131,23 +135,27 @@ std::vector<SliceEntry> slices_of_missing_nodes(const NodeSlicePool& pool, const
     return out;
 }
 
-std::vector<PoolKey> slice_pool_candidates(const std::string& pool_name, const std::string& node, const base::IpNetwork& slice) {
+std::vector<PoolKey> slice_pool_candidates(const std::string& pool_name, const std::string& node,
+                                           const base::IpNetwork& slice) {
     return {slice_pool_key(pool_name, node, slice), slice_pool_key("", node, slice)};
 }
 
 // Names are all the reclaim needs: the apiserver's metadata-only list (client-go's metadata
 // client asks the same way) keeps the answer small - a full Node object is kilobytes of status
 // (images, conditions). A server without the transform answers the full list.
-constexpr std::string_view kMetadataListOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+constexpr std::string_view kMetadataListOnly =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
 std::vector<std::string> list_nodes(KubeApi& api) {
-    const HttpResponse r = api.call("GET", "/api/v1/nodes", {}, "application/json", RequestOptions{kMetadataListOnly, false, kMaxListBody});
+    const HttpResponse r = api.call("GET", "/api/v1/nodes", {}, "application/json",
+                                    RequestOptions{kMetadataListOnly, false, kMaxListBody});
     if (r.status != 200) api.fail("GET /api/v1/nodes", r);
     const json body = response_object(r, "GET /api/v1/nodes");
     std::vector<std::string> nodes;
     if (body.contains("items") && body["items"].is_array()) {
         for (const auto& n : body["items"]) {
-            if (n.is_object() && n.contains("metadata") && n["metadata"].is_object()) nodes.push_back(n["metadata"].value("name", ""));
+            if (n.is_object() && n.contains("metadata") && n["metadata"].is_object())
+                nodes.push_back(n["metadata"].value("name", ""));
         }
     }
     std::sort(nodes.begin(), nodes.end());
@@ -169,7 +177,8 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
                 pools.push_back(std::move(*p));
             } else {
                 const std::string name = item.contains("metadata") ? item["metadata"].value("name", "") : "";
-                report.problems.push_back("NodeSlicePool " + name + " is malformed (spec.range, spec.sliceSize or "
+                report.problems.push_back("NodeSlicePool " + name +
+                                          " is malformed (spec.range, spec.sliceSize or "
                                           "status.allocations): left alone");
             }
         }
@@ -190,12 +199,13 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
             // have ("../..", "a/b") is left alone for a human, never used.
             if (!valid_node_name(gone.node)) {
                 report.problems.push_back("NodeSlicePool " + nsp.name + " lists slice " + gone.slice.str() +
-                                          " for node \"" + gone.node + "\", which is not a valid node name: left alone");
+                                          " for node \"" + gone.node +
+                                          "\", which is not a valid node name: left alone");
                 continue;
             }
             const std::string what = nsp.name + " " + gone.slice.str() + " " + gone.node;
             for (int attempt = 0;; ++attempt) {
-                const std::vector<ReadPool> slice_pools = read_slice_pools(api, ns, nsp, gone);   // step 1
+                const std::vector<ReadPool> slice_pools = read_slice_pools(api, ns, nsp, gone);  // step 1
                 if (std::string live = live_entry(slice_pools, live_pods(api, gone.node)); !live.empty()) {
                     report.kept.push_back(what + ": " + live);
                     break;
@@ -204,7 +214,7 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
                     report.released.push_back(what);
                     break;
                 }
-                if (!patch_node_slice_pool(api, ref.scope, release_patch(nsp, gone.node, gone.slice))) {   // step 2
+                if (!patch_node_slice_pool(api, ref.scope, release_patch(nsp, gone.node, gone.slice))) {  // step 2
                     api.backoff(attempt, "NodeSlicePool " + nsp.name + " changed while releasing " + gone.slice.str());
                     auto fresh = read_node_slice_pool(api, ref.scope, ref.parent);
                     if (!fresh || fresh->holder(gone.slice) != gone.node || node_exists(api, gone.node)) break;
@@ -213,13 +223,14 @@ SliceReclaimReport reclaim_slices(KubeApi& api, const std::string& ns, bool dry_
                 }
                 // The next release in this pool tests the version this write made: read it again.
                 if (auto fresh = read_node_slice_pool(api, ref.scope, ref.parent)) nsp = std::move(*fresh);
-                if (std::string live = delete_slice_pools(api, ns, gone.node, slice_pools); !live.empty()) {   // step 3
+                if (std::string live = delete_slice_pools(api, ns, gone.node, slice_pools); !live.empty()) {  // step 3
                     if (give_back(api, ref, gone)) {
                         report.restored.push_back(what + ": " + live);
                     } else {
                         report.problems.push_back(what + ": released, then " + live +
                                                   ", and another node claimed the slice meantime: its addresses may be "
-                                                  "handed out twice; drain node " + gone.node);
+                                                  "handed out twice; drain node " +
+                                                  gone.node);
                     }
                     if (auto fresh = read_node_slice_pool(api, ref.scope, ref.parent)) nsp = std::move(*fresh);
                     break;

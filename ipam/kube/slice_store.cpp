@@ -35,17 +35,20 @@ namespace {
 
 using HeldFile = HeldSlices;
 
-std::string held_path(const std::string& dir, const SliceSettings& s) { return held_file_path(dir, s.pool_name, s.node); }
+std::string held_path(const std::string& dir, const SliceSettings& s) {
+    return held_file_path(dir, s.pool_name, s.node);
+}
 
 HeldFile read_held(const std::string& dir, const SliceSettings& s, const Range& parent) {
     auto held = read_held_file(dir, s.pool_name, s.node);
     if (!held) return HeldFile{s.pool_name, s.node, "", "", {}, {}};
     const std::string want_size = "/" + std::to_string(s.prefix);
     if (held->range != parent.cidr.str() || held->slice_size != want_size) {
-        config_error("this node holds slices of NodeSlicePool " + s.pool_name + " for range " + held->range +
-                     " and node_slice_size \"" + held->slice_size + "\" (" + held_path(dir, s) +
-                     "), but the configuration now has " + parent.cidr.str() + " and \"" + want_size +
-                     "\": a network's range and slice size cannot change while nodes hold slices; use a new network_name");
+        config_error(
+            "this node holds slices of NodeSlicePool " + s.pool_name + " for range " + held->range +
+            " and node_slice_size \"" + held->slice_size + "\" (" + held_path(dir, s) +
+            "), but the configuration now has " + parent.cidr.str() + " and \"" + want_size +
+            "\": a network's range and slice size cannot change while nodes hold slices; use a new network_name");
     }
     return std::move(*held);
 }
@@ -65,13 +68,15 @@ inline constexpr std::chrono::milliseconds kNodeLockTimeout = kClaimBudget + std
 
 class NodeLock {
 public:
-    explicit NodeLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
+    explicit NodeLock(const std::string& path)
+        : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) {
         if (fd_ < 0) throw IpamError(codes::io_failure, "cannot lock " + path + ": " + std::strerror(errno));
         const int err = base::flock_exclusive_within(fd_, kNodeLockTimeout, std::chrono::milliseconds(20));
         if (err == ETIMEDOUT) {
             ::close(fd_);
             throw IpamError(codes::try_again, "timed out after " + std::to_string(kNodeLockTimeout.count()) +
-                                                  " ms waiting for " + path + ": another process of this node holds it");
+                                                  " ms waiting for " + path +
+                                                  ": another process of this node holds it");
         }
         if (err != 0) {
             ::close(fd_);
@@ -102,7 +107,7 @@ std::vector<HeldFileRef> held_files(const std::string& dir) {
         try {
             h = read_held_file(dir, pool, node);
         } catch (const IpamError&) {
-            continue;   // rdmanetctl doctor reports an unreadable held file
+            continue;  // rdmanetctl doctor reports an unreadable held file
         }
         if (!h) continue;
         const auto range = base::IpNetwork::parse(h->range);
@@ -116,11 +121,14 @@ std::vector<HeldFileRef> held_files(const std::string& dir) {
     return out;
 }
 
-SliceScope scope_of(const KubeApi& api, const SliceSettings& s) { return {api.config().namespace_, s.pool_name, s.node, s.prefix}; }
+SliceScope scope_of(const KubeApi& api, const SliceSettings& s) {
+    return {api.config().namespace_, s.pool_name, s.node, s.prefix};
+}
 
 // Re-reads the NodeSlicePool and records as revoked every slice of the held file that it no
 // longer lists for this node; returns those newly revoked.
-std::vector<base::IpNetwork> mark_revoked(KubeApi& api, const std::string& dir, const SliceSettings& s, const Range& parent) {
+std::vector<base::IpNetwork> mark_revoked(KubeApi& api, const std::string& dir, const SliceSettings& s,
+                                          const Range& parent) {
     const auto pool = read_node_slice_pool(api, scope_of(api, s), parent);
     NodeLock lock(held_path(dir, s) + ".lock");
     HeldFile h = read_held(dir, s, parent);
@@ -178,16 +186,19 @@ private:
 // revoked or expired token would go unnoticed until something else broke; single-pool mode fails
 // the same way.
 AccessDenied add_refused(const AccessDenied& e) {
-    return AccessDenied("node-slice mode hands out no address it cannot publish, and the Kubernetes API server "
-                        "refused this node's credentials: " + e.msg,
-                        e.http);
+    return AccessDenied(
+        "node-slice mode hands out no address it cannot publish, and the Kubernetes API server "
+        "refused this node's credentials: " +
+            e.msg,
+        e.http);
 }
 
 }  // namespace
 
 std::string slices_dir(const std::string& data_dir) { return data_dir + "/kubernetes/slices"; }
 
-PublishReport publish_pending(const KubeConfig& kubeconfig, const std::string& data_dir, std::chrono::milliseconds budget) {
+PublishReport publish_pending(const KubeConfig& kubeconfig, const std::string& data_dir,
+                              std::chrono::milliseconds budget) {
     const std::string dir = slices_dir(data_dir);
     SliceBacklog backlog(dir + "/backlog");
     if (backlog.empty()) return {};
@@ -252,7 +263,9 @@ SliceStore::SliceStore(KubeConfig config, Deadline deadline, const std::string& 
     if (ec) throw IpamError(codes::io_failure, "cannot create " + dir_ + "/held: " + ec.message());
 }
 
-SliceScope SliceStore::scope() const { return {api_.config().namespace_, settings_.pool_name, settings_.node, settings_.prefix}; }
+SliceScope SliceStore::scope() const {
+    return {api_.config().namespace_, settings_.pool_name, settings_.node, settings_.prefix};
+}
 
 std::vector<base::IpNetwork> SliceStore::held(const Range& parent) {
     HeldFile h = read_held(dir_, settings_, parent);
@@ -263,7 +276,9 @@ std::vector<base::IpNetwork> SliceStore::held(const Range& parent) {
     return out;
 }
 
-std::vector<base::IpNetwork> SliceStore::revoked(const Range& parent) { return read_held(dir_, settings_, parent).revoked; }
+std::vector<base::IpNetwork> SliceStore::revoked(const Range& parent) {
+    return read_held(dir_, settings_, parent).revoked;
+}
 
 AllocateRequest SliceStore::slice_request(const AllocateRequest& request, const base::IpNetwork& slice) const {
     AllocateRequest r = request;
@@ -296,7 +311,7 @@ base::IpNetwork SliceStore::claim(const AllocateRequest& request, const std::vec
                                      settings_.pool_name);
     const base::IpNetwork slice = claim_slice(api_, scope(), parent, unusable);
     if (std::find(h.slices.begin(), h.slices.end(), slice) == h.slices.end()) {
-        adopt_published(request, slice);   // before the slice is recorded: a crash in between adopts again
+        adopt_published(request, slice);  // before the slice is recorded: a crash in between adopts again
         h.slices.push_back(slice);
     }
     write_held(dir_, settings_, parent, h);
@@ -330,7 +345,7 @@ void SliceStore::adopt_published(const AllocateRequest& request, const base::IpN
         try {
             local_.allocate(adopt);
         } catch (const IpamError& e) {
-            if (e.code != codes::address_in_use) throw;   // the same pod+ifname twice: the first one stays
+            if (e.code != codes::address_in_use) throw;  // the same pod+ifname twice: the first one stays
         }
     }
 }
@@ -369,7 +384,7 @@ void SliceStore::publish_after_commit(const std::string& marker, const SliceChan
     // local store's transaction decides which attachment holds an address; the slice IPPool is
     // only its published copy for whereabouts and the reconcilers.
     if (settings_.defer_publication) return;
-    if (unreachable_) return;   // this call already found the API server unreachable: keep order, do not wait again
+    if (unreachable_) return;  // this call already found the API server unreachable: keep order, do not wait again
     if (older_pending) {
         // Older changes first (they include this one): the backlog's order is the node's order.
         if (publish().remaining == 0) recheck_due_ = true;
@@ -383,9 +398,9 @@ void SliceStore::publish_after_commit(const std::string& marker, const SliceChan
         backlog_.remove(marker);
         clear_access_denied(dir_);
     } catch (const AccessDenied& e) {
-        note_denied(e);   // stays in the backlog; the verb decides (ADD fails, DEL reports it)
+        note_denied(e);  // stays in the backlog; the verb decides (ADD fails, DEL reports it)
     } catch (const IpamError&) {
-        unreachable_ = true;   // stays in the backlog
+        unreachable_ = true;  // stays in the backlog
     }
 }
 
@@ -400,7 +415,8 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
     // A re-ADD of the same pod+ifname keeps its address, in whichever slice it is.
     std::optional<base::IpNetwork> first_try;
     for (const auto& s : mine) {
-        if (local_.find(slice_pool_key(request.network_name, settings_.node, s), request.owner.podref, request.owner.ifname)) {
+        if (local_.find(slice_pool_key(request.network_name, settings_.node, s), request.owner.podref,
+                        request.owner.ifname)) {
             first_try = s;
             break;
         }
@@ -415,7 +431,7 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
         const AllocateRequest r = slice_request(request, slice);
         if (request.requested && !r.requested) return std::nullopt;
         SliceChange change{SliceChange::Op::add, api_.config().namespace_, r.pool(), request.owner.container_id,
-                           request.owner.ifname, request.owner.podref, {}};
+                           request.owner.ifname, request.owner.podref,     {}};
         const bool others = !backlog_.empty();
         const std::string marker = backlog_.add(change);
         Allocation a;
@@ -452,10 +468,10 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
         full.push_back(slice);
     }
     if (request.requested) {
-        throw IpamError(codes::address_in_use, "static IP " + parent.address_at(*request.requested).str() +
-                                                   " is not free in the slices node " + settings_.node + " holds in " +
-                                                   parent.cidr.str() +
-                                                   " (node_slice_size: a node hands out addresses of its own slices only)");
+        throw IpamError(codes::address_in_use,
+                        "static IP " + parent.address_at(*request.requested).str() +
+                            " is not free in the slices node " + settings_.node + " holds in " + parent.cidr.str() +
+                            " (node_slice_size: a node hands out addresses of its own slices only)");
     }
     for (;;) {
         base::IpNetwork slice;
@@ -463,9 +479,11 @@ Allocation SliceStore::allocate(const AllocateRequest& request) {
             slice = claim(request, full);
         } catch (const IpamError& e) {
             if (e.code != codes::try_again) throw;
-            throw IpamError(codes::try_again, "node " + settings_.node + " has no slice of " + parent.cidr.str() +
-                                                  " with a free address and the Kubernetes API server is unreachable to "
-                                                  "claim one (" + e.msg + "); retry later");
+            throw IpamError(codes::try_again,
+                            "node " + settings_.node + " has no slice of " + parent.cidr.str() +
+                                " with a free address and the Kubernetes API server is unreachable to "
+                                "claim one (" +
+                                e.msg + "); retry later");
         }
         if (auto a = try_slice(slice)) return *a;
         full.push_back(slice);
@@ -478,15 +496,21 @@ std::vector<Allocation> SliceStore::release(std::span<const PoolKey> pools, cons
     for (const PoolKey& parent_key : pools) {
         const Range parent = range_of(parent_key);
         HeldFile h = read_held(dir_, settings_, parent);
-        for (const auto& slice : h.slices) {   // revoked ones too: their entries are still released locally
+        for (const auto& slice : h.slices) {  // revoked ones too: their entries are still released locally
             const PoolKey key = slice_pool_key(parent_key.network_name, settings_.node, slice);
             std::vector<std::pair<uint128, Owner>> entries;
             for (const auto& [offset, owner] : local_.dump(key).allocations) {
-                if (owner.container_id == attachment.container_id && owner.ifname == attachment.ifname) entries.emplace_back(offset, owner);
+                if (owner.container_id == attachment.container_id && owner.ifname == attachment.ifname)
+                    entries.emplace_back(offset, owner);
             }
             if (entries.empty()) continue;
-            SliceChange change{SliceChange::Op::remove, api_.config().namespace_, key, attachment.container_id,
-                               attachment.ifname, "", entries};
+            SliceChange change{SliceChange::Op::remove,
+                               api_.config().namespace_,
+                               key,
+                               attachment.container_id,
+                               attachment.ifname,
+                               "",
+                               entries};
             const bool others = !backlog_.empty();
             const std::string marker = backlog_.add(change);
             const PoolKey keys[] = {key};
@@ -504,9 +528,11 @@ std::vector<Allocation> SliceStore::release(std::span<const PoolKey> pools, cons
     return released;
 }
 
-std::optional<Allocation> SliceStore::find(const PoolKey& parent_key, std::string_view podref, std::string_view ifname) {
+std::optional<Allocation> SliceStore::find(const PoolKey& parent_key, std::string_view podref,
+                                           std::string_view ifname) {
     for (const auto& slice : held(range_of(parent_key))) {
-        if (auto a = local_.find(slice_pool_key(parent_key.network_name, settings_.node, slice), podref, ifname)) return a;
+        if (auto a = local_.find(slice_pool_key(parent_key.network_name, settings_.node, slice), podref, ifname))
+            return a;
     }
     return std::nullopt;
 }
@@ -532,7 +558,7 @@ std::vector<Allocation> SliceStore::gc(std::string_view network, std::span<const
             if (!keep.count(a)) stale.insert(a);
         }
     }
-    (void)network;   // the slice pools are the network's own: every stale entry in them is its
+    (void)network;  // the slice pools are the network's own: every stale entry in them is its
     std::vector<Allocation> released;
     for (const auto& a : stale) {
         try {
@@ -543,9 +569,10 @@ std::vector<Allocation> SliceStore::gc(std::string_view network, std::span<const
         }
     }
     if (denied_) {
-        throw AccessDenied("GC released " + std::to_string(stale.size()) + " attachment(s) on this node, but the API "
-                               "server refused to take the releases: " + denied_->msg + "; they wait in " +
-                               backlog_.dir() + " until the credentials work again",
+        throw AccessDenied("GC released " + std::to_string(stale.size()) +
+                               " attachment(s) on this node, but the API "
+                               "server refused to take the releases: " +
+                               denied_->msg + "; they wait in " + backlog_.dir() + " until the credentials work again",
                            denied_->http, /*released_locally=*/true);
     }
     return released;

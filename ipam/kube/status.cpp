@@ -33,10 +33,11 @@ IpamError status_error(std::string_view action, const ApiStatus& s, std::string_
     const std::string said = s.message.empty() ? std::string() : " (server: " + s.message + ")";
     switch (s.http) {
     case 401:
-        return IpamError(codes::io_failure,
-                         "Kubernetes API " + std::string(server) + " rejected the credentials of " + std::string(source) +
-                             " (401 Unauthorized" + (s.message.empty() ? std::string() : ", server: " + s.message) + "): the token has expired or is not valid, or the client "
-                             "certificate is not trusted; renew the credentials in that file");
+        return IpamError(codes::io_failure, "Kubernetes API " + std::string(server) + " rejected the credentials of " +
+                                                std::string(source) + " (401 Unauthorized" +
+                                                (s.message.empty() ? std::string() : ", server: " + s.message) +
+                                                "): the token has expired or is not valid, or the client "
+                                                "certificate is not trusted; renew the credentials in that file");
     case 403:
         return IpamError(codes::io_failure,
                          where + ": 403 Forbidden" + said + "; the identity of " + std::string(source) +
@@ -50,11 +51,11 @@ IpamError status_error(std::string_view action, const ApiStatus& s, std::string_
                                  "whereabouts.cni.cncf.io/v1alpha1) are not installed in the cluster");
         }
         return IpamError(codes::io_failure, where + ": not found" + said);
-    default:
-        break;
+    default: break;
     }
     const int code = (s.http == 429 || (s.http >= 500 && s.http <= 599)) ? codes::try_again : codes::io_failure;
-    return IpamError(code, where + ": HTTP " + std::to_string(s.http) + (s.reason.empty() ? "" : " " + s.reason) + said);
+    return IpamError(code,
+                     where + ": HTTP " + std::to_string(s.http) + (s.reason.empty() ? "" : " " + s.reason) + said);
 }
 
 }  // namespace rdmanet::ipam::kube

@@ -29,10 +29,10 @@ namespace {
 // CA bundles of the distributions the plugin runs on, tried when the kubeconfig names no CA
 // (OpenSSL's compiled-in default directory is Debian's and may not exist on the host).
 constexpr const char* kSystemCaBundles[] = {
-    "/etc/ssl/certs/ca-certificates.crt",                  // Debian, Ubuntu
-    "/etc/pki/tls/certs/ca-bundle.crt",                    // RHEL, Rocky, Fedora
-    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",   // RHEL 8+
-    "/etc/ssl/ca-bundle.pem",                              // SUSE
+    "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu
+    "/etc/pki/tls/certs/ca-bundle.crt",                   // RHEL, Rocky, Fedora
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // RHEL 8+
+    "/etc/ssl/ca-bundle.pem",                             // SUSE
 };
 
 void init_once() {
@@ -144,7 +144,8 @@ void Connection::wait(short events, Clock::time_point deadline, std::string_view
         pollfd p{fd_, events, 0};
         const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 60'000)));
         if (n > 0) return;
-        if (n < 0 && errno != EINTR) throw failure(TransportFailure::receive, "poll: " + std::string(std::strerror(errno)));
+        if (n < 0 && errno != EINTR)
+            throw failure(TransportFailure::receive, "poll: " + std::string(std::strerror(errno)));
     }
 }
 
@@ -198,7 +199,8 @@ Connection::Connection(const ServerUrl& url, const TlsContext* tls, Clock::time_
         if (tls->verify()) {
             const int ok = url.host_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), url.host.c_str())
                                           : SSL_set1_host(ssl_, url.host.c_str());
-            if (ok != 1) throw failure(TransportFailure::tls_handshake, "cannot set the expected host: " + openssl_errors());
+            if (ok != 1)
+                throw failure(TransportFailure::tls_handshake, "cannot set the expected host: " + openssl_errors());
         }
         const base::SigpipeGuard no_sigpipe;
         for (;;) {
@@ -208,7 +210,8 @@ Connection::Connection(const ServerUrl& url, const TlsContext* tls, Clock::time_
             if (rc == 1) break;
             const int err = SSL_get_error(ssl_, rc);
             if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-                wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "in the TLS handshake with " + url.host_header());
+                wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline,
+                     "in the TLS handshake with " + url.host_header());
                 continue;
             }
             const long verify = SSL_get_verify_result(ssl_);
@@ -217,7 +220,8 @@ Connection::Connection(const ServerUrl& url, const TlsContext* tls, Clock::time_
                               "SSL certificate problem: " + std::string(X509_verify_cert_error_string(verify)));
             }
             const std::string detail = err == SSL_ERROR_SYSCALL && errno != 0 ? std::strerror(errno) : openssl_errors();
-            throw failure(TransportFailure::tls_handshake, "TLS handshake with " + url.host_header() + " failed: " + detail);
+            throw failure(TransportFailure::tls_handshake,
+                          "TLS handshake with " + url.host_header() + " failed: " + detail);
         }
     } catch (...) {
         if (ssl_) SSL_free(ssl_);
@@ -231,7 +235,7 @@ Connection::Connection(const ServerUrl& url, const TlsContext* tls, Clock::time_
 Connection::~Connection() {
     if (ssl_) {
         const base::SigpipeGuard no_sigpipe;
-        SSL_shutdown(ssl_);   // close_notify without waiting for the peer's (non-blocking)
+        SSL_shutdown(ssl_);  // close_notify without waiting for the peer's (non-blocking)
         SSL_free(ssl_);
     }
     if (fd_ >= 0) ::close(fd_);
@@ -253,8 +257,10 @@ void Connection::write_all(std::string_view data, Clock::time_point deadline) {
                 wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "sending the request");
                 continue;
             }
-            throw failure(TransportFailure::send, "sending the request failed: " +
-                                                      (err == SSL_ERROR_SYSCALL && errno ? std::string(std::strerror(errno)) : openssl_errors()));
+            throw failure(
+                TransportFailure::send,
+                "sending the request failed: " +
+                    (err == SSL_ERROR_SYSCALL && errno ? std::string(std::strerror(errno)) : openssl_errors()));
         }
         const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
         if (n > 0) {
@@ -268,7 +274,7 @@ void Connection::write_all(std::string_view data, Clock::time_point deadline) {
 }
 
 std::size_t Connection::read_some(char* buf, std::size_t size, Clock::time_point deadline) {
-    const base::SigpipeGuard no_sigpipe;   // TLS may write while reading (alerts, key updates)
+    const base::SigpipeGuard no_sigpipe;  // TLS may write while reading (alerts, key updates)
     for (;;) {
         if (ssl_) {
             ERR_clear_error();
@@ -281,9 +287,10 @@ std::size_t Connection::read_some(char* buf, std::size_t size, Clock::time_point
                 wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "waiting for the answer");
                 continue;
             }
-            if (err == SSL_ERROR_SYSCALL && errno == 0) return 0;   // closed without close_notify
-            throw failure(TransportFailure::receive, "receiving the answer failed: " +
-                                                         (err == SSL_ERROR_SYSCALL ? std::string(std::strerror(errno)) : openssl_errors()));
+            if (err == SSL_ERROR_SYSCALL && errno == 0) return 0;  // closed without close_notify
+            throw failure(TransportFailure::receive,
+                          "receiving the answer failed: " +
+                              (err == SSL_ERROR_SYSCALL ? std::string(std::strerror(errno)) : openssl_errors()));
         }
         const ssize_t n = ::recv(fd_, buf, size, 0);
         if (n >= 0) return static_cast<std::size_t>(n);
@@ -296,9 +303,9 @@ std::size_t Connection::read_some(char* buf, std::size_t size, Clock::time_point
 }
 
 bool Connection::reusable() const {
-    if (ssl_ && SSL_pending(ssl_) > 0) return false;   // unread bytes: out of step with the server
+    if (ssl_ && SSL_pending(ssl_) > 0) return false;  // unread bytes: out of step with the server
     pollfd p{fd_, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 0;   // readable while idle = closed (or garbage): do not reuse
+    return ::poll(&p, 1, 0) == 0;  // readable while idle = closed (or garbage): do not reuse
 }
 
 }  // namespace rdmanet::ipam::kube

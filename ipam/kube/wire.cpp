@@ -94,11 +94,16 @@ public:
             is_object_ = true;
         } else {
             const Frame& f = stack_.back();
-            if (f.ctx == Ctx::top && is(f.key, "metadata")) ctx = Ctx::metadata, has_metadata_ = true;
-            else if (f.ctx == Ctx::top && is(f.key, "spec")) ctx = Ctx::spec, has_spec_ = true;
-            else if (f.ctx == Ctx::spec && is(f.key, "allocations")) ctx = Ctx::allocations, has_allocations_map_ = true;
-            else if (f.ctx == Ctx::allocations) ctx = Ctx::entry, open_entry(f.key, true);
-            else if (f.ctx == Ctx::spec && is(f.key, "range")) range_not_string_ = true;
+            if (f.ctx == Ctx::top && is(f.key, "metadata"))
+                ctx = Ctx::metadata, has_metadata_ = true;
+            else if (f.ctx == Ctx::top && is(f.key, "spec"))
+                ctx = Ctx::spec, has_spec_ = true;
+            else if (f.ctx == Ctx::spec && is(f.key, "allocations"))
+                ctx = Ctx::allocations, has_allocations_map_ = true;
+            else if (f.ctx == Ctx::allocations)
+                ctx = Ctx::entry, open_entry(f.key, true);
+            else if (f.ctx == Ctx::spec && is(f.key, "range"))
+                range_not_string_ = true;
         }
         stack_.push_back({ctx, {}});
         return true;
@@ -115,8 +120,8 @@ public:
         return true;
     }
     bool start_array() {
-        if (stack_.empty()) return false;   // not an object
-        value(Kind::other, nullptr);        // an array where an entry or spec field belongs
+        if (stack_.empty()) return false;  // not an object
+        value(Kind::other, nullptr);       // an array where an entry or spec field belongs
         stack_.push_back({Ctx::other, {}});
         return true;
     }
@@ -133,7 +138,7 @@ private:
         string_t key;
     };
     struct Selected {
-        std::size_t index;   // of the entry, in text order
+        std::size_t index;  // of the entry, in text order
         uint128 offset;
         Owner owner;
     };
@@ -172,7 +177,7 @@ private:
     }
 
     bool value(Kind kind, const string_t* s) {
-        if (stack_.empty()) return false;   // a scalar body: not an object
+        if (stack_.empty()) return false;  // a scalar body: not an object
         const Frame& f = stack_.back();
         switch (f.ctx) {
         case Ctx::metadata:
@@ -181,30 +186,32 @@ private:
             break;
         case Ctx::spec:
             if (is(f.key, "range")) {
-                if (kind == Kind::string) range_ = *s, has_range_ = true, range_not_string_ = false;
-                else range_not_string_ = true;
+                if (kind == Kind::string)
+                    range_ = *s, has_range_ = true, range_not_string_ = false;
+                else
+                    range_not_string_ = true;
             } else if (is(f.key, "allocations")) {
                 // null: no map (a patch adds one first); anything else but an object is malformed.
                 has_allocations_map_ = false;
                 allocations_not_object_ = kind != Kind::null;
             }
             break;
-        case Ctx::allocations:
-            open_entry(f.key, false);
-            break;
+        case Ctx::allocations: open_entry(f.key, false); break;
         case Ctx::entry:
             if (kind == Kind::string) {
-                if (is(f.key, "id")) id_.set(*s, input_);
-                else if (is(f.key, "podref")) podref_.set(*s, input_);
-                else if (is(f.key, "ifname")) ifname_.set(*s, input_);
+                if (is(f.key, "id"))
+                    id_.set(*s, input_);
+                else if (is(f.key, "podref"))
+                    podref_.set(*s, input_);
+                else if (is(f.key, "ifname"))
+                    ifname_.set(*s, input_);
             }
             break;
         case Ctx::top:
             if (is(f.key, "metadata")) metadata_not_object_ = true;
             if (is(f.key, "spec")) spec_not_object_ = true;
             break;
-        case Ctx::other:
-            break;
+        case Ctx::other: break;
         }
         return true;
     }
@@ -215,8 +222,8 @@ private:
     std::vector<uint128> offsets_;          // of every entry, in text order (0 for a malformed key)
     std::vector<std::uint8_t> key_digits_;  // the length of each entry's key (0 for a malformed key)
     std::vector<Selected> selected_;
-    Field id_, podref_, ifname_;       // of the entry being read
-    std::optional<std::string> bad_key_, not_object_;   // the first entry with that problem
+    Field id_, podref_, ifname_;                       // of the entry being read
+    std::optional<std::string> bad_key_, not_object_;  // the first entry with that problem
     std::size_t bad_key_index_ = 0, not_object_index_ = 0;
     std::string name_, resource_version_, range_;
     bool is_object_ = false, has_metadata_ = false, has_spec_ = false, has_range_ = false;
@@ -251,10 +258,11 @@ PoolObject PoolReader::finish(std::string network_name) && {
             break;
         }
     }
-    const std::size_t first_bad = std::min({bad_key_ ? bad_key_index_ : offsets_.size(),
-                                            not_object_ ? not_object_index_ : offsets_.size(), outside});
+    const std::size_t first_bad = std::min(
+        {bad_key_ ? bad_key_index_ : offsets_.size(), not_object_ ? not_object_index_ : offsets_.size(), outside});
     if (first_bad < offsets_.size()) {
-        if (bad_key_ && bad_key_index_ == first_bad) throw malformed(field(*bad_key_) + ": key is not a decimal offset");
+        if (bad_key_ && bad_key_index_ == first_bad)
+            throw malformed(field(*bad_key_) + ": key is not a decimal offset");
         if (outside == first_bad) {
             throw malformed(field(to_decimal(offsets_[outside])) + ": offset is outside " + p.dump.pool.range.str());
         }
@@ -267,7 +275,7 @@ PoolObject PoolReader::finish(std::string network_name) && {
     std::array<std::size_t, 41> start{};
     for (const std::uint8_t d : key_digits_) ++start[d + 1u];
     for (std::size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
-    std::vector<uint128> sorted(offsets_.size() - start[1]);   // without the malformed keys (length 0)
+    std::vector<uint128> sorted(offsets_.size() - start[1]);  // without the malformed keys (length 0)
     std::array<std::size_t, 41> next = start;
     for (std::size_t i = 0; i < offsets_.size(); ++i) {
         if (key_digits_[i] != 0) sorted[next[key_digits_[i]]++ - start[1]] = offsets_[i];
@@ -277,24 +285,28 @@ PoolObject PoolReader::finish(std::string network_name) && {
         const auto last = sorted.begin() + static_cast<std::ptrdiff_t>(start[d + 1] - start[1]);
         if (!std::is_sorted(first, last)) std::sort(first, last);
     }
-    std::vector<uint128> repeated;   // keys that occur more than once (not from a Go apiserver)
+    std::vector<uint128> repeated;  // keys that occur more than once (not from a Go apiserver)
     for (std::size_t i = 0; i < sorted.size();) {
         std::size_t j = i;
         while (j + 1 < sorted.size() && sorted[j + 1] <= sorted[j] + 1) {
-            if (sorted[j + 1] == sorted[j] && (repeated.empty() || repeated.back() != sorted[j])) repeated.push_back(sorted[j]);
+            if (sorted[j + 1] == sorted[j] && (repeated.empty() || repeated.back() != sorted[j]))
+                repeated.push_back(sorted[j]);
             ++j;
         }
         p.taken.put({sorted[i], sorted[j]});
         i = j + 1;
     }
-    for (Selected& e : selected_) p.dump.allocations.insert_or_assign(e.offset, std::move(e.owner));   // a repeated key: the last wins, as in a JSON tree
+    for (Selected& e : selected_)
+        p.dump.allocations.insert_or_assign(e.offset,
+                                            std::move(e.owner));  // a repeated key: the last wins, as in a JSON tree
     // A repeated key whose last occurrence was not selected: an earlier selected one must not stay.
     for (const uint128 offset : repeated) {
         std::size_t last = 0;
         for (std::size_t i = 0; i < offsets_.size(); ++i) {
             if (offsets_[i] == offset) last = i;
         }
-        const bool last_selected = std::any_of(selected_.begin(), selected_.end(), [&](const Selected& e) { return e.index == last; });
+        const bool last_selected =
+            std::any_of(selected_.begin(), selected_.end(), [&](const Selected& e) { return e.index == last; });
         if (!last_selected) p.dump.allocations.erase(offset);
     }
     if (p.resource_version.empty()) throw IpamError(codes::io_failure, "IPPool " + name_ + " has no resourceVersion");
@@ -315,7 +327,7 @@ public:
     bool number_unsigned(number_unsigned_t) override { return r_.other_scalar(); }
     bool number_float(number_float_t, const string_t&) override { return r_.other_scalar(); }
     bool string(string_t& s) override { return r_.string(s); }
-    bool binary(binary_t&) override { return false; }   // not produced by the JSON parser
+    bool binary(binary_t&) override { return false; }  // not produced by the JSON parser
     bool start_object(std::size_t) override {
         keys_.emplace_back();
         return r_.start_object();
@@ -334,7 +346,7 @@ public:
 
 private:
     PoolReader& r_;
-    std::deque<std::string> keys_;   // deque: growing it leaves the other levels' keys in place
+    std::deque<std::string> keys_;  // deque: growing it leaves the other levels' keys in place
 };
 
 bool scan_json(std::string_view body, PoolReader& reader) {
@@ -383,7 +395,8 @@ json pool_patch(const PoolObject& pool, const std::vector<PoolChange>& changes, 
     if (whole_pool || !pool.has_allocations_map) {
         ops.push_back({{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", pool.resource_version}});
     }
-    if (!pool.has_allocations_map) ops.push_back({{"op", "add"}, {"path", "/spec/allocations"}, {"value", json::object()}});
+    if (!pool.has_allocations_map)
+        ops.push_back({{"op", "add"}, {"path", "/spec/allocations"}, {"value", json::object()}});
     for (const auto& c : changes) {
         const std::string path = "/spec/allocations/" + to_decimal(c.offset);
         ops.push_back({{"op", "test"}, {"path", path}, {"value", c.expect ? owner_json(*c.expect) : json(nullptr)}});
@@ -399,7 +412,8 @@ json pool_patch(const PoolObject& pool, const std::vector<PoolChange>& changes, 
     return ops;
 }
 
-json new_reservation(std::string_view ns, std::string_view network_name, const base::IpAddress& ip, const Owner& owner) {
+json new_reservation(std::string_view ns, std::string_view network_name, const base::IpAddress& ip,
+                     const Owner& owner) {
     return {{"apiVersion", kApiVersion},
             {"kind", "OverlappingRangeIPReservation"},
             {"metadata", {{"name", reservation_object_name(network_name, ip)}, {"namespace", ns}}},
@@ -417,7 +431,8 @@ json delete_preconditions(const json& object) {
     if (object.contains("metadata") && object["metadata"].is_object()) {
         const auto& md = object["metadata"];
         if (md.contains("uid") && md["uid"].is_string()) pre["uid"] = md["uid"];
-        if (md.contains("resourceVersion") && md["resourceVersion"].is_string()) pre["resourceVersion"] = md["resourceVersion"];
+        if (md.contains("resourceVersion") && md["resourceVersion"].is_string())
+            pre["resourceVersion"] = md["resourceVersion"];
     }
     return {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", pre}};
 }

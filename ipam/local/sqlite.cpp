@@ -48,7 +48,7 @@ uint128 load_be128(const std::uint8_t* bytes) {
     std::uint64_t hi, lo;
     std::memcpy(&hi, bytes, 8);
     std::memcpy(&lo, bytes + 8, 8);
-    return (static_cast<uint128>(to_big_endian(hi)) << 64) | to_big_endian(lo);   // the swap is its own inverse
+    return (static_cast<uint128>(to_big_endian(hi)) << 64) | to_big_endian(lo);  // the swap is its own inverse
 }
 
 // Process-wide settings, applied once before SQLite initialises (sqlite3_config refuses them
@@ -70,7 +70,7 @@ void configure_sqlite_once() {
 Db::Db(const std::string& path, int busy_timeout_ms) : path_(path) {
     configure_sqlite_once();
     const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);   // SQLite's default ("unix") VFS
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);  // SQLite's default ("unix") VFS
     if (rc != SQLITE_OK) {
         // sqlite3_open_v2 hands back a handle even on failure; it must still be closed.
         std::string msg = "ipam datastore " + path + ": open: " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
@@ -83,7 +83,7 @@ Db::Db(const std::string& path, int busy_timeout_ms) : path_(path) {
 }
 
 Db::~Db() {
-    cache_.clear();   // statements first: close_v2 would otherwise keep the connection as a zombie
+    cache_.clear();  // statements first: close_v2 would otherwise keep the connection as a zombie
     sqlite3_close_v2(db_);
 }
 
@@ -156,7 +156,8 @@ std::string Query::text(int col) const {
 
 uint128 Query::u128(int col) const {
     if (sqlite3_column_type(stmt_, col) != SQLITE_BLOB || sqlite3_column_bytes(stmt_, col) != 16) {
-        throw IpamError(codes::io_failure, "ipam datastore " + db_.path() + ": malformed offset in " + sqlite3_sql(stmt_));
+        throw IpamError(codes::io_failure,
+                        "ipam datastore " + db_.path() + ": malformed offset in " + sqlite3_sql(stmt_));
     }
     return load_be128(static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, col)));
 }
@@ -164,8 +165,10 @@ uint128 Query::u128(int col) const {
 // BEGIN and COMMIT as cached statements: sqlite3_exec would parse them again for every
 // transaction, which showed in the in-process benchmark's profile.
 Transaction::Transaction(Db& db, Kind kind) : db_(db) {
-    if (kind == Kind::write) Query(db_, "BEGIN IMMEDIATE").run();
-    else Query(db_, "BEGIN").run();
+    if (kind == Kind::write)
+        Query(db_, "BEGIN IMMEDIATE").run();
+    else
+        Query(db_, "BEGIN").run();
     open_ = true;
 }
 

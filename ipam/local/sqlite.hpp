@@ -70,8 +70,8 @@ public:
     Query& bind(int index, std::string_view text);
     Query& bind(int index, const char* text) { return bind(index, std::string_view(text)); }
     Query& bind(int index, const std::string& text) { return bind(index, std::string_view(text)); }
-    Query& bind(int index, std::string&& text);   // a temporary: copied
-    Query& bind_u128(int index, uint128 value);   // 16-byte big-endian BLOB
+    Query& bind(int index, std::string&& text);  // a temporary: copied
+    Query& bind_u128(int index, uint128 value);  // 16-byte big-endian BLOB
     Query& bind_null(int index);
 
     // true while a row is available; false when done. Throws on errors.
@@ -82,12 +82,12 @@ public:
     std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
     std::string text(int col) const;
     bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-    uint128 u128(int col) const;   // throws io_failure when the column is not a 16-byte BLOB
+    uint128 u128(int col) const;  // throws io_failure when the column is not a 16-byte BLOB
 
 private:
     Db& db_;
     sqlite3_stmt* stmt_;
-    std::array<Be128, 4> blobs_;   // bind_u128's bytes for parameters 1-4 (more are copied)
+    std::array<Be128, 4> blobs_;  // bind_u128's bytes for parameters 1-4 (more are copied)
 };
 
 // BEGIN IMMEDIATE (write lock taken up front, so the read-decide-write sequence cannot be

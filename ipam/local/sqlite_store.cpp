@@ -95,14 +95,14 @@ public:
     std::optional<Interval> at(uint128 lo) {
         if (!knows(lo)) read_around(lo);
         if (window_->below && window_->below->lo == lo) return window_->below;
-        return std::nullopt;   // between below and above, no run starts at lo
+        return std::nullopt;  // between below and above, no run starts at lo
     }
     void put(Interval run) {
         if (window_ && window_->below && window_->below->lo == run.lo) {
             // Known to exist: change its end in place (REPLACE would delete and re-insert the row).
             sql::Query q(db_, "UPDATE runs SET hi = ?3 WHERE space = ?1 AND lo = ?2");
             q.bind(1, space_).bind_u128(2, run.lo).bind_u128(3, run.hi).run();
-            window_->below = run;   // no run starts inside it, so the window still holds
+            window_->below = run;  // no run starts inside it, so the window still holds
             return;
         }
         window_.reset();
@@ -129,9 +129,11 @@ private:
     }
 
     void read_around(uint128 x) {
-        sql::Query q(db_, "SELECT lo, hi FROM (SELECT lo, hi FROM runs WHERE space = ?1 AND lo <= ?2 ORDER BY lo DESC LIMIT 1) "
-                          "UNION ALL "
-                          "SELECT lo, hi FROM (SELECT lo, hi FROM runs WHERE space = ?1 AND lo > ?2 ORDER BY lo LIMIT 1)");
+        sql::Query q(
+            db_,
+            "SELECT lo, hi FROM (SELECT lo, hi FROM runs WHERE space = ?1 AND lo <= ?2 ORDER BY lo DESC LIMIT 1) "
+            "UNION ALL "
+            "SELECT lo, hi FROM (SELECT lo, hi FROM runs WHERE space = ?1 AND lo > ?2 ORDER BY lo LIMIT 1)");
         q.bind(1, space_).bind_u128(2, x);
         Window w;
         while (q.step()) {
@@ -198,8 +200,8 @@ struct SqliteStore::Impl {
     // Pools are never deleted, so a pool's id, once committed, never changes: cached per connection.
     // forget() drops both maps when a transaction that may have created a pool rolls back (its id
     // could then be reused for another pool).
-    std::map<std::int64_t, PoolKey> pool_keys;   // id -> key
-    std::map<PoolKey, std::int64_t> pool_ids;    // key -> id
+    std::map<std::int64_t, PoolKey> pool_keys;  // id -> key
+    std::map<PoolKey, std::int64_t> pool_ids;   // key -> id
     void forget() {
         pool_keys.clear();
         pool_ids.clear();
@@ -229,7 +231,7 @@ struct SqliteStore::Impl {
         db.exec("PRAGMA foreign_keys=OFF");
         if (const int v = user_version(); v == kSchemaV1 || v == kSchemaV2) return;
         sql::Transaction t(db, sql::Transaction::Kind::write);
-        const int version = user_version();   // re-read under the write lock: another process may have won
+        const int version = user_version();  // re-read under the write lock: another process may have won
         if (version == 0) {
             db.exec(kSchemaCommon);
             db.exec(kSchemaV2Allocations);
@@ -249,7 +251,8 @@ struct SqliteStore::Impl {
         const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_ms);
         for (unsigned attempt = 0;; ++attempt) {
             try {
-                if (journal_mode("PRAGMA journal_mode") == "wal" || journal_mode("PRAGMA journal_mode=WAL") == "wal") return;
+                if (journal_mode("PRAGMA journal_mode") == "wal" || journal_mode("PRAGMA journal_mode=WAL") == "wal")
+                    return;
                 throw IpamError(codes::io_failure, "ipam datastore " + db.path() + ": cannot switch to WAL");
             } catch (const IpamError& e) {
                 if (e.code != codes::try_again || std::chrono::steady_clock::now() >= give_up) throw;
@@ -298,7 +301,8 @@ struct SqliteStore::Impl {
         if (auto it = pool_keys.find(id); it != pool_keys.end()) return it->second;
         sql::Query q(db, "SELECT network_name, range FROM pools WHERE id = ?1");
         q.bind(1, id);
-        if (!q.step()) throw IpamError(codes::io_failure, "ipam datastore: allocation of unknown pool " + std::to_string(id));
+        if (!q.step())
+            throw IpamError(codes::io_failure, "ipam datastore: allocation of unknown pool " + std::to_string(id));
         auto range = base::IpNetwork::parse(q.text(1));
         if (!range) throw IpamError(codes::io_failure, "ipam datastore: malformed pool range " + q.text(1));
         return pool_keys.emplace(id, PoolKey{q.text(0), *range}).first->second;
@@ -319,13 +323,18 @@ struct SqliteStore::Impl {
         {
             // (pool, podref, ifname) is unique in both schema versions (the key in 2, an index in
             // 1), so it can be the upsert's conflict target; a conflict on anything else still fails.
-            sql::Query q(db, if_new ? "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
-                                      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(pool, podref, ifname) DO NOTHING"
-                                    : "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
-                                      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+            sql::Query q(
+                db, if_new
+                        ? "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
+                          "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(pool, podref, ifname) DO NOTHING"
+                        : "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
+                          "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
             q.bind(1, pool).bind_u128(2, offset).bind(3, owner.container_id).bind(4, owner.podref);
             q.bind(5, owner.ifname).bind(6, network);
-            if (reservation) q.bind(7, *reservation); else q.bind_null(7);
+            if (reservation)
+                q.bind(7, *reservation);
+            else
+                q.bind_null(7);
             q.run();
             if (if_new && sqlite3_changes(db.get()) == 0) return false;
         }
@@ -334,11 +343,12 @@ struct SqliteStore::Impl {
         // reservation must be new too. Throwing rolls the whole transaction back.
         const PoolKey& key = key_of(pool);
         if (!runs::insert(pool_runs, offset)) {
-            throw IpamError(codes::io_failure, "ipam datastore: runs of pool " + key.name() +
-                                                   " already hold offset " + to_decimal(offset) + " (inconsistent)");
+            throw IpamError(codes::io_failure, "ipam datastore: runs of pool " + key.name() + " already hold offset " +
+                                                   to_decimal(offset) + " (inconsistent)");
         }
         if (reservation) {
-            const auto ip = base::IpAddress::from_u128(key.range.address.family(), key.range.address.to_u128() + offset);
+            const auto ip =
+                base::IpAddress::from_u128(key.range.address.family(), key.range.address.to_u128() + offset);
             std::optional<SqlRuns> own;
             if (!res_runs) res_runs = &own.emplace(db, *reservation);
             if (!runs::insert(*res_runs, ip.to_u128())) {
@@ -409,7 +419,7 @@ Allocation SqliteStore::allocate(const AllocateRequest& request) {
     try {
         return allocate_once(request);
     } catch (...) {
-        impl_->forget();   // the transaction rolled back: a pool it created is gone again
+        impl_->forget();  // the transaction rolled back: a pool it created is gone again
         throw;
     }
 }
@@ -444,8 +454,8 @@ Allocation SqliteStore::allocate_once(const AllocateRequest& request) {
         } catch (const IpamError& e) {
             if (e.code != codes::range_full) throw;
         }
-        if (fresh && impl_->insert_allocation(pool, fresh->offset, request.owner, request.network, reservation, pool_runs,
-                                              res_runs ? &*res_runs : nullptr, /*if_new=*/true)) {
+        if (fresh && impl_->insert_allocation(pool, fresh->offset, request.owner, request.network, reservation,
+                                              pool_runs, res_runs ? &*res_runs : nullptr, /*if_new=*/true)) {
             t.commit();
             return impl_->make_allocation(pool, fresh->offset, request.owner, request.network);
         }
@@ -453,22 +463,25 @@ Allocation SqliteStore::allocate_once(const AllocateRequest& request) {
 
     std::optional<Impl::Row> existing;
     {
-        sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
-                         "FROM allocations WHERE pool = ?1 AND podref = ?2 AND ifname = ?3");
+        sql::Query q(db,
+                     "SELECT pool, offset, container_id, podref, ifname, network, reservation "
+                     "FROM allocations WHERE pool = ?1 AND podref = ?2 AND ifname = ?3");
         q.bind(1, pool).bind(2, request.owner.podref).bind(3, request.owner.ifname);
         if (q.step()) existing = Impl::read_row(q);
     }
-    const Decision d = decide(request.range, existing ? std::optional(existing->offset) : std::nullopt,
-                              request.requested, taken);
+    const Decision d =
+        decide(request.range, existing ? std::optional(existing->offset) : std::nullopt, request.requested, taken);
     if (d.reuse) {
         // whereabouts' stickiness: the same podRef+ifname keeps its address under the new container id.
-        sql::Query q(db, "UPDATE allocations SET container_id = ?1, network = ?2 WHERE pool = ?3 AND podref = ?4 AND ifname = ?5");
+        sql::Query q(
+            db,
+            "UPDATE allocations SET container_id = ?1, network = ?2 WHERE pool = ?3 AND podref = ?4 AND ifname = ?5");
         q.bind(1, request.owner.container_id).bind(2, request.network).bind(3, pool);
         q.bind(4, request.owner.podref).bind(5, request.owner.ifname).run();
     } else {
         if (d.drop_existing) {
             impl_->delete_allocation(*existing);
-            pool_runs.invalidate();   // changed behind their backs
+            pool_runs.invalidate();  // changed behind their backs
             if (res_runs) res_runs->invalidate();
         }
         impl_->insert_allocation(pool, d.offset, request.owner, request.network, reservation, pool_runs,
@@ -489,8 +502,9 @@ std::vector<Allocation> SqliteStore::release(std::span<const PoolKey> /*pools*/,
     // and closes a temporary pager per statement (measured: +40 us per DEL).
     std::vector<Impl::Row> rows;
     {
-        sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
-                         "FROM allocations WHERE container_id = ?1 AND ifname = ?2");
+        sql::Query q(db,
+                     "SELECT pool, offset, container_id, podref, ifname, network, reservation "
+                     "FROM allocations WHERE container_id = ?1 AND ifname = ?2");
         q.bind(1, attachment.container_id).bind(2, attachment.ifname);
         while (q.step()) rows.push_back(Impl::read_row(q));
     }
@@ -504,8 +518,9 @@ std::optional<Allocation> SqliteStore::find(const PoolKey& pool_key, std::string
     sql::Transaction t(db, sql::Transaction::Kind::read);
     auto pool = impl_->pool_id(pool_key);
     if (!pool) return std::nullopt;
-    sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
-                     "FROM allocations WHERE pool = ?1 AND podref = ?2 AND ifname = ?3");
+    sql::Query q(db,
+                 "SELECT pool, offset, container_id, podref, ifname, network, reservation "
+                 "FROM allocations WHERE pool = ?1 AND podref = ?2 AND ifname = ?3");
     q.bind(1, *pool).bind(2, podref).bind(3, ifname);
     if (!q.step()) return std::nullopt;
     Impl::Row row = Impl::read_row(q);
@@ -544,8 +559,9 @@ std::vector<Allocation> SqliteStore::gc(std::string_view network, std::span<cons
     sql::Transaction t(db, sql::Transaction::Kind::write);
     std::vector<Impl::Row> stale;
     {
-        sql::Query q(db, "SELECT pool, offset, container_id, podref, ifname, network, reservation "
-                         "FROM allocations WHERE network = ?1");
+        sql::Query q(db,
+                     "SELECT pool, offset, container_id, podref, ifname, network, reservation "
+                     "FROM allocations WHERE network = ?1");
         q.bind(1, network);
         while (q.step()) {
             Impl::Row row = Impl::read_row(q);
@@ -583,8 +599,9 @@ void SqliteStore::import_once(const PoolDump& dump, std::string_view network) {
             throw IpamError(codes::address_in_use, "import into pool " + dump.pool.name() + ": offset " +
                                                        to_decimal(offset) + " is already allocated");
         }
-        sql::Query q(db, "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
-                         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, NULL)");
+        sql::Query q(db,
+                     "INSERT INTO allocations(pool, offset, container_id, podref, ifname, network, reservation) "
+                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, NULL)");
         q.bind(1, pool).bind_u128(2, offset).bind(3, owner.container_id).bind(4, owner.podref);
         q.bind(5, owner.ifname).bind(6, network).run();
     }
@@ -602,7 +619,7 @@ void SqliteStore::import_once(const PoolDump& dump, std::string_view network) {
 std::vector<std::string> SqliteStore::verify() {
     auto& db = impl_->db;
     sql::Transaction t(db, sql::Transaction::Kind::read);
-    std::map<std::string, MemoryRuns> expected;   // space -> what the runs table should hold
+    std::map<std::string, MemoryRuns> expected;  // space -> what the runs table should hold
     std::vector<std::string> problems;
     {
         sql::Query q(db, "SELECT pool, offset, reservation FROM allocations");
@@ -611,7 +628,8 @@ std::vector<std::string> SqliteStore::verify() {
             const uint128 offset = q.u128(1);
             // Schema 2 has no (pool, offset) key: a second row for an offset is only caught here.
             if (!expected[pool_space(pool)].insert(offset)) {
-                problems.push_back("offset " + to_decimal(offset) + " of " + impl_->key_of(pool).name() + " is allocated twice");
+                problems.push_back("offset " + to_decimal(offset) + " of " + impl_->key_of(pool).name() +
+                                   " is allocated twice");
             }
             if (!q.is_null(2)) {
                 const uint128 ip = impl_->key_of(pool).range.address.to_u128() + offset;

@@ -63,7 +63,7 @@ std::optional<IpAddress> gateway_at(const IpNetwork& subnet, std::uint64_t index
     const int host_bits = subnet.address.bits() - subnet.prefix;
     uint128 max_index;
     if (host_bits <= 1) {
-        max_index = size_of(subnet) - 1;      // point-to-point or single address: index 0 allowed
+        max_index = size_of(subnet) - 1;  // point-to-point or single address: index 0 allowed
     } else {
         if (index == 0) return std::nullopt;  // the network address is no gateway
         const uint128 size = size_of(subnet);
@@ -82,7 +82,8 @@ bool valid_allocation(const Pool& pool, const NodeAllocation& a) {
         if (distance < 1 || (distance - 1) % pool.block_size != 0) return false;
         return a.end.to_u128() - a.start.to_u128() == pool.block_size - 1;
     }
-    if (const StaticAllocation* s = static_of(pool, a.node)) return a.prefix == s->prefix && a.gateway == gateway_for(pool, *s);
+    if (const StaticAllocation* s = static_of(pool, a.node))
+        return a.prefix == s->prefix && a.gateway == gateway_for(pool, *s);
     if (static_prefix(pool, a.prefix)) return false;
     if (!pool.subnet.contains(a.prefix.address) || a.prefix.prefix != pool.node_prefix) return false;
     return a.gateway == computed_gateway(pool, a.prefix);
@@ -123,7 +124,7 @@ std::optional<NodeAllocation> next_allocation(const Pool& pool, const std::strin
     const bool ippool = pool.type == PoolType::ippool;
     const uint128 first = ippool ? 1 : 0;
     const uint128 step = ippool ? uint128{pool.block_size} : size_of(IpNetwork{net, pool.node_prefix});
-    const uint128 span = pool_last - base;   // the last offset
+    const uint128 span = pool_last - base;  // the last offset
     auto run = held.begin();
     for (uint128 k = 0;;) {
         if (step != 0 && k > (span - std::min(span, first)) / step) return std::nullopt;
@@ -137,7 +138,8 @@ std::optional<NodeAllocation> next_allocation(const Pool& pool, const std::strin
             k = (run->hi - first) / step + 1;
             continue;
         }
-        const IpAddress s = IpAddress::from_u128(net.family(), base + lo), e = IpAddress::from_u128(net.family(), base + hi);
+        const IpAddress s = IpAddress::from_u128(net.family(), base + lo),
+                        e = IpAddress::from_u128(net.family(), base + hi);
         if (ippool) return NodeAllocation{node, s, e, IpNetwork{s, s.bits()}, std::nullopt};
         const IpNetwork prefix{s, pool.node_prefix};
         return NodeAllocation{node, s, e, prefix, computed_gateway(pool, prefix)};
@@ -155,7 +157,8 @@ Range node_range(const Pool& pool, const NodeAllocation& a) {
         r.last = std::min(a.end.to_u128() - net, usable.hi);
         r.gateway = pool.gateway;
         for (const auto& x : pool.node_exclusions)
-            exclude(r, plus(a.start, x.start), plus(a.start, std::min<uint128>(x.end, a.end.to_u128() - a.start.to_u128())));
+            exclude(r, plus(a.start, x.start),
+                    plus(a.start, std::min<uint128>(x.end, a.end.to_u128() - a.start.to_u128())));
     } else {
         r.cidr = a.prefix;
         const int host_bits = a.prefix.address.bits() - a.prefix.prefix;
@@ -165,7 +168,7 @@ Range node_range(const Pool& pool, const NodeAllocation& a) {
             r.last = size - 1;
         } else {
             r.first = 1;
-            r.last = a.prefix.address.is_v4() ? size - 2 : size - 1;   // IPv6 has no broadcast address
+            r.last = a.prefix.address.is_v4() ? size - 2 : size - 1;  // IPv6 has no broadcast address
         }
         r.gateway = a.gateway;
         for (const auto& x : pool.node_exclusions) {

@@ -19,8 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string file_of(const std::string& data_dir, const PoolRef& ref) {
-    return blocks_dir(data_dir) + "/" + std::string(ref.type == PoolType::ippool ? "ippool" : "cidrpool") + "." + ref.ns +
-           "." + ref.name + ".json";
+    return blocks_dir(data_dir) + "/" + std::string(ref.type == PoolType::ippool ? "ippool" : "cidrpool") + "." +
+           ref.ns + "." + ref.name + ".json";
 }
 
 std::optional<NodeBlock> read_block_file(const std::string& path) {
@@ -28,7 +28,7 @@ std::optional<NodeBlock> read_block_file(const std::string& path) {
     if (!in) return std::nullopt;
     std::stringstream text;
     text << in.rdbuf();
-    const json j = base::parse_json_limited(text.str()).value;   // a refused text reads as no cache
+    const json j = base::parse_json_limited(text.str()).value;  // a refused text reads as no cache
     if (!j.is_object() || !j.contains("object") || !j.contains("node")) return std::nullopt;
     try {
         NodeBlock b;
@@ -44,7 +44,7 @@ std::optional<NodeBlock> read_block_file(const std::string& path) {
         b.allocation = *mine;
         return b;
     } catch (const std::exception&) {
-        return std::nullopt;   // a pool that no longer parses is read again
+        return std::nullopt;  // a pool that no longer parses is read again
     }
 }
 
@@ -94,12 +94,14 @@ std::vector<NodeBlock> cached_blocks(const std::string& data_dir) {
         if (it->path().extension() != ".json") continue;
         if (auto b = read_block_file(it->path().string())) out.push_back(std::move(*b));
     }
-    std::sort(out.begin(), out.end(), [](const NodeBlock& a, const NodeBlock& b) { return a.pool.where() < b.pool.where(); });
+    std::sort(out.begin(), out.end(),
+              [](const NodeBlock& a, const NodeBlock& b) { return a.pool.where() < b.pool.where(); });
     return out;
 }
 
 NodeBlock node_block(const PoolRef& ref, const std::string& node, const std::string& data_dir,
-                     const std::function<kube::KubeConfig()>& kubeconfig, std::int64_t now, std::chrono::seconds max_age) {
+                     const std::function<kube::KubeConfig()>& kubeconfig, std::int64_t now,
+                     std::chrono::seconds max_age) {
     std::optional<NodeBlock> cached = read_block_file(file_of(data_dir, ref));
     if (cached && cached->node != node) cached.reset();
     if (cached && now - cached->read_at < max_age.count()) return std::move(*cached);
@@ -118,17 +120,17 @@ IpamConfig resolved_config(const IpamConfig& config, std::string_view network) {
     IpamConfig out = config;
     const NvPoolKeys& nv = config.nv;
     std::vector<std::string> names = nv.pools;
-    if (names.empty()) names.push_back(std::string(network));   // nv-ipam's default: the network's name
+    if (names.empty()) names.push_back(std::string(network));  // nv-ipam's default: the network's name
     const PoolRef proto{nv.type == "cidrpool" ? PoolType::cidrpool : PoolType::ippool,
                         nv.ns.empty() ? std::string(kDefaultNamespace) : nv.ns, ""};
     const std::string node = kube::resolve_node_name(config.store.nodename, config.store.node_config_dir);
     const StoreConfig& store = config.store;
     auto load = [&store] { return kube::load_store_kubeconfig(store); };
-    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     out.ranges.clear();
     out.routes.clear();
-    out.enable_overlapping_ranges = false;   // one node's blocks of distinct pools never overlap
+    out.enable_overlapping_ranges = false;  // one node's blocks of distinct pools never overlap
     out.network_name = "nvipam." + std::string(nv.type) + "." + proto.ns;
     for (const auto& name : names) {
         PoolRef ref = proto;
@@ -149,16 +151,17 @@ IpamConfig resolved_config(const IpamConfig& config, std::string_view network) {
 std::vector<std::string> refresh_node_blocks(const kube::KubeConfig& kubeconfig, const std::string& data_dir,
                                              std::chrono::milliseconds budget) {
     std::vector<std::string> report;
-    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     for (const NodeBlock& cached : cached_blocks(data_dir)) {
         kube::KubeApi api(kubeconfig, kube::Deadline::in(budget));
         try {
             const NodeBlock fresh = fetch(api, cached.ref, cached.node, data_dir, now, cached);
             if (!(fresh.allocation == cached.allocation))
                 report.push_back(cached.pool.where() + ": node " + cached.node + " now holds " +
-                                 (fresh.ref.type == PoolType::ippool ? fresh.allocation.start.str() + "-" + fresh.allocation.end.str()
-                                                                     : fresh.allocation.prefix.str()));
+                                 (fresh.ref.type == PoolType::ippool
+                                      ? fresh.allocation.start.str() + "-" + fresh.allocation.end.str()
+                                      : fresh.allocation.prefix.str()));
         } catch (const IpamError& e) {
             report.push_back(cached.pool.where() + ": not re-read: " + e.msg);
         }

@@ -59,7 +59,8 @@ struct Reader {
 
 std::string at(const std::string& field, std::size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
-std::vector<Requirement> parse_requirements(const Reader& r, const json& term, const char* key, const std::string& field) {
+std::vector<Requirement> parse_requirements(const Reader& r, const json& term, const char* key,
+                                            const std::string& field) {
     std::vector<Requirement> out;
     const json* list = r.array(term, key, field);
     for (std::size_t i = 0; list && i < list->size(); ++i) {
@@ -71,7 +72,8 @@ std::vector<Requirement> parse_requirements(const Reader& r, const json& term, c
         req.op = r.text(e, "operator", f + ".operator").value_or("");
         if (req.key.empty()) r.fail(f + ".key", "is required");
         static const std::set<std::string> ops{"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
-        if (!ops.count(req.op)) r.fail(f + ".operator", q(req.op) + " is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt");
+        if (!ops.count(req.op))
+            r.fail(f + ".operator", q(req.op) + " is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt");
         if (const json* values = r.array(e, "values", f + ".values")) {
             for (std::size_t j = 0; j < values->size(); ++j) {
                 if (!(*values)[j].is_string()) r.fail(at(f + ".values", j), "must be a string");
@@ -135,7 +137,8 @@ std::vector<IndexRange> parse_index_exclusions(const Reader& r, const json& spec
         if (*s < 0) r.fail(f + ".startIndex", "must be non-negative");
         if (*e < 0) r.fail(f + ".endIndex", "must be non-negative");
         if (*e < *s) r.fail(f, "endIndex must be greater than or equal to startIndex");
-        const std::string outside = "index is outside of the per-node " + unit + " range (max: " + std::to_string(max_index) + ")";
+        const std::string outside =
+            "index is outside of the per-node " + unit + " range (max: " + std::to_string(max_index) + ")";
         if (static_cast<std::uint64_t>(*s) > max_index) r.fail(f + ".startIndex", std::to_string(*s) + ": " + outside);
         if (static_cast<std::uint64_t>(*e) > max_index) r.fail(f + ".endIndex", std::to_string(*e) + ": " + outside);
         out.push_back({static_cast<std::uint64_t>(*s), static_cast<std::uint64_t>(*e)});
@@ -152,8 +155,7 @@ std::vector<IpNetwork> parse_routes(const Reader& r, const json& spec, const IpN
         if (!t) r.fail(f, "is required");
         const auto dst = IpNetwork::parse(*t);
         if (!dst) r.fail(f, q(*t) + " is not a valid CIDR");
-        if (dst->address.family() != subnet.address.family())
-            r.fail(f, q(*t) + " is not of the pool's address family");
+        if (dst->address.family() != subnet.address.family()) r.fail(f, q(*t) + " is not of the pool's address family");
         if (default_gateway && dst->prefix == 0)
             r.fail(f, q(*t) + " is the default route, which spec.defaultGateway already adds");
         out.push_back(*dst);
@@ -209,7 +211,8 @@ std::uint64_t host_count(const IpNetwork& n) {
 // 0.0.0.0/32). No host has that address; the webhook lets it through, rdmanet does not.
 void refuse_unspecified(const Reader& r, const IpNetwork& subnet, const std::string& field) {
     if (subnet.first().to_u128() != 0) return;
-    r.fail(field, q(subnet.str()) + " holds the unspecified address " + subnet.first().str() + ", which is no host's address" +
+    r.fail(field, q(subnet.str()) + " holds the unspecified address " + subnet.first().str() +
+                      ", which is no host's address" +
                       (subnet.prefix == 0 ? " (prefix length 0 is every address of the family)" : "") +
                       ": use a subnet of host addresses");
 }
@@ -222,8 +225,8 @@ void parse_ippool_spec(const Reader& r, const json& spec, Pool& p) {
     p.block_size = static_cast<std::uint64_t>(*size);
     const std::uint64_t count = host_count(p.subnet);
     if (count != UINT64_MAX && (count < 2 || count - 2 < p.block_size))
-        r.fail("spec.perNodeBlockSize", std::to_string(*size) + " is larger then amount of IPs available in the subnet " +
-                                            p.subnet.str());
+        r.fail("spec.perNodeBlockSize",
+               std::to_string(*size) + " is larger then amount of IPs available in the subnet " + p.subnet.str());
     if (const auto gw = r.text(spec, "gateway", "spec.gateway"); gw && !gw->empty()) {
         const auto ip = IpAddress::parse(*gw);
         if (!ip) r.fail("spec.gateway", q(*gw) + " is invalid IP address");
@@ -255,8 +258,9 @@ void parse_cidrpool_spec(const Reader& r, const json& spec, Pool& p) {
         r.fail("spec.gatewayIndex", std::to_string(*p.gateway_index) + ": gateway index is outside of the node prefix");
     // A single-address node subnet whose address is the gateway leaves the node nothing to hand out.
     if (p.gateway_index && p.node_prefix == bits)
-        r.fail("spec.gatewayIndex", std::to_string(*p.gateway_index) + " with spec.perNodeNetworkPrefix " + std::to_string(bits) +
-                                        ": the node subnet's only address is the gateway, which leaves no address to hand out");
+        r.fail("spec.gatewayIndex",
+               std::to_string(*p.gateway_index) + " with spec.perNodeNetworkPrefix " + std::to_string(bits) +
+                   ": the node subnet's only address is the gateway, which leaves no address to hand out");
     p.exclusions = parse_exclusions(r, spec, p.subnet);
     const std::uint64_t count = host_count(first_subnet);
     p.node_exclusions = parse_index_exclusions(r, spec, count == UINT64_MAX ? UINT64_MAX : count - 1, "subnet");
@@ -276,7 +280,8 @@ void parse_cidrpool_spec(const Reader& r, const json& spec, Pool& p) {
                 if (!ip) r.fail(f + ".gateway", q(*gw) + " is not a valid IP");
                 if (!s.prefix.contains(*ip)) r.fail(f + ".gateway", q(*gw) + " is outside of the node prefix");
                 if (s.prefix.prefix == bits)
-                    r.fail(f + ".gateway", q(*gw) + " is the " + s.prefix.str() + " prefix's only address, which leaves no address to hand out");
+                    r.fail(f + ".gateway", q(*gw) + " is the " + s.prefix.str() +
+                                               " prefix's only address, which leaves no address to hand out");
                 s.gateway = *ip;
             }
             if (!s.node.empty() && !nodes.insert(s.node).second)
@@ -358,7 +363,8 @@ Pool parse_pool(const json& object, PoolType type) {
     if (!md.is_object()) r.fail("metadata", "must be an object");
     for (const char* key : {"name", "namespace", "resourceVersion"})
         if (md.contains(key) && !md[key].is_string()) r.fail(std::string("metadata.") + key, "must be a string");
-    if (!valid_pool_name(p.name)) r.fail("metadata.name", q(p.name) + ": invalid pool name, should be compatible with CNI network name");
+    if (!valid_pool_name(p.name))
+        r.fail("metadata.name", q(p.name) + ": invalid pool name, should be compatible with CNI network name");
     const json& spec = member("spec");
     if (!spec.is_object()) r.fail("spec", "must be an object");
     if (spec.contains("defaultGateway") && !spec["defaultGateway"].is_null()) {
@@ -370,7 +376,8 @@ Pool parse_pool(const json& object, PoolType type) {
     } else {
         parse_cidrpool_spec(r, spec, p);
     }
-    if (spec.contains("nodeSelector") && !spec["nodeSelector"].is_null()) p.selector = parse_selector(r, spec["nodeSelector"]);
+    if (spec.contains("nodeSelector") && !spec["nodeSelector"].is_null())
+        p.selector = parse_selector(r, spec["nodeSelector"]);
     const json& status = member("status");
     if (status.is_object() && status.contains("allocations") && status["allocations"].is_array()) {
         for (const auto& e : status["allocations"])
@@ -395,13 +402,15 @@ json allocations_json(const Pool& pool, std::vector<NodeAllocation> allocations)
     return out;
 }
 
-bool matches(const NodeSelector& selector, const std::map<std::string, std::string>& labels, std::string_view node_name) {
+bool matches(const NodeSelector& selector, const std::map<std::string, std::string>& labels,
+             std::string_view node_name) {
     for (const auto& term : selector.terms) {
-        if (term.expressions.empty() && term.fields.empty()) continue;   // an empty term matches nothing
+        if (term.expressions.empty() && term.fields.empty()) continue;  // an empty term matches nothing
         bool all = true;
         for (const auto& req : term.expressions) {
             const auto it = labels.find(req.key);
-            all = all && requirement_holds(req, it == labels.end() ? std::nullopt : std::optional<std::string>(it->second));
+            all = all &&
+                  requirement_holds(req, it == labels.end() ? std::nullopt : std::optional<std::string>(it->second));
         }
         for (const auto& req : term.fields) all = all && requirement_holds(req, std::string(node_name));
         if (all) return true;

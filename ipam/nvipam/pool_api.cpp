@@ -29,11 +29,13 @@ json get_pool(kube::KubeApi& api, const PoolRef& ref) {
     if (r.status == 404) {
         if (kube::object_not_found(kube::parse_status(r.status, r.body)))
             throw IpamError(codes::io_failure, "no " + std::string(kind(ref.type)) + " " + ref.name + " in namespace " +
-                                                   ref.ns + " (set ipam.poolName to an existing pool, or "
+                                                   ref.ns +
+                                                   " (set ipam.poolName to an existing pool, or "
                                                    "ipam.poolNamespace to the pools' namespace)");
-        throw IpamError(codes::io_failure, "GET " + path + " at " + api.config().server + ": 404, the API server has no " +
-                                               std::string(plural(ref.type)) + "." + std::string(kGroup) +
-                                               " resource: install nv-ipam's CRDs (deploy/crds/nv-ipam.nvidia.com_*.yaml)");
+        throw IpamError(codes::io_failure,
+                        "GET " + path + " at " + api.config().server + ": 404, the API server has no " +
+                            std::string(plural(ref.type)) + "." + std::string(kGroup) +
+                            " resource: install nv-ipam's CRDs (deploy/crds/nv-ipam.nvidia.com_*.yaml)");
     }
     api.fail("GET " + path, r);
 }
@@ -70,15 +72,16 @@ Claimed claim_allocation(kube::KubeApi& api, const PoolRef& ref, const std::stri
         if (pool.selector && !selector_checked) {
             const auto labels = node_labels(api, node);
             if (!labels || !matches(*pool.selector, *labels, node))
-                config_error(pool.where() + ": node " + node + (labels ? " does not match" : " has no Node object to match") +
+                config_error(pool.where() + ": node " + node +
+                             (labels ? " does not match" : " has no Node object to match") +
                              " spec.nodeSelector: this network's pool is not for this node");
             selector_checked = true;
         }
         const auto next = next_allocation(pool, node);
         if (!next)
             throw IpamError(codes::io_failure, pool.where() + " has no free " +
-                                                   (ref.type == PoolType::ippool ? "block" : "subnet") + " for node " + node +
-                                                   ": every one is allocated to another node (grow spec." +
+                                                   (ref.type == PoolType::ippool ? "block" : "subnet") + " for node " +
+                                                   node + ": every one is allocated to another node (grow spec." +
                                                    (ref.type == PoolType::ippool ? "subnet" : "cidr") + ")");
         std::vector<NodeAllocation> entries;
         for (const auto& a : pool.allocations)

@@ -50,7 +50,8 @@ std::string base64(const std::string& in) {
 
 // In a forked child: stdout and stderr to `log` (appended), then exec argv; never returns.
 // search_path: look argv[0] up in PATH (execvp) instead of taking it as a path (execv).
-[[noreturn]] static void exec_logged_child(const std::vector<std::string>& argv, const std::string& log, bool search_path) {
+[[noreturn]] static void exec_logged_child(const std::vector<std::string>& argv, const std::string& log,
+                                           bool search_path) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd >= 0) {
         dup2(fd, 1);
@@ -85,7 +86,7 @@ pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log)
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) _exit(127);   // the parent died before prctl
+        if (::getppid() != parent) _exit(127);  // the parent died before prctl
         exec_logged_child(argv, log, false);
     }
     return pid;
@@ -111,17 +112,18 @@ std::string test_apiserver_path() { return std::string(RDMANET_BIN_DIR) + "/test
 void make_test_pki(const std::string& dir, const std::string& prefix, const std::string& server_san) {
     const std::string log = dir + "/" + prefix + "openssl.log";
     const std::string ca = dir + "/" + prefix + "ca", srv = dir + "/" + prefix + "server";
-    std::ofstream(dir + "/" + prefix + "san.ext") << "subjectAltName=" << server_san << "\nbasicConstraints=CA:FALSE\n"
+    std::ofstream(dir + "/" + prefix + "san.ext") << "subjectAltName=" << server_san
+                                                  << "\nbasicConstraints=CA:FALSE\n"
                                                      "extendedKeyUsage=serverAuth\n";
-    run_or_throw({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-         ca + ".key", "-out", ca + ".crt", "-days", "2", "-subj", "/CN=rdmanet-test-ca-" + prefix},
-        log);
+    run_or_throw({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                  "-keyout", ca + ".key", "-out", ca + ".crt", "-days", "2", "-subj", "/CN=rdmanet-test-ca-" + prefix},
+                 log);
     run_or_throw({"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-         srv + ".key", "-out", srv + ".csr", "-subj", "/CN=127.0.0.1"},
-        log);
-    run_or_throw({"openssl", "x509", "-req", "-in", srv + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key", "-CAcreateserial",
-         "-out", srv + ".crt", "-days", "2", "-extfile", dir + "/" + prefix + "san.ext"},
-        log);
+                  srv + ".key", "-out", srv + ".csr", "-subj", "/CN=127.0.0.1"},
+                 log);
+    run_or_throw({"openssl", "x509", "-req", "-in", srv + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key",
+                  "-CAcreateserial", "-out", srv + ".crt", "-days", "2", "-extfile", dir + "/" + prefix + "san.ext"},
+                 log);
 }
 
 TestApiServer::TestApiServer(ServerOptions options) : options_(std::move(options)) {
@@ -130,9 +132,17 @@ TestApiServer::TestApiServer(ServerOptions options) : options_(std::move(options
     dir_ = tmpl;
     make_test_pki(dir_);
     const std::string port_file = dir_ + "/port";
-    std::vector<std::string> argv{test_apiserver_path(), "--port-file", port_file, "--cert", dir_ + "/server.crt",
-                                  "--key", dir_ + "/server.key", "--token", options_.token,
-                                  "--forbidden-token", forbidden_token()};
+    std::vector<std::string> argv{test_apiserver_path(),
+                                  "--port-file",
+                                  port_file,
+                                  "--cert",
+                                  dir_ + "/server.crt",
+                                  "--key",
+                                  dir_ + "/server.key",
+                                  "--token",
+                                  options_.token,
+                                  "--forbidden-token",
+                                  forbidden_token()};
     if (!options_.crds) argv.push_back("--no-crds");
     argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
     const std::string log = dir_ + "/server.log";
@@ -177,7 +187,7 @@ std::string ApiServer::write_kubeconfig(const std::string& name, const Kubeconfi
     y << "users:\n- name: test-user\n  user:\n";
     if (o.token_file) {
         std::ofstream(path + ".token") << token << "\n";
-        y << "    tokenFile: " << name << ".token\n";   // relative: resolved against the kubeconfig's directory
+        y << "    tokenFile: " << name << ".token\n";  // relative: resolved against the kubeconfig's directory
     } else {
         y << "    token: " << token << "\n";
     }
@@ -206,7 +216,9 @@ HttpResult https_request(int port, const std::string& ca_file, const std::string
         return cli.Get(path.c_str());
     };
     httplib::Result r = send();
-    if (!r) throw std::runtime_error("API server request " + method + " " + path + " failed: " + httplib::to_string(r.error()));
+    if (!r)
+        throw std::runtime_error("API server request " + method + " " + path +
+                                 " failed: " + httplib::to_string(r.error()));
     return {r->status, json::parse(r->body, nullptr, false), r->body};
 }
 
@@ -240,7 +252,9 @@ json ApiServer::list(const std::string& ns, const std::string& plural) const {
 }
 
 void ApiServer::create_pod(const std::string& ns, const std::string& name) const {
-    json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", ns}}},
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"namespace", ns}}},
                 {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
     ensure_namespace(ns);
     auto r = request("POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump());
@@ -248,7 +262,9 @@ void ApiServer::create_pod(const std::string& ns, const std::string& name) const
 }
 
 std::string ApiServer::create_pod_on(const std::string& ns, const std::string& name, const std::string& node) const {
-    json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", ns}}},
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"namespace", ns}}},
                 {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
     ensure_namespace(ns);
     auto r = request("POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump());
@@ -265,9 +281,12 @@ void ApiServer::delete_pod(const std::string& ns, const std::string& name) const
 std::string ApiServer::create_resource_claim(const std::string& ns, const std::string& name) const {
     // One request of a device class, as a ResourceClaimTemplate would make it: the real server
     // validates the spec (the class need not exist until the scheduler allocates the claim).
-    json claim = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceClaim"},
-                  {"metadata", {{"name", name}, {"namespace", ns}}},
-                  {"spec", {{"devices", {{"requests", {{{"name", "rail"}, {"exactly", {{"deviceClassName", "dranet.net"}}}}}}}}}}};
+    json claim = {
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceClaim"},
+        {"metadata", {{"name", name}, {"namespace", ns}}},
+        {"spec",
+         {{"devices", {{"requests", {{{"name", "rail"}, {"exactly", {{"deviceClassName", "dranet.net"}}}}}}}}}}};
     ensure_namespace(ns);
     auto r = request("POST", "/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims", claim.dump());
     if (r.status != 201) throw std::runtime_error("create resourceclaim failed: " + r.text);

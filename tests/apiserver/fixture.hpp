@@ -16,24 +16,24 @@ namespace apiserver_test {
 using nlohmann::json;
 
 struct ServerOptions {
-    bool crds = true;                       // false: the whereabouts group is not served (404)
+    bool crds = true;  // false: the whereabouts group is not served (404)
     std::string token = "rdmanet-test-token";
     std::vector<std::string> extra_args{};  // e.g. {"--latency-ms", "2"}
 };
 
 struct KubeconfigOptions {
-    std::string token{};                    // "" = the server's token
-    bool embed_ca = true;                   // certificate-authority-data (else certificate-authority: file)
-    std::string ca_file{};                  // overrides the CA (wrong-CA tests)
+    std::string token{};    // "" = the server's token
+    bool embed_ca = true;   // certificate-authority-data (else certificate-authority: file)
+    std::string ca_file{};  // overrides the CA (wrong-CA tests)
     bool insecure = false;
-    std::string ns{};                       // context namespace ("" = unset: kube-system)
-    bool token_file = false;                // tokenFile instead of token
+    std::string ns{};         // context namespace ("" = unset: kube-system)
+    bool token_file = false;  // tokenFile instead of token
 };
 
 struct HttpResult {
     int status = 0;
     json body;
-    std::string text;   // the body as sent
+    std::string text;  // the body as sent
 };
 
 // What the Kubernetes datastore tests need of an API server, whichever runs: the in-repo
@@ -45,7 +45,7 @@ public:
 
     virtual std::string url() const = 0;
     virtual std::string ca_file() const = 0;
-    virtual const std::string& dir() const = 0;   // private directory, removed with the server
+    virtual const std::string& dir() const = 0;  // private directory, removed with the server
     // The token kubeconfigs carry by default: the in-repo server's one token; on a real server the
     // `rdmanet` service account's, so that everything the product does goes through deploy/rbac.yaml.
     virtual const std::string& token() const = 0;
@@ -65,7 +65,7 @@ public:
     std::string write_kubeconfig(const std::string& name, const KubeconfigOptions& options = {}) const;
 
     // Convenience for whereabouts objects in `ns`.
-    json list(const std::string& ns, const std::string& plural) const;     // items
+    json list(const std::string& ns, const std::string& plural) const;  // items
     void create_pod(const std::string& ns, const std::string& name) const;
     // A pod scheduled to `node` (spec.nodeName); returns its metadata.uid.
     std::string create_pod_on(const std::string& ns, const std::string& name, const std::string& node) const;
@@ -103,8 +103,8 @@ public:
     HttpResult request(const std::string& method, const std::string& path, const std::string& body = "",
                        const std::string& content_type = "application/json",
                        const std::string& accept = "") const override;
-    void set_faults(const json& faults) const;   // POST /_test/faults
-    json stats() const;                          // GET /_test/stats
+    void set_faults(const json& faults) const;  // POST /_test/faults
+    json stats() const;                         // GET /_test/stats
 
     // API-server outages, objects kept (main.cpp explains the modes): drop closes every API
     // request's connection unanswered, hang holds requests unanswered, off ends the outage;

@@ -100,7 +100,7 @@ void write_json(const nlohmann::json& v, std::string& out, const nlohmann::json*
     case t::null: out += "null"; break;
     case t::number_integer: write_integer(v.get<std::int64_t>(), out); break;
     case t::number_unsigned: write_integer(v.get<std::uint64_t>(), out); break;
-    default: out += v.dump(); break;   // floats (nlohmann's shortest round-trip format), binary, discarded
+    default: out += v.dump(); break;  // floats (nlohmann's shortest round-trip format), binary, discarded
     }
 }
 

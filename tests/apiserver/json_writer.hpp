@@ -16,7 +16,8 @@ void write_json(const nlohmann::json& value, std::string& out);
 // Writes `value` with the text of one object inside it (found by address) coming from a cache
 // instead (member_text.hpp): on a write to a few allocation entries, only those are serialized.
 class MemberText;
-void write_json(const nlohmann::json& value, std::string& out, const nlohmann::json* cached_node, const MemberText& cache);
+void write_json(const nlohmann::json& value, std::string& out, const nlohmann::json* cached_node,
+                const MemberText& cache);
 
 inline std::string to_json_text(const nlohmann::json& value) {
     std::string out;

@@ -70,10 +70,11 @@ struct Faults {
     std::string fail_resource, unserved_group;
     int fail_status = 503;
     json to_json() const {
-        return {{"latency_ms", latency_ms}, {"error_rate", error_rate}, {"conflict_rate", conflict_rate},
-                {"throttle_rate", throttle_rate}, {"drop_rate", drop_rate}, {"drop_after_rate", drop_after_rate},
-                {"retry_after", retry_after_s}, {"fail_resource", fail_resource}, {"fail_status", fail_status},
-                {"unserved_group", unserved_group}};
+        return {{"latency_ms", latency_ms},       {"error_rate", error_rate},
+                {"conflict_rate", conflict_rate}, {"throttle_rate", throttle_rate},
+                {"drop_rate", drop_rate},         {"drop_after_rate", drop_after_rate},
+                {"retry_after", retry_after_s},   {"fail_resource", fail_resource},
+                {"fail_status", fail_status},     {"unserved_group", unserved_group}};
     }
     void apply(const json& j) {
         latency_ms = j.value("latency_ms", latency_ms);
@@ -99,7 +100,7 @@ struct Server {
     std::atomic<std::uint64_t> requests{0};
     std::map<std::string, std::uint64_t> by_method;
     std::map<std::string, std::uint64_t> bytes_by_method;
-    std::string outage = "off";           // "off", "drop" or "hang" (see the header)
+    std::string outage = "off";  // "off", "drop" or "hang" (see the header)
     std::condition_variable outage_over;
     std::map<std::string, std::uint64_t> injected;
     int port = 0;
@@ -182,14 +183,18 @@ json discovery_resources(const apiserver::ResourceStore& store, const std::strin
     json resources = json::array();
     for (const auto& t : store.types()) {
         if (t.group != group || t.version != version) continue;
-        json r = {{"name", t.plural}, {"singularName", t.singular}, {"namespaced", t.namespaced},
+        json r = {{"name", t.plural},
+                  {"singularName", t.singular},
+                  {"namespaced", t.namespaced},
                   {"kind", t.kind},
                   {"verbs", {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}}};
         if (!t.short_name.empty()) r["shortNames"] = {t.short_name};
         resources.push_back(r);
     }
-    return {{"kind", "APIResourceList"}, {"apiVersion", "v1"},
-            {"groupVersion", group.empty() ? version : group + "/" + version}, {"resources", resources}};
+    return {{"kind", "APIResourceList"},
+            {"apiVersion", "v1"},
+            {"groupVersion", group.empty() ? version : group + "/" + version},
+            {"resources", resources}};
 }
 
 // Discovery and version: what kubectl reads before it acts.
@@ -202,11 +207,15 @@ bool serve_discovery(Server& s, const httplib::Request& req, httplib::Response& 
     static const std::regex group_re(R"(^/apis/([^/]+)/?$)");
     std::smatch gm;
     if (p == "/version") {
-        send(res, {200, {{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-rdmanet-test"}, {"platform", "linux/amd64"}}});
+        send(res,
+             {200,
+              {{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-rdmanet-test"}, {"platform", "linux/amd64"}}});
     } else if (p == "/api") {
-        send(res, {200, {{"kind", "APIVersions"}, {"versions", {"v1"}},
-                         {"serverAddressByClientCIDRs",
-                          {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1:" + std::to_string(s.port)}}}}}});
+        send(res, {200,
+                   {{"kind", "APIVersions"},
+                    {"versions", {"v1"}},
+                    {"serverAddressByClientCIDRs",
+                     {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1:" + std::to_string(s.port)}}}}}});
     } else if (p == "/apis") {
         json groups = json::array();
         std::set<std::string> seen;
@@ -227,10 +236,15 @@ bool serve_discovery(Server& s, const httplib::Request& req, httplib::Response& 
             if (t.group == group && group != unserved && seen.insert(t.version).second)
                 versions.push_back({{"groupVersion", group + "/" + t.version}, {"version", t.version}});
         if (versions.empty()) {
-            send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
+            send(res,
+                 {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
         } else {
-            send(res, {200, {{"kind", "APIGroup"}, {"apiVersion", "v1"}, {"name", group}, {"versions", versions},
-                             {"preferredVersion", versions[0]}}});
+            send(res, {200,
+                       {{"kind", "APIGroup"},
+                        {"apiVersion", "v1"},
+                        {"name", group},
+                        {"versions", versions},
+                        {"preferredVersion", versions[0]}}});
         }
     } else {
         static const std::regex gv(R"(^/apis/([^/]+)/([^/]+)/?$)");
@@ -238,7 +252,8 @@ bool serve_discovery(Server& s, const httplib::Request& req, httplib::Response& 
         if (!std::regex_match(p, m, gv)) return false;
         json list = m[1] == unserved ? json{{"resources", json::array()}} : discovery_resources(s.store, m[1], m[2]);
         if (list["resources"].empty()) {
-            send(res, {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
+            send(res,
+                 {404, apiserver::status_object(404, "NotFound", "the server could not find the requested resource")});
         } else {
             send(res, {200, list});
         }
@@ -270,9 +285,12 @@ apiserver::Output negotiate_output(const std::string& accept) {
         const std::string type = trimmed(std::string_view(range).substr(0, semi));
         while (semi != std::string::npos) {
             const std::size_t next = range.find(';', semi + 1);
-            const std::string param = range.substr(semi + 1, next == std::string::npos ? std::string::npos : next - semi - 1);
+            const std::string param =
+                range.substr(semi + 1, next == std::string::npos ? std::string::npos : next - semi - 1);
             const std::size_t eq = param.find('=');
-            if (eq != std::string::npos) params[trimmed(std::string_view(param).substr(0, eq))] = trimmed(std::string_view(param).substr(eq + 1));
+            if (eq != std::string::npos)
+                params[trimmed(std::string_view(param).substr(0, eq))] =
+                    trimmed(std::string_view(param).substr(eq + 1));
             semi = next;
         }
         if (type != "application/json" && type != "application/*" && type != "*/*") continue;
@@ -289,7 +307,8 @@ apiserver::Output negotiate_output(const std::string& accept) {
 
 void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
     // /api/v1[/namespaces/NS]/PLURAL[/NAME]  or  /apis/G/V[/namespaces/NS]/PLURAL[/NAME]
-    static const std::regex path_re(R"(^/(?:api/(v1)|apis/([^/]+)/([^/]+))(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+)(/status)?)?/?$)");
+    static const std::regex path_re(
+        R"(^/(?:api/(v1)|apis/([^/]+)/([^/]+))(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+)(/status)?)?/?$)");
     std::smatch m;
     const std::string path = req.path;
     if (!std::regex_match(path, m, path_re)) {
@@ -317,17 +336,20 @@ void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
             ++s.injected["fail_resource"];
         }
         const bool internal = faults.fail_status == 500;
-        send(res, {faults.fail_status,
-                   apiserver::status_object(faults.fail_status, internal ? "InternalError" : "ServiceUnavailable",
-                                            internal ? "Internal error occurred: injected"
-                                                     : "the server is currently unable to handle the request (injected)")});
+        send(res,
+             {faults.fail_status,
+              apiserver::status_object(faults.fail_status, internal ? "InternalError" : "ServiceUnavailable",
+                                       internal ? "Internal error occurred: injected"
+                                                : "the server is currently unable to handle the request (injected)")});
         return;
     }
     const bool write = req.method != "GET";
     if (write && s.roll(s.current().conflict_rate, "conflict")) {
-        send(res, {409, apiserver::status_object(409, "Conflict", "Operation cannot be fulfilled on " + plural + " \"" + name +
-                                                                       "\": the object has been modified (injected)",
-                                                 {{"name", name.empty() ? std::string("x") : name}, {"kind", plural}})});
+        send(res,
+             {409, apiserver::status_object(409, "Conflict",
+                                            "Operation cannot be fulfilled on " + plural + " \"" + name +
+                                                "\": the object has been modified (injected)",
+                                            {{"name", name.empty() ? std::string("x") : name}, {"kind", plural}})});
         return;
     }
     json body;
@@ -351,7 +373,8 @@ void serve_api(Server& s, const httplib::Request& req, httplib::Response& res) {
     } else if (req.method == "DELETE" && !name.empty()) {
         r = s.store.remove(*t, ns, name, body);
     } else {
-        r = {405, apiserver::status_object(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")};
+        r = {405, apiserver::status_object(405, "MethodNotAllowed",
+                                           "the server does not allow this method on the requested resource")};
     }
     if (write && r.status < 300 && s.roll(s.current().drop_after_rate, "drop_after")) {
         drop_connection(req);
@@ -364,17 +387,24 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
     if (req.path.rfind("/_test/", 0) == 0) {
         if (req.path == "/_test/stats") {
             std::lock_guard lock(s.mu);
-            send(res, {200, {{"requests", s.requests.load()}, {"by_method", s.by_method},
-                             {"bytes_by_method", s.bytes_by_method}, {"largest_object", s.store.largest_object()},
-                             {"outage", s.outage}, {"injected", s.injected},
-                             {"faults", s.faults.to_json()}, {"revision", s.store.revision()}}});
+            send(res, {200,
+                       {{"requests", s.requests.load()},
+                        {"by_method", s.by_method},
+                        {"bytes_by_method", s.bytes_by_method},
+                        {"largest_object", s.store.largest_object()},
+                        {"outage", s.outage},
+                        {"injected", s.injected},
+                        {"faults", s.faults.to_json()},
+                        {"revision", s.store.revision()}}});
         } else if (req.path == "/_test/outage" && req.method == "POST") {
             json j = json::parse(req.body, nullptr, false);
             const std::string mode = j.is_object() ? j.value("mode", "") : "";
-            static const std::set<std::string> modes{"off", "drop", "hang", "endless", "trickle", "unauthorized", "forbidden"};
+            static const std::set<std::string> modes{"off",     "drop",         "hang",     "endless",
+                                                     "trickle", "unauthorized", "forbidden"};
             if (!modes.count(mode)) {
-                send(res, {400, apiserver::status_object(400, "BadRequest",
-                                                         "mode must be off, drop, hang, endless, trickle, unauthorized or forbidden")});
+                send(res, {400, apiserver::status_object(
+                                    400, "BadRequest",
+                                    "mode must be off, drop, hang, endless, trickle, unauthorized or forbidden")});
                 return;
             }
             {
@@ -413,7 +443,7 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
         bool ok = false;
         for (const auto& t : s.tokens) ok = ok || auth == "Bearer " + t;
         if (!s.forbidden_token.empty() && auth == "Bearer " + s.forbidden_token) {
-            if (req.method == "GET" && serve_discovery(s, req, res)) return;   // system:discovery
+            if (req.method == "GET" && serve_discovery(s, req, res)) return;  // system:discovery
             send(res, forbidden(req));
             return;
         }
@@ -430,7 +460,8 @@ void handle(Server& s, const httplib::Request& req, httplib::Response& res) {
     }
     if (s.roll(f.throttle_rate, "throttle")) {
         res.set_header("Retry-After", std::to_string(f.retry_after_s));
-        send(res, {429, apiserver::status_object(429, "TooManyRequests", "Too many requests, please try again later. (injected)")});
+        send(res, {429, apiserver::status_object(429, "TooManyRequests",
+                                                 "Too many requests, please try again later. (injected)")});
         return;
     }
     if (s.roll(f.error_rate, "error")) {
@@ -486,13 +517,14 @@ Reply forbidden(const httplib::Request& req) {
         resource = m[3];
         name = m[4];
     }
-    std::string verb = req.method == "GET" ? (name.empty() ? "list" : "get")
-                       : req.method == "POST" ? "create"
-                       : req.method == "PUT" ? "update"
-                       : req.method == "PATCH" ? "patch"
+    std::string verb = req.method == "GET"      ? (name.empty() ? "list" : "get")
+                       : req.method == "POST"   ? "create"
+                       : req.method == "PUT"    ? "update"
+                       : req.method == "PATCH"  ? "patch"
                        : req.method == "DELETE" ? "delete"
                                                 : "access";
-    const std::string subject = resource + (group.empty() ? "" : "." + group) + (name.empty() ? "" : " \"" + name + "\"");
+    const std::string subject =
+        resource + (group.empty() ? "" : "." + group) + (name.empty() ? "" : " \"" + name + "\"");
     std::string message = subject + " is forbidden: User \"system:serviceaccount:rdmanet-system:forbidden\" cannot " +
                           verb + " resource \"" + resource + "\" in API group \"" + group + "\"" +
                           (ns.empty() ? " at the cluster scope" : " in the namespace \"" + ns + "\"");
@@ -522,20 +554,34 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "--port-file") port_file = next();
-        else if (a == "--cert") cert = next();
-        else if (a == "--key") key = next();
-        else if (a == "--token") tokens.push_back(next());
-        else if (a == "--no-crds") crds = false;
-        else if (a == "--forbidden-token") forbidden_token = next();
-        else if (a == "--latency-ms") faults.latency_ms = std::atoi(next());
-        else if (a == "--error-rate") faults.error_rate = rate(next());
-        else if (a == "--conflict-rate") faults.conflict_rate = rate(next());
-        else if (a == "--throttle-rate") faults.throttle_rate = rate(next());
-        else if (a == "--retry-after") faults.retry_after_s = std::atoi(next());
-        else if (a == "--drop-rate") faults.drop_rate = rate(next());
-        else if (a == "--drop-after-rate") faults.drop_after_rate = rate(next());
-        else if (a == "--seed") seed = std::strtoull(next(), nullptr, 10);
+        if (a == "--port-file")
+            port_file = next();
+        else if (a == "--cert")
+            cert = next();
+        else if (a == "--key")
+            key = next();
+        else if (a == "--token")
+            tokens.push_back(next());
+        else if (a == "--no-crds")
+            crds = false;
+        else if (a == "--forbidden-token")
+            forbidden_token = next();
+        else if (a == "--latency-ms")
+            faults.latency_ms = std::atoi(next());
+        else if (a == "--error-rate")
+            faults.error_rate = rate(next());
+        else if (a == "--conflict-rate")
+            faults.conflict_rate = rate(next());
+        else if (a == "--throttle-rate")
+            faults.throttle_rate = rate(next());
+        else if (a == "--retry-after")
+            faults.retry_after_s = std::atoi(next());
+        else if (a == "--drop-rate")
+            faults.drop_rate = rate(next());
+        else if (a == "--drop-after-rate")
+            faults.drop_after_rate = rate(next());
+        else if (a == "--seed")
+            seed = std::strtoull(next(), nullptr, 10);
         else {
             std::cerr << "test_apiserver: unknown argument " << a << '\n';
             return 2;
@@ -593,20 +639,20 @@ int main(int argc, char** argv) {
     {
         const std::string tmp = port_file + ".tmp";
         std::ofstream(tmp) << s.port << '\n';
-        std::rename(tmp.c_str(), port_file.c_str());   // readers see the whole number or nothing
+        std::rename(tmp.c_str(), port_file.c_str());  // readers see the whole number or nothing
     }
     std::thread stopper([&] {
         int sig = 0;
         sigwait(&stop_signals, &sig);
         {
             std::lock_guard lock(s.mu);
-            s.outage = "drop";   // releases held requests without applying them
+            s.outage = "drop";  // releases held requests without applying them
         }
         s.outage_over.notify_all();
         svr.stop();
     });
     svr.listen_after_bind();
-    kill(getpid(), SIGTERM);   // wakes the stopper if listening ended for another reason
+    kill(getpid(), SIGTERM);  // wakes the stopper if listening ended for another reason
     stopper.join();
     return 0;
 }

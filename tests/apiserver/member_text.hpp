@@ -20,7 +20,7 @@ public:
     void write(std::string& out) const;
 
 private:
-    std::vector<std::pair<std::string, std::string>> members_;   // key -> "key":value, sorted as nlohmann's std::map
+    std::vector<std::pair<std::string, std::string>> members_;  // key -> "key":value, sorted as nlohmann's std::map
 };
 
 // `"key":value` (json_writer.cpp).

@@ -100,14 +100,16 @@ std::optional<RealBinaries> find_real_binaries(std::string* why_not) {
     const std::string assets = env_or_empty("KUBEBUILDER_ASSETS");
     if (!assets.empty()) {
         RealBinaries b{assets + "/kube-apiserver", assets + "/etcd"};
-        if (!executable(b.kube_apiserver)) return fail("KUBEBUILDER_ASSETS=" + assets + " has no executable kube-apiserver");
+        if (!executable(b.kube_apiserver))
+            return fail("KUBEBUILDER_ASSETS=" + assets + " has no executable kube-apiserver");
         if (!executable(b.etcd)) return fail("KUBEBUILDER_ASSETS=" + assets + " has no executable etcd");
         return b;
     }
     RealBinaries b{env_or_empty("RDMANET_KUBE_APISERVER"), env_or_empty("RDMANET_ETCD")};
     if (b.kube_apiserver.empty())
-        return fail("no kube-apiserver: set KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd) or "
-                    "RDMANET_KUBE_APISERVER");
+        return fail(
+            "no kube-apiserver: set KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd) or "
+            "RDMANET_KUBE_APISERVER");
     if (!executable(b.kube_apiserver)) return fail("RDMANET_KUBE_APISERVER=" + b.kube_apiserver + " is not executable");
     if (b.etcd.empty()) b.etcd = in_path("etcd");
     if (!executable(b.etcd)) return fail("no etcd: install etcd-server or set RDMANET_ETCD");
@@ -170,41 +172,52 @@ void RealApiServer::start_etcd(const RealBinaries& bin) {
     etcd_port_ = free_port();
     const int peer = free_port();
     const std::string client = "http://127.0.0.1:" + std::to_string(etcd_port_);
-    etcd_pid_ = spawn_logged({bin.etcd, "--name", "rdmanet-test", "--data-dir", dir_ + "/etcd",
-                              "--listen-client-urls", client, "--advertise-client-urls", client,
-                              "--listen-peer-urls", "http://127.0.0.1:" + std::to_string(peer),
-                              "--initial-advertise-peer-urls", "http://127.0.0.1:" + std::to_string(peer),
-                              "--initial-cluster", "rdmanet-test=http://127.0.0.1:" + std::to_string(peer)},
-                             dir_ + "/etcd.log");
+    etcd_pid_ = spawn_logged(
+        {bin.etcd, "--name", "rdmanet-test", "--data-dir", dir_ + "/etcd", "--listen-client-urls", client,
+         "--advertise-client-urls", client, "--listen-peer-urls", "http://127.0.0.1:" + std::to_string(peer),
+         "--initial-advertise-peer-urls", "http://127.0.0.1:" + std::to_string(peer), "--initial-cluster",
+         "rdmanet-test=http://127.0.0.1:" + std::to_string(peer)},
+        dir_ + "/etcd.log");
 }
 
 void RealApiServer::start_apiserver(const RealBinaries& bin) {
-    run_or_throw({"openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", dir_ + "/sa.key"},
-                 dir_ + "/openssl.log");
+    run_or_throw(
+        {"openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", dir_ + "/sa.key"},
+        dir_ + "/openssl.log");
     // token,user,uid,"group,group": an admin, and what the API server would make of the rdmanet
     // service account's own token.
-    std::ofstream(dir_ + "/tokens.csv")
-        << admin_token_ << ",rdmanet-test-admin,admin-uid,\"system:masters\"\n"
-        << rdmanet_token_ << ",system:serviceaccount:rdmanet-system:rdmanet,rdmanet-sa-uid,"
-        << "\"system:serviceaccounts,system:serviceaccounts:rdmanet-system\"\n"
-        << forbidden_token() << ",system:serviceaccount:rdmanet-system:forbidden,forbidden-uid,"
-        << "\"system:serviceaccounts,system:serviceaccounts:rdmanet-system\"\n";
+    std::ofstream(dir_ + "/tokens.csv") << admin_token_ << ",rdmanet-test-admin,admin-uid,\"system:masters\"\n"
+                                        << rdmanet_token_
+                                        << ",system:serviceaccount:rdmanet-system:rdmanet,rdmanet-sa-uid,"
+                                        << "\"system:serviceaccounts,system:serviceaccounts:rdmanet-system\"\n"
+                                        << forbidden_token()
+                                        << ",system:serviceaccount:rdmanet-system:forbidden,forbidden-uid,"
+                                        << "\"system:serviceaccounts,system:serviceaccounts:rdmanet-system\"\n";
     port_ = free_port();
     apiserver_pid_ = spawn_logged(
-        {bin.kube_apiserver, "--etcd-servers=http://127.0.0.1:" + std::to_string(etcd_port_),
-         "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + std::to_string(port_),
-         "--insecure-port=0", "--tls-cert-file=" + dir_ + "/server.crt", "--tls-private-key-file=" + dir_ + "/server.key",
-         "--client-ca-file=" + dir_ + "/ca.crt", "--token-auth-file=" + dir_ + "/tokens.csv",
-         "--authorization-mode=RBAC", "--service-account-key-file=" + dir_ + "/sa.key",
+        {bin.kube_apiserver,
+         "--etcd-servers=http://127.0.0.1:" + std::to_string(etcd_port_),
+         "--bind-address=127.0.0.1",
+         "--advertise-address=127.0.0.1",
+         "--secure-port=" + std::to_string(port_),
+         "--insecure-port=0",
+         "--tls-cert-file=" + dir_ + "/server.crt",
+         "--tls-private-key-file=" + dir_ + "/server.key",
+         "--client-ca-file=" + dir_ + "/ca.crt",
+         "--token-auth-file=" + dir_ + "/tokens.csv",
+         "--authorization-mode=RBAC",
+         "--service-account-key-file=" + dir_ + "/sa.key",
          "--service-account-signing-key-file=" + dir_ + "/sa.key",
          "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-         "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
+         "--service-cluster-ip-range=10.0.0.0/24",
+         "--endpoint-reconciler-type=none",
          "--enable-admission-plugins=NamespaceLifecycle",
          "--disable-admission-plugins=LimitRanger,ServiceAccount,TaintNodesByCondition,Priority,"
          "DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,"
          "RuntimeClass,CertificateApproval,CertificateSigning,CertificateSubjectRestriction,DefaultIngressClass,"
          "MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota",
-         "--profiling=false", "--cert-dir=" + dir_ + "/certs"},
+         "--profiling=false",
+         "--cert-dir=" + dir_ + "/certs"},
         dir_ + "/kube-apiserver.log");
 }
 
@@ -232,8 +245,8 @@ void RealApiServer::create_from_yaml(const std::string& path) const {
         if (!obj.is_object()) continue;
         const auto r = request("POST", collection_path(obj), obj.dump());
         if (r.status != 201 && r.status != 409)
-            throw std::runtime_error("creating " + obj.value("kind", "") + " from " + path + ": " + std::to_string(r.status) +
-                                     " " + r.text);
+            throw std::runtime_error("creating " + obj.value("kind", "") + " from " + path + ": " +
+                                     std::to_string(r.status) + " " + r.text);
     }
 }
 
@@ -241,22 +254,25 @@ void RealApiServer::apply_project_manifests(bool crds) const {
     const std::string deploy = std::string(RDMANET_SOURCE_DIR) + "/deploy";
     create_from_yaml(deploy + "/namespace.yaml");
     if (crds) {
-        for (const char* f : {"whereabouts.cni.cncf.io_ippools.yaml", "whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml",
-                              "whereabouts.cni.cncf.io_nodeslicepools.yaml", "nv-ipam.nvidia.com_ippools.yaml",
-                              "nv-ipam.nvidia.com_cidrpools.yaml"})
+        for (const char* f :
+             {"whereabouts.cni.cncf.io_ippools.yaml", "whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml",
+              "whereabouts.cni.cncf.io_nodeslicepools.yaml", "nv-ipam.nvidia.com_ippools.yaml",
+              "nv-ipam.nvidia.com_cidrpools.yaml"})
             create_from_yaml(deploy + "/crds/" + f);
     }
     create_from_yaml(deploy + "/rbac.yaml");
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     auto wait_for = [&](const std::string& what, auto&& done) {
         while (!done()) {
-            if (std::chrono::steady_clock::now() > give_up) throw std::runtime_error("real API server: " + what + " within 60 s");
+            if (std::chrono::steady_clock::now() > give_up)
+                throw std::runtime_error("real API server: " + what + " within 60 s");
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
     };
     if (crds) {
         std::vector<std::string> crd_names;
-        for (const char* plural : kWhereaboutsPlurals) crd_names.push_back(std::string(plural) + ".whereabouts.cni.cncf.io");
+        for (const char* plural : kWhereaboutsPlurals)
+            crd_names.push_back(std::string(plural) + ".whereabouts.cni.cncf.io");
         for (const char* plural : kNvIpamPlurals) crd_names.push_back(std::string(plural) + ".nv-ipam.nvidia.com");
         for (const std::string& crd : crd_names) {
             wait_for(crd + " CRD not Established", [&] {
@@ -277,9 +293,8 @@ void RealApiServer::apply_project_manifests(bool crds) const {
             return request_as(rdmanet_token_, "GET", kNvIpam + "/namespaces/kube-system/cidrpools").status == 200;
         });
     }
-    wait_for("RBAC does not grant the rdmanet service account its nodes", [&] {
-        return request_as(rdmanet_token_, "GET", "/api/v1/nodes").status == 200;
-    });
+    wait_for("RBAC does not grant the rdmanet service account its nodes",
+             [&] { return request_as(rdmanet_token_, "GET", "/api/v1/nodes").status == 200; });
 }
 
 HttpResult RealApiServer::request(const std::string& method, const std::string& path, const std::string& body,
@@ -302,7 +317,7 @@ void RealApiServer::ensure_namespace(const std::string& ns) const {
 void RealApiServer::reset() const {
     auto delete_all = [&](const std::string& list_path, const std::string& item_prefix_api) {
         const auto r = request("GET", list_path);
-        if (r.status == 404) return;   // group not served (no CRDs)
+        if (r.status == 404) return;  // group not served (no CRDs)
         if (r.status != 200) throw std::runtime_error("reset: GET " + list_path + ": " + r.text);
         for (const auto& item : r.body.value("items", json::array())) {
             const auto& md = item["metadata"];
@@ -331,10 +346,10 @@ std::map<std::string, long> RealApiServer::request_counts() const {
     static const std::regex line(R"re(^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$)re");
     static const std::regex label(R"re(([a-z_]+)="([^"]*)")re");
     // The in-repo server's method names: a list or watch is a GET, server-side apply a PATCH.
-    static const std::map<std::string, std::string> method{{"GET", "GET"}, {"LIST", "GET"}, {"WATCH", "GET"},
-                                                           {"POST", "POST"}, {"PUT", "PUT"}, {"PATCH", "PATCH"},
-                                                           {"APPLY", "PATCH"}, {"DELETE", "DELETE"},
-                                                           {"DELETECOLLECTION", "DELETE"}};
+    static const std::map<std::string, std::string> method{
+        {"GET", "GET"},     {"LIST", "GET"},      {"WATCH", "GET"},
+        {"POST", "POST"},   {"PUT", "PUT"},       {"PATCH", "PATCH"},
+        {"APPLY", "PATCH"}, {"DELETE", "DELETE"}, {"DELETECOLLECTION", "DELETE"}};
     std::map<std::string, long> out;
     std::istringstream in(r.text);
     for (std::string l; std::getline(in, l);) {
@@ -344,8 +359,9 @@ std::map<std::string, long> RealApiServer::request_counts() const {
         const std::string text = m[1];
         for (auto it = std::sregex_iterator(text.begin(), text.end(), label); it != std::sregex_iterator(); ++it)
             labels[(*it)[1]] = (*it)[2];
-        const bool counted = labels["group"] == "whereabouts.cni.cncf.io" || labels["group"] == "nv-ipam.nvidia.com" ||
-                             (labels["group"].empty() && (labels["resource"] == "pods" || labels["resource"] == "nodes"));
+        const bool counted =
+            labels["group"] == "whereabouts.cni.cncf.io" || labels["group"] == "nv-ipam.nvidia.com" ||
+            (labels["group"].empty() && (labels["resource"] == "pods" || labels["resource"] == "nodes"));
         const auto verb = method.find(labels["verb"]);
         if (!counted || verb == method.end()) continue;
         out[verb->second] += static_cast<long>(std::stod(m[2]));

@@ -53,12 +53,12 @@ inline constexpr int kSkipExitCode = 77;
 void skip_unless_real_binaries();
 
 struct RealServerOptions {
-    bool crds = true;   // false: deploy/crds/ not applied (the whereabouts group is not served: 404)
+    bool crds = true;  // false: deploy/crds/ not applied (the whereabouts group is not served: 404)
 };
 
 class RealApiServer : public ApiServer {
 public:
-    explicit RealApiServer(RealServerOptions options = {});   // throws when a binary is missing or fails
+    explicit RealApiServer(RealServerOptions options = {});  // throws when a binary is missing or fails
     ~RealApiServer() override;
     RealApiServer(const RealApiServer&) = delete;
     RealApiServer& operator=(const RealApiServer&) = delete;
@@ -69,7 +69,7 @@ public:
     std::string url() const override { return "https://127.0.0.1:" + std::to_string(port_); }
     std::string ca_file() const override { return dir_ + "/ca.crt"; }
     const std::string& dir() const override { return dir_; }
-    const std::string& token() const override { return rdmanet_token_; }   // the service account
+    const std::string& token() const override { return rdmanet_token_; }  // the service account
     std::string forbidden_token() const override { return "rdmanet-real-forbidden-token"; }
     bool is_real() const override { return true; }
     const std::string& admin_token() const { return admin_token_; }
@@ -79,7 +79,7 @@ public:
 
     HttpResult request(const std::string& method, const std::string& path, const std::string& body = "",
                        const std::string& content_type = "application/json",
-                       const std::string& accept = "") const override;   // as the admin
+                       const std::string& accept = "") const override;  // as the admin
     // As any bearer token (the service account's: what RBAC allows the product).
     HttpResult request_as(const std::string& token, const std::string& method, const std::string& path,
                           const std::string& body = "", const std::string& content_type = "application/json") const;

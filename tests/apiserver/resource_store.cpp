@@ -47,7 +47,9 @@ void undo_all(json& target, std::vector<UndoStep>& log) {
         case UndoStep::erase_member: parent.erase(it->key); break;
         case UndoStep::set_member: parent[it->key] = std::move(it->old); break;
         case UndoStep::erase_index: parent.erase(it->index); break;
-        case UndoStep::insert_index: parent.insert(parent.begin() + static_cast<std::ptrdiff_t>(it->index), std::move(it->old)); break;
+        case UndoStep::insert_index:
+            parent.insert(parent.begin() + static_cast<std::ptrdiff_t>(it->index), std::move(it->old));
+            break;
         case UndoStep::set_index: parent[it->index] = std::move(it->old); break;
         }
     }
@@ -150,7 +152,7 @@ std::optional<std::vector<std::string>> allocation_entries_changed(const Resourc
     std::vector<std::string> keys;
     for (const auto& op : ops) {
         if (op["op"] == "test") continue;
-        std::vector<std::string> tokens;   // root first
+        std::vector<std::string> tokens;  // root first
         try {
             for (json::json_pointer p(op["path"].get<std::string>()); !p.empty(); p = p.parent_pointer()) {
                 tokens.insert(tokens.begin(), p.back());
@@ -177,8 +179,13 @@ const json* allocations_object(const json& o) {
 }  // namespace
 
 json status_object(int code, const std::string& reason, const std::string& message, json details) {
-    json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()},
-              {"status", code < 400 ? "Success" : "Failure"}, {"message", message}, {"reason", reason}, {"code", code}};
+    json s = {{"kind", "Status"},
+              {"apiVersion", "v1"},
+              {"metadata", json::object()},
+              {"status", code < 400 ? "Success" : "Failure"},
+              {"message", message},
+              {"reason", reason},
+              {"code", code}};
     if (!details.empty()) s["details"] = std::move(details);
     return s;
 }
@@ -194,7 +201,8 @@ ResourceStore::ResourceStore(bool with_whereabouts_crds) {
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "ippools", "ippool", "IPPool", ""});
         types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "overlappingrangeipreservations",
                           "overlappingrangeipreservation", "OverlappingRangeIPReservation", ""});
-        types_.push_back({"whereabouts.cni.cncf.io", "v1alpha1", "nodeslicepools", "nodeslicepool", "NodeSlicePool", ""});
+        types_.push_back(
+            {"whereabouts.cni.cncf.io", "v1alpha1", "nodeslicepools", "nodeslicepool", "NodeSlicePool", ""});
         // nv-ipam's CRDs (status subresource: see update()).
         types_.push_back({"nv-ipam.nvidia.com", "v1alpha1", "ippools", "ippool", "IPPool", ""});
         types_.push_back({"nv-ipam.nvidia.com", "v1alpha1", "cidrpools", "cidrpool", "CIDRPool", ""});
@@ -207,10 +215,14 @@ void ResourceStore::ensure_namespace(const std::string& ns) {
     if (ns.empty()) return;
     const Key k{"namespaces", "", ns};
     if (objects_.count(k)) return;
-    objects_[k].object = {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                   {"metadata", {{"name", ns}, {"uid", "ns-" + ns}, {"resourceVersion", std::to_string(++revision_)},
-                                 {"creationTimestamp", now_rfc3339()}}},
-                   {"status", {{"phase", "Active"}}}};
+    objects_[k].object = {{"apiVersion", "v1"},
+                          {"kind", "Namespace"},
+                          {"metadata",
+                           {{"name", ns},
+                            {"uid", "ns-" + ns},
+                            {"resourceVersion", std::to_string(++revision_)},
+                            {"creationTimestamp", now_rfc3339()}}},
+                          {"status", {{"phase", "Active"}}}};
 }
 
 const ResourceType* ResourceStore::find_type(const std::string& group, const std::string& version,
@@ -237,16 +249,20 @@ std::size_t ResourceStore::largest_object() {
 
 Reply ResourceStore::too_large() {
     // The kube-apiserver relays etcd's error as a Status without reason or details.
-    return {500, json{{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Failure"},
-                      {"message", "etcdserver: request is too large"}, {"code", 500}}};
+    return {500, json{{"kind", "Status"},
+                      {"apiVersion", "v1"},
+                      {"metadata", json::object()},
+                      {"status", "Failure"},
+                      {"message", "etcdserver: request is too large"},
+                      {"code", 500}}};
 }
 
 std::size_t ResourceStore::etcd_overhead(const ResourceType& t, const std::string& ns, const std::string& name) {
     // etcd limits the whole request: the kube-apiserver's write is a transaction naming the key
     // three times (compare, put, get on failure) around the object. The framing constant makes
     // the boundary the real pair's for whereabouts' IPPools (12,556 entries of its shape).
-    const std::string key = "/registry/" + (t.group.empty() ? "" : t.group + "/") + t.plural + "/" +
-                            (ns.empty() ? "" : ns + "/") + name;
+    const std::string key =
+        "/registry/" + (t.group.empty() ? "" : t.group + "/") + t.plural + "/" + (ns.empty() ? "" : ns + "/") + name;
     return 3 * key.size() + kTxnFraming;
 }
 
@@ -286,7 +302,8 @@ std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::s
                 // Field names built only for a failure: this runs over every entry per write. A map
                 // key is a path segment in the kube-apiserver's field path (spec.allocations.60.podref).
                 if (!is_string_member(entry, "id")) require(false, "spec.allocations." + key + ".id", "Required value");
-                if (!is_string_member(entry, "podref")) require(false, "spec.allocations." + key + ".podref", "Required value");
+                if (!is_string_member(entry, "podref"))
+                    require(false, "spec.allocations." + key + ".podref", "Required value");
             };
             if (have && entries) {
                 for (const std::string& key : *entries) {
@@ -323,7 +340,8 @@ std::optional<Reply> ResourceStore::validate(const ResourceType& t, const std::s
     }
     if (causes.empty()) return std::nullopt;
     std::string msg = t.kind + " \"" + name + "\" is invalid: ";
-    for (std::size_t i = 0; i < causes.size(); ++i) msg += (i ? ", " : "") + causes[i]["field"].get<std::string>() + ": Required value";
+    for (std::size_t i = 0; i < causes.size(); ++i)
+        msg += (i ? ", " : "") + causes[i]["field"].get<std::string>() + ": Required value";
     return Reply{422, status_object(422, "Invalid", msg,
                                     {{"name", name}, {"group", t.group}, {"kind", t.kind}, {"causes", causes}})};
 }
@@ -334,13 +352,14 @@ void ResourceStore::Stored::changed(const std::vector<std::string>* entries) {
     if (entries && allocs && allocations_current) {
         allocations.update(*allocs, *entries);
     } else {
-        allocations_current = false;   // rebuilt when next written out
+        allocations_current = false;  // rebuilt when next written out
     }
 }
 
 Reply ResourceStore::stored_reply(int status, Stored& st, Output out) {
     if (out == Output::metadata) {
-        return Reply(status, json{{"kind", "PartialObjectMetadata"}, {"apiVersion", "meta.k8s.io/v1"},
+        return Reply(status, json{{"kind", "PartialObjectMetadata"},
+                                  {"apiVersion", "meta.k8s.io/v1"},
                                   {"metadata", st.object.value("metadata", json::object())}});
     }
     if (!st.text) {
@@ -379,10 +398,11 @@ Reply ResourceStore::list(const ResourceType& t, const std::string& ns, const st
         }
         items.push_back(obj.object);
     }
-    return {200, {{"apiVersion", t.group.empty() ? t.version : t.group + "/" + t.version},
-                  {"kind", t.kind + "List"},
-                  {"metadata", {{"resourceVersion", std::to_string(revision_)}}},
-                  {"items", std::move(items)}}};
+    return {200,
+            {{"apiVersion", t.group.empty() ? t.version : t.group + "/" + t.version},
+             {"kind", t.kind + "List"},
+             {"metadata", {{"resourceVersion", std::to_string(revision_)}}},
+             {"items", std::move(items)}}};
 }
 
 Reply ResourceStore::get(const ResourceType& t, const std::string& ns, const std::string& name, Output out) {
@@ -402,11 +422,14 @@ Reply ResourceStore::create(const ResourceType& t, const std::string& ns, json o
         name = md["generateName"].get<std::string>() + std::to_string(next_uid_);
     }
     if (!valid_name(name)) {
-        return {422, status_object(422, "Invalid", t.kind + " \"" + name + "\" is invalid: metadata.name: Invalid value",
-                                   {{"name", name}, {"group", t.group}, {"kind", t.kind}})};
+        return {422,
+                status_object(422, "Invalid", t.kind + " \"" + name + "\" is invalid: metadata.name: Invalid value",
+                              {{"name", name}, {"group", t.group}, {"kind", t.kind}})};
     }
     if (md.contains("namespace") && md["namespace"].is_string() && md["namespace"] != ns) {
-        return {400, status_object(400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request")};
+        return {400,
+                status_object(400, "BadRequest",
+                              "the namespace of the provided object does not match the namespace sent on the request")};
     }
     if (auto bad = validate(t, name, o)) return *bad;
     const Key k = key(t, ns, name);
@@ -459,7 +482,8 @@ Reply ResourceStore::update(const ResourceType& t, const std::string& ns, const 
                                        "version and try again",
                                    {{"name", name}, {"group", t.group}, {"kind", t.plural}})};
     }
-    if (md.value("name", name) != name) return {400, status_object(400, "BadRequest", "the name of the object does not match the URL")};
+    if (md.value("name", name) != name)
+        return {400, status_object(400, "BadRequest", "the name of the object does not match the URL")};
     if (auto bad = validate(t, name, o)) return *bad;
     if (exceeds_limit(t, ns, name, o)) return too_large();
     for (const char* keep : {"uid", "creationTimestamp", "namespace", "name"}) md[keep] = stored[keep];
@@ -479,13 +503,14 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     json& stored = it->second.object;
     auto invalid = [&](const std::string& why) {
         // The kube-apiserver answers a failed `test` (and a path that does not exist) with 422.
-        return Reply{422, status_object(422, "Invalid", "the server rejected our request due to an error in our request: " + why,
-                                        {{"name", name}, {"group", t.group}, {"kind", t.kind}})};
+        return Reply{
+            422, status_object(422, "Invalid", "the server rejected our request due to an error in our request: " + why,
+                               {{"name", name}, {"group", t.group}, {"kind", t.kind}})};
     };
     const json md_before = stored.contains("metadata") ? stored["metadata"] : json::object();
     std::vector<UndoStep> undo;
-    std::optional<json> copy;   // the patched copy, for what the in-place applier does not handle
-    std::optional<std::vector<std::string>> entries;   // the only parts an in-place patch changed
+    std::optional<json> copy;                         // the patched copy, for what the in-place applier does not handle
+    std::optional<std::vector<std::string>> entries;  // the only parts an in-place patch changed
     if (content_type.rfind("application/json-patch+json", 0) == 0) {
         if (!p.is_array()) return {400, status_object(400, "BadRequest", "a JSON patch must be an array")};
         if (patchable_in_place(p)) {
@@ -520,7 +545,8 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
         copy = stored;
         copy->merge_patch(p);
     } else {
-        return {415, status_object(415, "UnsupportedMediaType", "the content type " + content_type + " is not supported")};
+        return {415,
+                status_object(415, "UnsupportedMediaType", "the content type " + content_type + " is not supported")};
     }
     json& patched = copy ? *copy : stored;
     if (auto bad = validate(t, name, patched, entries ? &*entries : nullptr)) {
@@ -544,7 +570,7 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     const std::size_t largest_before = largest_object_;
     Reply reply = stored_reply(200, it->second, Output::object);
     if (!copy && it->second.text_size + etcd_overhead(t, ns, name) > kMaxObjectBytes) {
-        largest_object_ = largest_before;   // never stored
+        largest_object_ = largest_before;  // never stored
         // Refused like etcd refuses it: the stored object goes back to its previous version.
         undo_all(stored, undo);
         stored["metadata"]["resourceVersion"] = rv_before;
@@ -555,7 +581,8 @@ Reply ResourceStore::patch(const ResourceType& t, const std::string& ns, const s
     return out == Output::object ? reply : stored_reply(200, it->second, out);
 }
 
-Reply ResourceStore::remove(const ResourceType& t, const std::string& ns, const std::string& name, const json& options) {
+Reply ResourceStore::remove(const ResourceType& t, const std::string& ns, const std::string& name,
+                            const json& options) {
     std::lock_guard lock(mu_);
     auto it = objects_.find(key(t, ns, name));
     if (it == objects_.end()) return {404, not_found(t, name)};
@@ -565,9 +592,9 @@ Reply ResourceStore::remove(const ResourceType& t, const std::string& ns, const 
         for (const char* field : {"uid", "resourceVersion"}) {
             if (pre.contains(field) && pre[field].is_string() && pre[field] != md.value(field, "")) {
                 return {409, status_object(409, "Conflict",
-                                           "Precondition failed: " + std::string(field) + " in precondition: " +
-                                               pre[field].get<std::string>() + ", " + std::string(field) +
-                                               " in object meta: " + md.value(field, ""),
+                                           "Precondition failed: " + std::string(field) +
+                                               " in precondition: " + pre[field].get<std::string>() + ", " +
+                                               std::string(field) + " in object meta: " + md.value(field, ""),
                                            {{"name", name}, {"group", t.group}, {"kind", t.plural}})};
             }
         }

@@ -64,19 +64,19 @@ namespace apiserver {
 using nlohmann::json;
 
 struct ResourceType {
-    std::string group;        // "" = core
+    std::string group;  // "" = core
     std::string version;
     std::string plural;
     std::string singular;
     std::string kind;
-    std::string short_name;   // "" = none
-    bool namespaced = true;   // false: cluster-scoped (namespaces, nodes), addressed without /namespaces/NS
+    std::string short_name;  // "" = none
+    bool namespaced = true;  // false: cluster-scoped (namespaces, nodes), addressed without /namespaces/NS
 };
 
 struct Reply {
     int status = 200;
     json body;
-    std::shared_ptr<const std::string> text;   // set: the body already serialized (sent instead of `body`)
+    std::shared_ptr<const std::string> text;  // set: the body already serialized (sent instead of `body`)
 
     Reply() = default;
     Reply(int s, json b) : status(s), body(std::move(b)) {}
@@ -93,7 +93,8 @@ public:
     explicit ResourceStore(bool with_whereabouts_crds);
 
     const std::vector<ResourceType>& types() const { return types_; }
-    const ResourceType* find_type(const std::string& group, const std::string& version, const std::string& plural) const;
+    const ResourceType* find_type(const std::string& group, const std::string& version,
+                                  const std::string& plural) const;
 
     // ns "" in list = all namespaces. field_selector: "" or "metadata.name=X" (kubectl delete --wait).
     Reply list(const ResourceType& t, const std::string& ns, const std::string& field_selector);
@@ -110,13 +111,13 @@ public:
     // Serialized size of the largest object stored so far (the benchmark reports it).
     std::size_t largest_object();
 
-    static constexpr std::size_t kMaxObjectBytes = 1572864;   // etcd's default max request size
+    static constexpr std::size_t kMaxObjectBytes = 1572864;  // etcd's default max request size
     static constexpr std::size_t kTxnFraming = 0;
     // What etcd counts besides the object's JSON in the kube-apiserver's write of it.
     static std::size_t etcd_overhead(const ResourceType& t, const std::string& ns, const std::string& name);
 
 private:
-    using Key = std::tuple<std::string, std::string, std::string>;   // plural.group, namespace, name
+    using Key = std::tuple<std::string, std::string, std::string>;  // plural.group, namespace, name
     Key key(const ResourceType& t, const std::string& ns, const std::string& name) const;
     // The schema check of the whole object, or (`entries`) of only those IPPool allocation entries.
     std::optional<Reply> validate(const ResourceType& t, const std::string& name, const json& object,
@@ -139,7 +140,8 @@ private:
     // The refusal of an object above kMaxObjectBytes, as the kube-apiserver relays etcd's.
     static Reply too_large();
     // Whether `object` serializes to more than kMaxObjectBytes.
-    static bool exceeds_limit(const ResourceType& t, const std::string& ns, const std::string& name, const json& object);
+    static bool exceeds_limit(const ResourceType& t, const std::string& ns, const std::string& name,
+                              const json& object);
     // Namespaces exist once anything is created in them (kubectl looks a namespace up when a get
     // answers NotFound); default, kube-system and kube-public exist from the start. Caller holds mu_.
     void ensure_namespace(const std::string& ns);

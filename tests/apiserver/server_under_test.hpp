@@ -41,8 +41,8 @@ public:
     // "by_method":{"GET":..}}. The real server counts from its /metrics (lists and watches as GET).
     json stats() const;
 
-    TestApiServer* in_repo() const { return in_repo_.get(); }   // nullptr on the real server
-    const RealApiServer* real() const { return real_; }          // nullptr on the in-repo server
+    TestApiServer* in_repo() const { return in_repo_.get(); }  // nullptr on the real server
+    const RealApiServer* real() const { return real_; }        // nullptr on the in-repo server
     // "in-repo" or "real kube-apiserver": for INFO() lines and messages.
     std::string name() const { return is_real() ? "real kube-apiserver" : "in-repo test API server"; }
 
@@ -50,7 +50,7 @@ private:
     std::unique_ptr<TestApiServer> in_repo_;
     const RealApiServer* real_ = nullptr;
     const ApiServer* server_ = nullptr;
-    std::string dir_;   // kubeconfigs and IPAM state of this test case (removed with it)
+    std::string dir_;  // kubeconfigs and IPAM state of this test case (removed with it)
 };
 
 }  // namespace apiserver_test

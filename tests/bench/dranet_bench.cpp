@@ -59,7 +59,7 @@ int run_ipam(const std::string& command, const std::string& id, const std::strin
         ::setenv("CNI_IFNAME", "net1", 1);
         ::setenv("CNI_PATH", RDMANET_BIN_DIR, 1);
         ::setenv("CNI_ARGS", ("IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=" + id).c_str(), 1);
-        ::setenv("NODENAME", "node-1", 1);   // the provider's --node-name
+        ::setenv("NODENAME", "node-1", 1);  // the provider's --node-name
         const std::string path = std::string(RDMANET_BIN_DIR) + "/rdmanet-ipam";
         ::execl(path.c_str(), path.c_str(), nullptr);
         ::_exit(127);
@@ -144,7 +144,7 @@ bool bench_ipam(const json& ipam, const std::string& label, const apiserver_test
     const auto count = request_counter(server);
     const std::string conf =
         json{{"cniVersion", "1.0.0"}, {"name", "benchnet"}, {"type", "macvlan"}, {"ipam", ipam}}.dump();
-    static int round = 0;   // container ids distinct across the rows
+    static int round = 0;  // container ids distinct across the rows
     const std::string prefix = "r" + std::to_string(++round) + "-";
     const auto w0 = count();
     if (run_ipam("ADD", prefix + "warm-ctr", conf) != 0) {
@@ -178,7 +178,8 @@ bool bench_ipam(const json& ipam, const std::string& label, const apiserver_test
 void create_cidrpool(const apiserver_test::TestApiServer& server, const std::string& name, const std::string& cidr,
                      const std::string& prefix, const std::string& gateway) {
     const std::string api = "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/kube-system/cidrpools";
-    const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"}, {"kind", "CIDRPool"},
+    const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
+                       {"kind", "CIDRPool"},
                        {"metadata", {{"name", name}, {"namespace", "kube-system"}}},
                        {"spec", {{"cidr", cidr}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}}}};
     auto created = server.request("POST", api, pool.dump());
@@ -199,8 +200,8 @@ int run() {
     // The node policy's defaults keep data_dir under /var/lib/cni/rdmanet and kubeconfigs under
     // /etc/cni/net.d: allow the temp dirs (the provider and rdmanet-ipam read the same policy).
     const std::string policy = p.dir() + "/policy.json";
-    std::ofstream(policy) << json{{"ipamDataDirs", {p.dir()}}, {"logDir", p.dir()}, {"kubeconfigDirs", {server.dir()}}}
-                                 .dump();
+    std::ofstream(policy)
+        << json{{"ipamDataDirs", {p.dir()}}, {"logDir", p.dir()}, {"kubeconfigDirs", {server.dir()}}}.dump();
     ::setenv("RDMANET_POLICY_FILE", policy.c_str(), 1);
     const std::string data = p.data_dir();
     auto kube = [&](json ipam) {
@@ -211,12 +212,12 @@ int run() {
     // Profiles: no kubeconfig of their own, the provider's --kubeconfig serves them.
     p.write_profile("local", {{"ipam", {{"range", "10.90.0.0/16"}, {"gateway", "10.90.0.1"}, {"data_dir", data}}},
                               {"policyRouting", true}});
-    p.write_profile("ippool", {{"ipam", kube({{"range", "10.92.0.0/16"}, {"gateway", "10.92.0.1"}})},
-                               {"policyRouting", true}});
-    p.write_profile("slices", {{"network", "slices-dra"},
-                               {"ipam", kube({{"range", "10.93.0.0/16"}, {"gateway", "10.93.0.1"},
-                                              {"node_slice_size", "/24"}})},
-                               {"policyRouting", true}});
+    p.write_profile("ippool",
+                    {{"ipam", kube({{"range", "10.92.0.0/16"}, {"gateway", "10.92.0.1"}})}, {"policyRouting", true}});
+    p.write_profile("slices",
+                    {{"network", "slices-dra"},
+                     {"ipam", kube({{"range", "10.93.0.0/16"}, {"gateway", "10.93.0.1"}, {"node_slice_size", "/24"}})},
+                     {"policyRouting", true}});
     p.write_profile("cidrpool", {{"ipam", {{"poolName", "rail-dra"}, {"poolType", "cidrpool"}, {"data_dir", data}}},
                                  {"policyRouting", true}});
     p.extra_args = {"--kubeconfig", kubeconfig};
@@ -224,15 +225,21 @@ int run() {
     server.set_faults({{"latency_ms", kLatencyMs}});
 
     const json with_kubeconfig = {{"kubeconfig", kubeconfig}};
-    const json ipam_local = {{"type", "rdmanet-ipam"}, {"range", "10.91.0.0/16"}, {"gateway", "10.91.0.1"},
-                             {"data_dir", data}};
+    const json ipam_local = {
+        {"type", "rdmanet-ipam"}, {"range", "10.91.0.0/16"}, {"gateway", "10.91.0.1"}, {"data_dir", data}};
     json ipam_ippool = kube({{"type", "rdmanet-ipam"}, {"range", "10.94.0.0/16"}, {"gateway", "10.94.0.1"}});
     ipam_ippool["kubernetes"] = with_kubeconfig;
-    json ipam_slices = kube({{"type", "rdmanet-ipam"}, {"range", "10.97.0.0/16"}, {"gateway", "10.97.0.1"},
-                             {"node_slice_size", "/24"}, {"network_name", "slices-cni"}});
+    json ipam_slices = kube({{"type", "rdmanet-ipam"},
+                             {"range", "10.97.0.0/16"},
+                             {"gateway", "10.97.0.1"},
+                             {"node_slice_size", "/24"},
+                             {"network_name", "slices-cni"}});
     ipam_slices["kubernetes"] = with_kubeconfig;
-    const json ipam_cidrpool = {{"type", "rdmanet-ipam"}, {"poolName", "rail-cni"}, {"poolType", "cidrpool"},
-                                {"data_dir", data}, {"kubernetes", with_kubeconfig}};
+    const json ipam_cidrpool = {{"type", "rdmanet-ipam"},
+                                {"poolName", "rail-cni"},
+                                {"poolType", "cidrpool"},
+                                {"data_dir", data},
+                                {"kubernetes", with_kubeconfig}};
 
     std::printf("test API server: %d ms added latency per request; %d claims per row after one warm-up claim\n",
                 kLatencyMs, kClaims);

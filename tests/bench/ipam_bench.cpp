@@ -72,7 +72,7 @@ Stats run(const Scenario& s, const std::string& base_dir, int iterations) {
     std::vector<double> samples, cpu;
     samples.reserve(static_cast<std::size_t>(iterations));
     cpu.reserve(static_cast<std::size_t>(iterations));
-    for (int i = 0; i < iterations + 50; ++i) {   // the first 50 warm the statement cache and pages
+    for (int i = 0; i < iterations + 50; ++i) {  // the first 50 warm the statement cache and pages
         const std::string id = "bench-" + std::to_string(i);
         const IpamRequest req{config, "benchnet", id, "net1", "bench/" + id, {}, {}};
         const double cpu_start = thread_cpu_us();
@@ -90,8 +90,12 @@ Stats run(const Scenario& s, const std::string& base_dir, int iterations) {
     std::filesystem::remove_all(dir);
     double sum = 0;
     for (double v : samples) sum += v;
-    return {percentile(samples, 0.5), percentile(samples, 0.9), percentile(samples, 0.99), percentile(cpu, 0.5),
-            prefill_s, sum / static_cast<double>(samples.size())};
+    return {percentile(samples, 0.5),
+            percentile(samples, 0.9),
+            percentile(samples, 0.99),
+            percentile(cpu, 0.5),
+            prefill_s,
+            sum / static_cast<double>(samples.size())};
 }
 
 }  // namespace
@@ -117,25 +121,22 @@ int main(int argc, char** argv) {
         }
     }
     std::vector<Scenario> scenarios = {
-        {"IPv4 /16", "10.0.0.0/16", 0},
-        {"IPv4 /16", "10.0.0.0/16", 1000},
-        {"IPv4 /16", "10.0.0.0/16", 10000},
-        {"IPv4 /16", "10.0.0.0/16", 60000},
-        {"IPv6 /64", "fd00::/64", 0},
-        {"IPv6 /64", "fd00::/64", quick ? 100000u : 1000000u},
+        {"IPv4 /16", "10.0.0.0/16", 0},     {"IPv4 /16", "10.0.0.0/16", 1000},
+        {"IPv4 /16", "10.0.0.0/16", 10000}, {"IPv4 /16", "10.0.0.0/16", 60000},
+        {"IPv6 /64", "fd00::/64", 0},       {"IPv6 /64", "fd00::/64", quick ? 100000u : 1000000u},
     };
     std::printf("ipam_bench: in-process ADD+DEL (local SQLite store) per operation pair, %d iterations, dir %s\n",
                 iterations, base.c_str());
     // mean_us last (report.sh reads the columns before it): the mean includes the WAL checkpoints
     // (every ~1000 WAL frames, with their fdatasyncs) that the median never sees.
-    std::printf("%-10s %9s %11s %9s %9s %11s %11s %9s\n", "range", "fill", "median_us", "p90_us", "p99_us", "cpu_med_us",
-                "prefill_s", "mean_us");
+    std::printf("%-10s %9s %11s %9s %9s %11s %11s %9s\n", "range", "fill", "median_us", "p90_us", "p99_us",
+                "cpu_med_us", "prefill_s", "mean_us");
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
         if (only >= 0 && static_cast<std::size_t>(only) != i) continue;
         const Scenario& s = scenarios[i];
         const Stats st = run(s, base, iterations);
-        std::printf("%-10s %9zu %11.1f %9.1f %9.1f %11.1f %11.2f %9.1f\n", s.name.c_str(), s.fill, st.median_us, st.p90_us,
-                    st.p99_us, st.cpu_median_us, st.prefill_s, st.mean_us);
+        std::printf("%-10s %9zu %11.1f %9.1f %9.1f %11.1f %11.2f %9.1f\n", s.name.c_str(), s.fill, st.median_us,
+                    st.p90_us, st.p99_us, st.cpu_median_us, st.prefill_s, st.mean_us);
         std::fflush(stdout);
     }
     std::filesystem::remove_all(base);

@@ -24,16 +24,19 @@ int main(int argc, char** argv) {
     }
     try {
         const std::string data_dir = argv[1];
-        const IpamConfig config = parse_ipam_config({{"type", "rdmanet-ipam"}, {"range", argv[2]}, {"data_dir", data_dir}});
+        const IpamConfig config =
+            parse_ipam_config({{"type", "rdmanet-ipam"}, {"range", argv[2]}, {"data_dir", data_dir}});
         const long count = std::strtol(argv[3], nullptr, 10);
         if (count < 0) throw IpamError(codes::invalid_config, "COUNT must be >= 0");
         const Range& range = config.ranges.at(0);
         PoolDump dump{PoolKey{config.network_name, range.cidr}, {}};
         for (long k = 1; k <= count; ++k) {
             if (!range.allocatable(static_cast<uint128>(k)))
-                throw IpamError(codes::invalid_config, "offset " + std::to_string(k) + " is not allocatable in " + range.describe());
+                throw IpamError(codes::invalid_config,
+                                "offset " + std::to_string(k) + " is not allocatable in " + range.describe());
             const std::string id = "prefill-" + std::to_string(k);
-            dump.allocations.emplace_hint(dump.allocations.end(), static_cast<uint128>(k), Owner{id, "bench/" + id, "net1"});
+            dump.allocations.emplace_hint(dump.allocations.end(), static_cast<uint128>(k),
+                                          Owner{id, "bench/" + id, "net1"});
         }
         SqliteStore store(data_dir);
         store.import_pool(dump, argv[4]);

@@ -61,8 +61,8 @@ double percentile(std::vector<double> v, double p) {
 }
 
 std::string ip_text(std::uint32_t v) {
-    return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." + std::to_string((v >> 8) & 255) + "." +
-           std::to_string(v & 255);
+    return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." + std::to_string((v >> 8) & 255) +
+           "." + std::to_string(v & 255);
 }
 
 // Fills the pool and its reservations through the API (latency off while doing it), over one
@@ -72,10 +72,11 @@ void prefill(const std::string& kubeconfig, int n, bool overlap) {
     const std::string base = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/";
     json allocs = json::object();
     for (int i = 0; i < n; ++i) {
-        allocs[std::to_string(1000 + i)] = {{"id", "pre" + std::to_string(i)}, {"podref", "pre/p" + std::to_string(i)},
-                                            {"ifname", "net1"}};
+        allocs[std::to_string(1000 + i)] = {
+            {"id", "pre" + std::to_string(i)}, {"podref", "pre/p" + std::to_string(i)}, {"ifname", "net1"}};
     }
-    json pool = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "IPPool"},
+    json pool = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+                 {"kind", "IPPool"},
                  {"metadata", {{"name", "10.80.0.0-16"}, {"namespace", "kube-system"}}},
                  {"spec", {{"range", "10.80.0.0/16"}, {"allocations", allocs}}}};
     auto r = api.call("POST", base + "ippools", pool.dump());
@@ -83,11 +84,13 @@ void prefill(const std::string& kubeconfig, int n, bool overlap) {
     if (!overlap) return;
     const std::uint32_t first = (10u << 24) | (80u << 16);
     for (int i = 0; i < n; ++i) {
-        json orip = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "OverlappingRangeIPReservation"},
+        json orip = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+                     {"kind", "OverlappingRangeIPReservation"},
                      {"metadata", {{"name", ip_text(first + 1000 + i)}}},
                      {"spec", {{"podref", "pre/p" + std::to_string(i)}, {"ifname", "net1"}}}};
         auto o = api.call("POST", base + "overlappingrangeipreservations", orip.dump());
-        if (o.status != 201) throw std::runtime_error("prefill reservation: HTTP " + std::to_string(o.status) + " " + o.body);
+        if (o.status != 201)
+            throw std::runtime_error("prefill reservation: HTTP " + std::to_string(o.status) + " " + o.body);
     }
 }
 
@@ -120,8 +123,10 @@ Phase run_phase(const Options& o, const apiserver_test::TestApiServer& server, c
                 try {
                     const auto budget = add_phase ? kube::kAddBudget : kube::kDelBudget;
                     kube::KubeStore store(kube::load_kubeconfig(kubeconfig), kube::Deadline::in(budget), "");
-                    if (add_phase) add(store, req);
-                    else del(store, req);
+                    if (add_phase)
+                        add(store, req);
+                    else
+                        del(store, req);
                 } catch (const std::exception& e) {
                     ok = false;
                     std::fprintf(stderr, "kube_bench: %s %d: %s\n", add_phase ? "ADD" : "DEL", i, e.what());
@@ -135,16 +140,17 @@ Phase run_phase(const Options& o, const apiserver_test::TestApiServer& server, c
     }
     for (auto& t : threads) t.join();
     phase.seconds = ms_since(start) / 1000.0;
-    phase.requests = server.stats()["requests"].get<std::uint64_t>() - before;   // /_test/* calls are not counted
+    phase.requests = server.stats()["requests"].get<std::uint64_t>() - before;  // /_test/* calls are not counted
     return phase;
 }
 
 void report(const char* what, const Options& o, const Phase& p) {
-    std::printf("%-4s callers=%d latency=%dms prefill=%d overlap=%s: %d ops in %.2f s = %.0f/s  p50 %.1f ms  p99 %.1f ms  "
-                "max %.1f ms  requests/op %.2f  failures %d\n",
-                what, o.callers, o.latency_ms, o.prefill, o.overlap ? "on" : "off", o.ops, p.seconds, o.ops / p.seconds,
-                percentile(p.latencies, 0.5), percentile(p.latencies, 0.99), percentile(p.latencies, 1.0),
-                static_cast<double>(p.requests) / o.ops, p.failures);
+    std::printf(
+        "%-4s callers=%d latency=%dms prefill=%d overlap=%s: %d ops in %.2f s = %.0f/s  p50 %.1f ms  p99 %.1f ms  "
+        "max %.1f ms  requests/op %.2f  failures %d\n",
+        what, o.callers, o.latency_ms, o.prefill, o.overlap ? "on" : "off", o.ops, p.seconds, o.ops / p.seconds,
+        percentile(p.latencies, 0.5), percentile(p.latencies, 0.99), percentile(p.latencies, 1.0),
+        static_cast<double>(p.requests) / o.ops, p.failures);
 }
 
 }  // namespace
@@ -154,13 +160,19 @@ int main(int argc, char** argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         const int v = std::atoi(argv[i + 1]);
-        if (a == "--callers") o.callers = v;
-        else if (a == "--ops") o.ops = v;
-        else if (a == "--latency-ms") o.latency_ms = v;
-        else if (a == "--prefill") o.prefill = v;
-        else if (a == "--overlap") o.overlap = v != 0;
+        if (a == "--callers")
+            o.callers = v;
+        else if (a == "--ops")
+            o.ops = v;
+        else if (a == "--latency-ms")
+            o.latency_ms = v;
+        else if (a == "--prefill")
+            o.prefill = v;
+        else if (a == "--overlap")
+            o.overlap = v != 0;
         else {
-            std::fprintf(stderr, "usage: kube_bench [--callers N] [--ops N] [--latency-ms N] [--prefill N] [--overlap 0|1]\n");
+            std::fprintf(stderr,
+                         "usage: kube_bench [--callers N] [--ops N] [--latency-ms N] [--prefill N] [--overlap 0|1]\n");
             return 2;
         }
     }
@@ -169,14 +181,15 @@ int main(int argc, char** argv) {
         const std::string kubeconfig = server.write_kubeconfig("kubeconfig");
         if (o.prefill > 0) prefill(kubeconfig, o.prefill, o.overlap);
         server.set_faults({{"latency_ms", o.latency_ms}});
-        const IpamConfig config = parse_ipam_config({{"type", "rdmanet-ipam"}, {"range", "10.80.0.0/16"},
-                                                     {"enable_overlapping_ranges", o.overlap}});
+        const IpamConfig config = parse_ipam_config(
+            {{"type", "rdmanet-ipam"}, {"range", "10.80.0.0/16"}, {"enable_overlapping_ranges", o.overlap}});
         const Phase adds = run_phase(o, server, kubeconfig, config, true);
         report("ADD", o, adds);
         const Phase dels = run_phase(o, server, kubeconfig, config, false);
         report("DEL", o, dels);
         server.set_faults({{"latency_ms", 0}});
-        const auto left = server.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/ippools/10.80.0.0-16");
+        const auto left =
+            server.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/ippools/10.80.0.0-16");
         const std::size_t remaining = left.body["spec"]["allocations"].size();
         if (remaining != static_cast<std::size_t>(o.prefill)) {
             std::fprintf(stderr, "kube_bench: %zu allocations left, expected the %d prefilled\n", remaining, o.prefill);

@@ -71,7 +71,10 @@ json server_stats(const apiserver_test::ApiServer& server) {
         for (const auto& item : list.body["items"]) largest = std::max<std::uint64_t>(largest, item.dump().size());
     // The listing itself is one more GET; not the benchmark's.
     if (by_method.contains("GET")) by_method["GET"] = by_method["GET"].get<std::uint64_t>() - 1, total -= 1;
-    return {{"requests", total}, {"by_method", by_method}, {"bytes_by_method", json::object()}, {"largest_object", largest}};
+    return {{"requests", total},
+            {"by_method", by_method},
+            {"bytes_by_method", json::object()},
+            {"largest_object", largest}};
 }
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
@@ -104,14 +107,20 @@ int main(int argc, char** argv) {
             continue;
         }
         const int v = std::atoi(argv[i + 1]);
-        if (a == "--nodes") o.nodes = v;
-        else if (a == "--pods") o.pods = v;
-        else if (a == "--slice") o.slice = v;
-        else if (a == "--inflight") o.inflight = v;
-        else if (a == "--latency-ms") o.latency_ms = v;
+        if (a == "--nodes")
+            o.nodes = v;
+        else if (a == "--pods")
+            o.pods = v;
+        else if (a == "--slice")
+            o.slice = v;
+        else if (a == "--inflight")
+            o.inflight = v;
+        else if (a == "--latency-ms")
+            o.latency_ms = v;
         else {
-            std::fprintf(stderr, "usage: kube_slice_bench [--nodes N] [--pods N] [--slice S] [--inflight K] [--latency-ms N] "
-                                 "[--mode slices|single]\n");
+            std::fprintf(stderr,
+                         "usage: kube_slice_bench [--nodes N] [--pods N] [--slice S] [--inflight K] [--latency-ms N] "
+                         "[--mode slices|single]\n");
             return 2;
         }
     }
@@ -130,16 +139,23 @@ int main(int argc, char** argv) {
         const apiserver_test::ApiServer& server = *owned;
         const std::string kubeconfig = server.write_kubeconfig("kubeconfig");
         const std::string data = server.dir() + "/nodes";
-        json ipam = {{"type", "rdmanet-ipam"}, {"range", "10.96.0.0/16"}, {"datastore", "kubernetes"},
+        json ipam = {{"type", "rdmanet-ipam"},
+                     {"range", "10.96.0.0/16"},
+                     {"datastore", "kubernetes"},
                      {"network_name", "bench"}};
         if (slices) ipam["node_slice_size"] = "/" + std::to_string(o.slice);
         if (cidrpool) {
-            ipam = {{"type", "rdmanet-ipam"}, {"poolName", "bench"}, {"poolType", "cidrpool"},
+            ipam = {{"type", "rdmanet-ipam"},
+                    {"poolName", "bench"},
+                    {"poolType", "cidrpool"},
                     {"kubernetes", {{"kubeconfig", kubeconfig}}}};
-            const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"}, {"kind", "CIDRPool"},
-                               {"metadata", {{"name", "bench"}, {"namespace", "kube-system"}}},
-                               {"spec", {{"cidr", "10.96.0.0/16"}, {"perNodeNetworkPrefix", o.slice}, {"gatewayIndex", 1}}}};
-            const auto r = server.request("POST", "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/kube-system/cidrpools", pool.dump());
+            const json pool = {
+                {"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
+                {"kind", "CIDRPool"},
+                {"metadata", {{"name", "bench"}, {"namespace", "kube-system"}}},
+                {"spec", {{"cidr", "10.96.0.0/16"}, {"perNodeNetworkPrefix", o.slice}, {"gatewayIndex", 1}}}};
+            const auto r = server.request("POST", "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/kube-system/cidrpools",
+                                          pool.dump());
             if (r.status != 201) throw std::runtime_error("creating the CIDRPool: " + r.text);
         }
         const IpamConfig config = parse_ipam_config(ipam);
@@ -167,7 +183,7 @@ int main(int argc, char** argv) {
                         IpamRequest req;
                         req.config = config;
                         req.network = "bench";
-                        char id[65];   // 64 hex digits, as container runtimes make them (an entry's size)
+                        char id[65];  // 64 hex digits, as container runtimes make them (an entry's size)
                         std::snprintf(id, sizeof id, "%064x", i);
                         req.container_id = id;
                         req.ifname = "net1";
@@ -185,7 +201,8 @@ int main(int argc, char** argv) {
                             } else if (slices) {
                                 auto kc = kube::load_kubeconfig(kubeconfig);
                                 kube::SliceStore store(std::move(kc), kube::Deadline::in(kube::kAddBudget),
-                                                       data + "/" + node_name, kube::SliceSettings{"bench", node_name, o.slice});
+                                                       data + "/" + node_name,
+                                                       kube::SliceSettings{"bench", node_name, o.slice});
                                 add(store, req);
                             } else {
                                 auto kc = kube::load_kubeconfig(kubeconfig);
@@ -209,7 +226,7 @@ int main(int argc, char** argv) {
                                 first_error_ms = ms;
                                 first_error_code = code;
                             }
-                            if (!slices) stop = true;   // single-object mode: stops at the size limit
+                            if (!slices) stop = true;  // single-object mode: stops at the size limit
                         }
                     }
                 });
@@ -224,13 +241,15 @@ int main(int argc, char** argv) {
             for (const auto& [method, n] : after["by_method"].items()) {
                 by_method[method] = n.get<std::uint64_t>() - before["by_method"].value(method, std::uint64_t{0});
             }
-            std::printf("%s [%s]: nodes=%d pods/node=%d slice=/%d inflight=%d latency=%dms: %d ADDs in %.2f s = %.0f ADD/s  "
-                        "p50 %.1f ms  p99 %.1f ms  requests/ADD %.2f  bytes written/ADD %.0f  largest object %llu B  "
-                        "failures %d\n",
-                        label, server.is_real() ? "real kube-apiserver" : "in-repo server", o.nodes, o.pods, o.slice, o.inflight, o.latency_ms, succeeded, seconds,
-                        succeeded / seconds, percentile(latencies, 0.5), percentile(latencies, 0.99),
-                        succeeded ? requests / succeeded : 0.0, succeeded ? bytes / succeeded : 0.0,
-                        static_cast<unsigned long long>(after["largest_object"].get<std::uint64_t>()), failures);
+            std::printf(
+                "%s [%s]: nodes=%d pods/node=%d slice=/%d inflight=%d latency=%dms: %d ADDs in %.2f s = %.0f ADD/s  "
+                "p50 %.1f ms  p99 %.1f ms  requests/ADD %.2f  bytes written/ADD %.0f  largest object %llu B  "
+                "failures %d\n",
+                label, server.is_real() ? "real kube-apiserver" : "in-repo server", o.nodes, o.pods, o.slice,
+                o.inflight, o.latency_ms, succeeded, seconds, succeeded / seconds, percentile(latencies, 0.5),
+                percentile(latencies, 0.99), succeeded ? requests / succeeded : 0.0,
+                succeeded ? bytes / succeeded : 0.0,
+                static_cast<unsigned long long>(after["largest_object"].get<std::uint64_t>()), failures);
             std::printf("  requests by method: %s\n", by_method.dump().c_str());
             if (failures > 0) {
                 std::printf("  first failure after %.0f ms, code %d: %s\n", first_error_ms, first_error_code,
@@ -252,8 +271,8 @@ int main(int argc, char** argv) {
             const double seconds = ms_since(wall) / 1000.0;
             const double requests = after["requests"].get<double>() - before["requests"].get<double>();
             const int ok = total - all_failures;
-            std::printf("%s, whole run: %d ADDs in %.2f s = %.0f ADD/s  requests/ADD %.2f\n", o.mode.c_str(), ok, seconds,
-                        ok / seconds, ok ? requests / ok : 0.0);
+            std::printf("%s, whole run: %d ADDs in %.2f s = %.0f ADD/s  requests/ADD %.2f\n", o.mode.c_str(), ok,
+                        seconds, ok / seconds, ok ? requests / ok : 0.0);
         } else {
             run("single", 0, total);
         }

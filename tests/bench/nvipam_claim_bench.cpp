@@ -55,8 +55,9 @@ json pool_object(PoolType type, int nodes) {
                                    {"gateway", IpAddress::from_u128(IpAddress::Family::v4, start + 1).str()}});
         }
     }
-    const json spec = type == PoolType::ippool ? json{{"subnet", "10.0.0.0/8"}, {"perNodeBlockSize", 16}}
-                                               : json{{"cidr", "10.0.0.0/8"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}};
+    const json spec = type == PoolType::ippool
+                          ? json{{"subnet", "10.0.0.0/8"}, {"perNodeBlockSize", 16}}
+                          : json{{"cidr", "10.0.0.0/8"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}};
     return {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
             {"kind", type == PoolType::ippool ? "IPPool" : "CIDRPool"},
             {"metadata", {{"name", "rail"}, {"namespace", "kube-system"}, {"resourceVersion", "1"}}},
@@ -81,7 +82,7 @@ double claim_ms(PoolType type, const std::string& text, const std::string& node)
     object["status"] = {{"allocations", allocations_json(pool, entries)}};
     const std::string body = object.dump();
     const auto t1 = Clock::now();
-    if (body.size() < text.size()) std::exit(2);   // keeps the work observable
+    if (body.size() < text.size()) std::exit(2);  // keeps the work observable
     return std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
 
@@ -91,7 +92,8 @@ int main(int argc, char** argv) {
     int rounds = 5;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
+        if (a == "--rounds" && i + 1 < argc)
+            rounds = std::max(1, std::atoi(argv[++i]));
         else {
             std::fprintf(stderr, "usage: nvipam_claim_bench [--rounds N]\n");
             return 2;
@@ -108,7 +110,8 @@ int main(int argc, char** argv) {
             const double median = ms[ms.size() / 2];
             over = over || median > kBudgetMs;
             std::printf("%-9s %7d %9.2f %11.1f %9.1f %9s\n", type == PoolType::ippool ? "IPPool" : "CIDRPool", nodes,
-                        static_cast<double>(text.size()) / (1 << 20), median, ms.back(), median > kBudgetMs ? "OVER" : "ok");
+                        static_cast<double>(text.size()) / (1 << 20), median, ms.back(),
+                        median > kBudgetMs ? "OVER" : "ok");
         }
     }
     return over ? 1 : 0;

@@ -27,7 +27,7 @@ using json = nlohmann::json;
 struct PodSandbox {
     std::string namespace_name = "dra-e2e";
     std::string name;
-    std::string sandbox_id;   // the container id of every call, and K8S_POD_INFRA_CONTAINER_ID
+    std::string sandbox_id;  // the container id of every call, and K8S_POD_INFRA_CONTAINER_ID
     std::string uid;
 
     // "IgnoreUnknown=true;K8S_POD_NAMESPACE=..;K8S_POD_NAME=..;K8S_POD_INFRA_CONTAINER_ID=..;K8S_POD_UID=..".

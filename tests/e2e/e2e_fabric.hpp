@@ -13,7 +13,7 @@
 
 namespace rdmanet::test::e2e {
 
-inline const std::string kRemote = "192.0.2.100";   // an address of the far side, reachable through every rail
+inline const std::string kRemote = "192.0.2.100";  // an address of the far side, reachable through every rail
 
 inline ProcessResult in_ns(const ScopedNetns& ns, std::vector<std::string> argv) {
     argv.insert(argv.begin(), {"ip", "netns", "exec", ns.name()});
@@ -39,7 +39,8 @@ inline json ip_json(const ScopedNetns& ns, const std::vector<std::string>& args)
 }
 
 // `ip route get <dst> [from <src>]`: {dev, gateway}.
-inline std::pair<std::string, std::string> route_get(const ScopedNetns& ns, const std::string& dst, const std::string& from = "") {
+inline std::pair<std::string, std::string> route_get(const ScopedNetns& ns, const std::string& dst,
+                                                     const std::string& from = "") {
     std::vector<std::string> args{"route", "get", dst};
     if (!from.empty()) args.insert(args.end(), {"from", from});
     const json j = ip_json(ns, args);
@@ -70,8 +71,8 @@ inline std::vector<std::string> table_routes(const ScopedNetns& ns) {
     return lines;
 }
 
-inline json rail_plugin(const Workspace& ws, const std::string& master, const std::string& range, const std::string& gateway,
-                 const json& extra = json::object()) {
+inline json rail_plugin(const Workspace& ws, const std::string& master, const std::string& range,
+                        const std::string& gateway, const json& extra = json::object()) {
     json plugin = macvlan_plugin(master, embedded_ipam(ws, range, gateway));
     plugin["policyRouting"] = true;
     plugin.update(extra);
@@ -133,8 +134,10 @@ struct PodSnapshot {
 };
 
 inline std::ostream& operator<<(std::ostream& os, const PodSnapshot& s) {
-    return os << "links:\n" << s.links << "routes:\n" << s.routes << "rules:\n" << s.rules << "sysctls: "
-              << s.sysctls.size() << " bytes";
+    return os << "links:\n"
+              << s.links << "routes:\n"
+              << s.routes << "rules:\n"
+              << s.rules << "sysctls: " << s.sysctls.size() << " bytes";
 }
 
 inline PodSnapshot pod_snapshot(const ScopedNetns& ns) {

@@ -13,7 +13,10 @@ namespace rdmanet::test::e2e {
 namespace fs = std::filesystem;
 
 SriovNode::SriovNode(const Workspace& workspace, const std::string& rdma_mode, const std::string& pf_driver)
-    : ws(workspace), pf(unique_name("pf")), ibpf(unique_name("ibpf")), kernel(workspace.path("kernel.json"), tree.root()) {
+    : ws(workspace),
+      pf(unique_name("pf")),
+      ibpf(unique_name("ibpf")),
+      kernel(workspace.path("kernel.json"), tree.root()) {
     FakeSriovNode layout{pf, ibpf, vf0.name_a(), ibvf.name_a()};
     layout.ib_vf_rdma = true;
     layout.pf_driver = pf_driver;
@@ -45,7 +48,7 @@ std::uint64_t SriovNode::rdma_owner(const std::string& device) const {
     // Looked at through the model, as a look at the kernel would: a namespace that died since the
     // last call has handed its devices back by now.
     kernel.update([](FakeKernelFile::Model&) {});
-    const json state = kernel.read();   // not iterated as a temporary: it would dangle
+    const json state = kernel.read();  // not iterated as a temporary: it would dangle
     for (const auto& d : state.at("rdma").at("devices"))
         if (d.value("name", "") == device) return d.value("owner", std::uint64_t{0});
     throw std::runtime_error("no RDMA device " + device + " in the fake kernel");

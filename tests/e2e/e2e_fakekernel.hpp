@@ -60,8 +60,8 @@ struct SriovNode {
 // connected mode; an empty fake kernel (IPoIB children are recorded there when created).
 struct IpoibNode {
     explicit IpoibNode(const Workspace& ws);
-    std::map<std::string, std::string> env() const;   // as SriovNode::env()
-    json created() const;                              // the fake kernel's "ipoib" list
+    std::map<std::string, std::string> env() const;  // as SriovNode::env()
+    json created() const;                            // the fake kernel's "ipoib" list
 
     const Workspace& ws;
     ScopedVeth parent{nullptr, nullptr, "ibp"};
@@ -89,7 +89,9 @@ json fakekernel_plugin(const std::string& mode, const json& ipam, const json& ex
 // One libcni call of `conflist` with the fake-kernel binary on CNI_PATH.
 struct FakeKernelCall {
     FakeKernelCall(std::string verb_, std::string conflist_, std::string netns_, std::string container_id_)
-        : verb(std::move(verb_)), conflist(std::move(conflist_)), netns(std::move(netns_)),
+        : verb(std::move(verb_)),
+          conflist(std::move(conflist_)),
+          netns(std::move(netns_)),
           container_id(std::move(container_id_)) {}
     std::string verb;
     std::string conflist;
@@ -98,7 +100,7 @@ struct FakeKernelCall {
     std::string ifname = "net1";
     std::string cap_args;
     std::string args;
-    bool single_plugin = false;   // `conflist` is one plugin configuration (DriverRequest::single_plugin)
+    bool single_plugin = false;  // `conflist` is one plugin configuration (DriverRequest::single_plugin)
 };
 CniOutcome drive(const Workspace& ws, const std::map<std::string, std::string>& env, const FakeKernelCall& call);
 

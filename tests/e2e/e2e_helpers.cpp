@@ -94,7 +94,8 @@ json embedded_ipam(const Workspace& ws, const std::string& range, const std::str
 }
 
 json embedded_pools(const Workspace& ws) {
-    const auto r = run_process({bin_dir() + "/rdmanetctl", "pool", "list", "--json", "--data-dir", ws.path("rdmanet-ipam")});
+    const auto r =
+        run_process({bin_dir() + "/rdmanetctl", "pool", "list", "--json", "--data-dir", ws.path("rdmanet-ipam")});
     json j = json::parse(r.out, nullptr, false);
     if (r.exit_code != 0 || !j.is_array())
         throw std::runtime_error("rdmanetctl pool list: exit " + std::to_string(r.exit_code) + " " + r.out + r.err);
@@ -108,8 +109,8 @@ json host_local(const Workspace& ws, const std::string& subnet, const json& extr
 }
 
 json macvlan_plugin(const std::string& master, const json& ipam) {
-    return {{"type", "rdmanet"}, {"mode", "macvlan"}, {"master", master}, {"macvlanMode", "bridge"},
-            {"mtu", 0},          {"ipam", ipam}};
+    return {{"type", "rdmanet"},       {"mode", "macvlan"}, {"master", master},
+            {"macvlanMode", "bridge"}, {"mtu", 0},          {"ipam", ipam}};
 }
 
 json hostdev_plugin(const std::string& device, const json& ipam) {
@@ -140,8 +141,8 @@ CniOutcome Attachment::call(const std::string& verb) const {
     return run_driver(req, ws.env());
 }
 
-CniOutcome direct(const Workspace& ws, const std::string& command, const std::string& netns,
-                  const std::string& id, const std::string& ifname, const json& stdin_conf) {
+CniOutcome direct(const Workspace& ws, const std::string& command, const std::string& netns, const std::string& id,
+                  const std::string& ifname, const json& stdin_conf) {
     PluginRequest req;
     req.command = command;
     req.container_id = id;
@@ -155,7 +156,7 @@ CniOutcome direct(const Workspace& ws, const std::string& command, const std::st
 
 std::optional<json> find_link(const ScopedNetns* ns, const std::string& ifname) {
     ProcessResult r = run_process(ip_argv(ns, {"-j", "-d", "link", "show", "dev", ifname}));
-    if (r.exit_code != 0) return std::nullopt;   // "Device ... does not exist"
+    if (r.exit_code != 0) return std::nullopt;  // "Device ... does not exist"
     json j = json::parse(r.out, nullptr, false);
     if (!j.is_array() || j.empty()) return std::nullopt;
     return j[0];
@@ -210,8 +211,8 @@ bool pod_ping(const ScopedNetns& from, const std::string& ip) {
     if (have_ping) {
         argv.insert(argv.end(), {"ping", "-c1", "-W2", ip});
     } else {
-        argv.insert(argv.end(), {"perl", "-MNet::Ping", "-e",
-                                 "exit(Net::Ping->new('icmp', 2)->ping($ARGV[0]) ? 0 : 1)", ip});
+        argv.insert(argv.end(),
+                    {"perl", "-MNet::Ping", "-e", "exit(Net::Ping->new('icmp', 2)->ping($ARGV[0]) ? 0 : 1)", ip});
     }
     return run_process(argv, {}, "", std::chrono::seconds(10)).exit_code == 0;
 }

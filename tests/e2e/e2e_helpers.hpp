@@ -81,8 +81,8 @@ struct Attachment {
 };
 
 // The same attachment called directly (no libcni), for what libcni 1.1.2 cannot send.
-CniOutcome direct(const Workspace& ws, const std::string& command, const std::string& netns,
-                  const std::string& id, const std::string& ifname, const json& stdin_conf);
+CniOutcome direct(const Workspace& ws, const std::string& command, const std::string& netns, const std::string& id,
+                  const std::string& ifname, const json& stdin_conf);
 
 // `ip [-n ns] -j -d link show dev <ifname>`: the link's JSON object, nullopt when absent.
 // ns == nullptr means the test program's own namespace (the host).
@@ -110,8 +110,7 @@ bool only_loopback(const ScopedNetns& ns);
 bool pod_ping(const ScopedNetns& from, const std::string& ip);
 
 // Polls `condition` every 20 ms until it holds or `timeout` passes (netns teardown is asynchronous).
-bool eventually(const std::function<bool()>& condition,
-                std::chrono::milliseconds timeout = std::chrono::seconds(5));
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 // "10.0.0.2/24" -> "10.0.0.2".
 std::string address_of(const std::string& cidr);

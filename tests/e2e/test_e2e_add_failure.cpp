@@ -13,7 +13,7 @@ using namespace rdmanet::test::e2e;
 
 namespace {
 
-constexpr int kSegfault = 128 + 11;   // run_process reports death by a signal as 128 + signal
+constexpr int kSegfault = 128 + 11;  // run_process reports death by a signal as 128 + signal
 
 // Runs ADD, which must fail with `code` and a message containing `names`, and checks that nothing
 // changed: the pod's links, addresses, routes, rules and sysctls, the master's children, the
@@ -51,7 +51,8 @@ TEST_CASE("ADD with an off-link gateway in an IPAM route fails cleanly, naming t
     Fabric fab;
     const auto& up = fab.uplink("10.63.0.1/24");
     // 10.99.9.9 is in no subnet of the interface: the kernel refuses the route (ENETUNREACH).
-    const json ipam = with_route(host_local(ws, "10.63.0.0/24", {{"gateway", "10.63.0.1"}}), "10.64.0.0/16", "10.99.9.9");
+    const json ipam =
+        with_route(host_local(ws, "10.63.0.0/24", {{"gateway", "10.63.0.1"}}), "10.64.0.0/16", "10.99.9.9");
 
     SECTION("with policyRouting") {
         json plugin = macvlan_plugin(up.name_a(), ipam);

@@ -124,9 +124,11 @@ TEST_CASE("agent: metrics after known operations, a repair on SIGHUP, exit 0 on 
     ScopedVeth uplink{nullptr, nullptr, "am"};
     ScopedNetns pod_a{"pa"}, pod_b{"pb"};
     set_link_up(nullptr, uplink.name_a());
-    const auto conf =
-        plugin_stdin("e2e-agmet", "1.0.0",
-                     {{"type", "rdmanet"}, {"mode", "macvlan"}, {"master", uplink.name_a()}, {"ipam", embedded_ipam(ws, "10.250.48.0/29")}});
+    const auto conf = plugin_stdin("e2e-agmet", "1.0.0",
+                                   {{"type", "rdmanet"},
+                                    {"mode", "macvlan"},
+                                    {"master", uplink.name_a()},
+                                    {"ipam", embedded_ipam(ws, "10.250.48.0/29")}});
     auto bad = conf;
     bad["master"] = "no-such-dev0";
 
@@ -138,14 +140,15 @@ TEST_CASE("agent: metrics after known operations, a repair on SIGHUP, exit 0 on 
     REQUIRE(failed.code() == 101);
     REQUIRE(direct(ws, "DEL", pod_a.path(), id_a, "net1", conf).ok());
 
-    AgentProcess agent(ws, {"--interval", "3600", "--metrics-address", "127.0.0.1:0", "--ipam-data-dir", ws.path("db")});
+    AgentProcess agent(ws,
+                       {"--interval", "3600", "--metrics-address", "127.0.0.1:0", "--ipam-data-dir", ws.path("db")});
     const int port = agent.metrics_port();
     INFO(agent.out() << agent.err());
     REQUIRE(port > 0);
 
     const auto m = scrape(port);
     const std::map<std::string, std::string> pool{{"network", ""}, {"range", "10.250.48.0/29"}};
-    CHECK(m.value("rdmanet_pool_size", pool) == 6.0);   // /29: 8 addresses minus network and broadcast
+    CHECK(m.value("rdmanet_pool_size", pool) == 6.0);  // /29: 8 addresses minus network and broadcast
     CHECK(m.value("rdmanet_pool_used", pool) == 1.0);
     CHECK(m.value("rdmanet_pool_free", pool) == 5.0);
     CHECK(m.value("rdmanet_attachments", {{"mode", "macvlan"}}) == 1.0);
@@ -184,8 +187,7 @@ TEST_CASE("agent: the metrics endpoint is off unless asked for", "[e2e][agent][m
     CHECK(r.out.find("metrics on") == std::string::npos);
 }
 
-TEST_CASE("agent: per pass one field-selected pod list, whatever the pods of other nodes",
-          "[e2e][agent][kube]") {
+TEST_CASE("agent: per pass one field-selected pod list, whatever the pods of other nodes", "[e2e][agent][kube]") {
     apiserver_test::TestApiServer server;
     const std::string kubeconfig = server.write_kubeconfig("agent");
     Workspace ws;
@@ -197,10 +199,17 @@ TEST_CASE("agent: per pass one field-selected pod list, whatever the pods of oth
 
     // An attachment of pod "mine" (CNI_ARGS as the kubelet passes them), sandbox alive.
     const auto conf = plugin_stdin("e2e-agkube", "1.0.0",
-                                   {{"type", "rdmanet"}, {"mode", "macvlan"}, {"master", uplink.name_a()},
+                                   {{"type", "rdmanet"},
+                                    {"mode", "macvlan"},
+                                    {"master", uplink.name_a()},
                                     {"ipam", embedded_ipam(ws, "10.250.49.0/24")}});
-    PluginRequest add{"ADD", container_id("k"), pod.path(), "net1",
-                      "K8S_POD_NAMESPACE=default;K8S_POD_NAME=mine", default_cni_path(), conf.dump()};
+    PluginRequest add{"ADD",
+                      container_id("k"),
+                      pod.path(),
+                      "net1",
+                      "K8S_POD_NAMESPACE=default;K8S_POD_NAME=mine",
+                      default_cni_path(),
+                      conf.dump()};
     REQUIRE(invoke_plugin(rdmanet_path(), add, ws.env()).ok());
 
     const auto requests_of_one_pass = [&] {
@@ -210,14 +219,14 @@ TEST_CASE("agent: per pass one field-selected pod list, whatever the pods of oth
                                    ws.env());
         INFO(r.out << r.err);
         CHECK(r.exit_code == 0);
-        return server.stats().value("requests", 0) - before;   // the /_test/ endpoints are not counted
+        return server.stats().value("requests", 0) - before;  // the /_test/ endpoints are not counted
     };
     const auto few = requests_of_one_pass();
     for (int i = 1; i <= 100; ++i) server.create_pod_on("default", "other-" + std::to_string(i), "node-b");
     const auto many = requests_of_one_pass();
     CHECK(few == 1);
     CHECK(many == few);
-    CHECK(ws.state_files().size() == 1);   // its pod exists: left alone
+    CHECK(ws.state_files().size() == 1);  // its pod exists: left alone
 
     // Deleted from the API while its sandbox lingers: undone (grace 0 here).
     server.delete_pod("default", "mine");

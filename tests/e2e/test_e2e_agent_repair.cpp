@@ -25,9 +25,7 @@ ProcessResult reconcile_local(const Workspace& ws, const std::vector<std::string
 
 // A pod-side interface name unique to this test process (the "returned" device appears in the
 // host under it, where other test programs run concurrently).
-std::string unique_ifname(const std::string& prefix) {
-    return prefix + std::to_string(::getpid() % 100000);
-}
+std::string unique_ifname(const std::string& prefix) { return prefix + std::to_string(::getpid() % 100000); }
 
 std::string describe(const ProcessResult& r) {
     return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
@@ -40,11 +38,12 @@ TEST_CASE("reconcile --local undoes a macvlan attachment whose netns is gone", "
     ScopedVeth uplink{nullptr, nullptr, "ag"};
     ScopedNetns pod{"pod"};
     set_link_up(nullptr, uplink.name_a());
-    const Attachment att{ws,
-                         ws.write("net.conflist", conflist("e2e-agmv", "1.0.0",
-                                                           macvlan_plugin(uplink.name_a(), host_local(ws, "10.250.40.0/24")))
-                                                      .dump()),
-                         pod.path(), container_id()};
+    const Attachment att{
+        ws,
+        ws.write(
+            "net.conflist",
+            conflist("e2e-agmv", "1.0.0", macvlan_plugin(uplink.name_a(), host_local(ws, "10.250.40.0/24"))).dump()),
+        pod.path(), container_id()};
     const auto add = att.add();
     INFO(add.describe());
     REQUIRE(add.ok());
@@ -67,7 +66,7 @@ TEST_CASE("reconcile --local undoes a macvlan attachment whose netns is gone", "
         const auto dry = reconcile_local(ws, {"--dry-run"});
         INFO(describe(dry));
         CHECK(dry.out.find("would repair e2e-agmv " + att.container_id) != std::string::npos);
-        CHECK(ws.state_files().size() == 1);   // dry run changes nothing
+        CHECK(ws.state_files().size() == 1);  // dry run changes nothing
 
         const auto r = reconcile_local(ws);
         INFO(describe(r));
@@ -84,7 +83,7 @@ TEST_CASE("reconcile --local undoes a macvlan attachment whose netns is gone", "
     }
     SECTION("the netns path reused by a new namespace: ours is undone, the new one untouched") {
         destroy_netns(pod);
-        run_command_checked({"ip", "netns", "add", pod.name()});   // same path, another namespace
+        run_command_checked({"ip", "netns", "add", pod.name()});  // same path, another namespace
         run_command_checked({"ip", "-n", pod.name(), "link", "add", "net1", "type", "veth", "peer", "name", "net1p"});
         const auto r = reconcile_local(ws);
         INFO(describe(r));
@@ -180,7 +179,7 @@ TEST_CASE("reconcile --local undoes a policyRouting attachment without touching 
     REQUIRE(pod.ip({"rule", "show"}).find("from " + address + " lookup 100") != std::string::npos);
 
     destroy_netns(pod);
-    run_command_checked({"ip", "netns", "add", pod.name()});   // same path, another namespace
+    run_command_checked({"ip", "netns", "add", pod.name()});  // same path, another namespace
     run_command_checked({"ip", "-n", pod.name(), "rule", "add", "from", address, "lookup", "100"});
     const auto r = reconcile_local(ws);
     INFO(describe(r));

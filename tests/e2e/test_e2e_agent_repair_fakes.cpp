@@ -83,7 +83,10 @@ TEST_CASE("agent repair: sriov Ethernet VF returned by the kernel gets its setti
     REQUIRE(dev_before);
     const std::string devinfo = ws.path("devinfo/e2e-agsv-net1");
     auto plugin = fakekernel_plugin("sriov", host_local(ws, "10.250.45.0/24"),
-                                    {{"mac", "0a:58:0a:01:00:09"}, {"vlan", 200}, {"trust", "on"}, {"mtu", 1400},
+                                    {{"mac", "0a:58:0a:01:00:09"},
+                                     {"vlan", 200},
+                                     {"trust", "on"},
+                                     {"mtu", 1400},
                                      {"capabilities", {{"deviceID", true}, {"CNIDeviceInfoFile", true}}}});
     const std::string conf = ws.write("sriov.conflist", conflist("e2e-agsv", "1.0.0", plugin).dump());
     FakeKernelCall call{"add", conf, pod.path(), container_id("asv")};
@@ -95,21 +98,21 @@ TEST_CASE("agent repair: sriov Ethernet VF returned by the kernel gets its setti
     REQUIRE(node.vf(node.pf, 0)["vlan"] == 200);
     REQUIRE(std::filesystem::exists(devinfo));
     const bool exclusive = rdma_mode == "exclusive";
-    REQUIRE((node.rdma_owner("mlx5_7") != 0) == exclusive);   // the pod owns it in exclusive mode
+    REQUIRE((node.rdma_owner("mlx5_7") != 0) == exclusive);  // the pod owns it in exclusive mode
     REQUIRE(rdma_visible_in_host(node, "mlx5_7", SriovNode::kVfPci) == !exclusive);
 
     die_returning(pod, call.ifname);
-    node.tree.rename_netdev(SriovNode::kVfPci, node.vf0.name_a(), call.ifname);   // sysfs follows the name
+    node.tree.rename_netdev(SriovNode::kVfPci, node.vf0.name_a(), call.ifname);  // sysfs follows the name
     const auto r = fake_reconcile_local(node.env());
     INFO(describe(r));
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("repaired e2e-agsv " + call.container_id) != std::string::npos);
-    CHECK(node.rdma_owner("mlx5_7") == 0);                         // home, under its own name
+    CHECK(node.rdma_owner("mlx5_7") == 0);  // home, under its own name
     CHECK(rdma_visible_in_host(node, "mlx5_7", SriovNode::kVfPci));
-    CHECK(node.vf(node.pf, 0) == vf_before);                       // VLAN, MAC, trust restored
-    CHECK(host_netdev(node.vf0.name_a()) == dev_before);           // host name, MAC, MTU, alias, up
+    CHECK(node.vf(node.pf, 0) == vf_before);              // VLAN, MAC, trust restored
+    CHECK(host_netdev(node.vf0.name_a()) == dev_before);  // host name, MAC, MTU, alias, up
     CHECK_FALSE(find_link(nullptr, call.ifname));
-    CHECK_FALSE(std::filesystem::exists(devinfo));                 // stale device-info removed
+    CHECK_FALSE(std::filesystem::exists(devinfo));  // stale device-info removed
     CHECK_FALSE(vf_record_exists(ws, SriovNode::kVfPci));
     CHECK(attachment_files(ws).empty());
     CHECK(ws.ipam_reservations("e2e-agsv").empty());
@@ -129,10 +132,11 @@ TEST_CASE("agent repair: sriov InfiniBand VF gets its GUID back", "[e2e][agent][
     const std::string conf = ws.write("ib.conflist", conflist("e2e-agib", "1.0.0", plugin).dump());
     FakeKernelCall call{"add", conf, pod.path(), container_id("asi")};
     call.ifname = unique_ifname("asi");
-    call.cap_args = json{{"deviceID", SriovNode::kIbVfPci},
-                         {"infinibandGUID", "C2:11:22:33:44:55:66:78"},
-                         {"CNIDeviceInfoFile", devinfo}}
-                        .dump();
+    call.cap_args = json{
+        {"deviceID", SriovNode::kIbVfPci},
+        {"infinibandGUID", "C2:11:22:33:44:55:66:78"},
+        {"CNIDeviceInfoFile",
+         devinfo}}.dump();
     const auto add = drive(ws, node.env(), call);
     INFO(add.describe());
     REQUIRE(add.ok());
@@ -209,7 +213,7 @@ TEST_CASE("agent repair: an InfiniBand VF GUID needs a writable PCI drivers dire
     CHECK(refused.err.find("restore the VF GUID") != std::string::npos);
     CHECK(refused.err.find("Read-only file system") != std::string::npos);
     CHECK(refused.out.find("0 repaired, 1 failed") != std::string::npos);
-    CHECK(attachment_files(ws).size() == 2);                 // state + in-use record, kept for the next pass
+    CHECK(attachment_files(ws).size() == 2);  // state + in-use record, kept for the next pass
     CHECK(vf_record_exists(ws, SriovNode::kIbVfPci));
 
     drivers.release();
@@ -233,8 +237,9 @@ TEST_CASE("agent repair: waits while a dead pod's namespace is still held, with 
     const auto dev_before = host_netdev(node.vf0.name_a());
     REQUIRE(dev_before);
     const std::string devinfo = ws.path("devinfo/e2e-agsw-net1");
-    auto plugin = fakekernel_plugin("sriov", host_local(ws, "10.250.48.0/24"),
-                                    {{"vlan", 300}, {"capabilities", {{"deviceID", true}, {"CNIDeviceInfoFile", true}}}});
+    auto plugin =
+        fakekernel_plugin("sriov", host_local(ws, "10.250.48.0/24"),
+                          {{"vlan", 300}, {"capabilities", {{"deviceID", true}, {"CNIDeviceInfoFile", true}}}});
     const std::string conf = ws.write("sriov.conflist", conflist("e2e-agsw", "1.0.0", plugin).dump());
     FakeKernelCall call{"add", conf, pod.path(), container_id("asw")};
     call.ifname = unique_ifname("asw");
@@ -258,7 +263,7 @@ TEST_CASE("agent repair: waits while a dead pod's namespace is still held, with 
     CHECK(node.vf(node.pf, 0)["vlan"] == 300);
     CHECK(vf_record_exists(ws, SriovNode::kVfPci));
     CHECK(std::filesystem::exists(devinfo));
-    CHECK(attachment_files(ws).size() == 2);   // the attachment state and the VF's in-use record
+    CHECK(attachment_files(ws).size() == 2);  // the attachment state and the VF's in-use record
     CHECK(ws.ipam_reservations("e2e-agsw").size() == 1);
 
     // The last reference goes: the kernel hands the netdev (under its pod-side name) and the RDMA

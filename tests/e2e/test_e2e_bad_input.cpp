@@ -61,8 +61,8 @@ constexpr int kIncompatibleVersion = 1;
 constexpr int kInvalidEnv = 4;
 constexpr int kDecodeFailure = 6;
 constexpr int kInvalidConfig = 7;
-constexpr int kInvalidNetns = 8;   // libcni's ErrInvalidNetNS: CNI_NETNS is the plugin's own namespace
-constexpr int kDeviceNotFound = 101;   // rdmanet's own code (include/rdmanet/cni/error.hpp)
+constexpr int kInvalidNetns = 8;      // libcni's ErrInvalidNetNS: CNI_NETNS is the plugin's own namespace
+constexpr int kDeviceNotFound = 101;  // rdmanet's own code (include/rdmanet/cni/error.hpp)
 
 }  // namespace
 
@@ -128,17 +128,27 @@ TEST_CASE("bad input sent straight to the plugin", "[e2e][bad-input]") {
         s.require_rejected(s.add_direct(deep), kDecodeFailure, "");
     }
     SECTION("ifname with a slash") { s.require_rejected(s.add_direct(good, "a/b"), kInvalidEnv, "CNI_IFNAME"); }
-    SECTION("16-character ifname") { s.require_rejected(s.add_direct(good, "abcdefghijklmnop"), kInvalidEnv, "CNI_IFNAME"); }
+    SECTION("16-character ifname") {
+        s.require_rejected(s.add_direct(good, "abcdefghijklmnop"), kInvalidEnv, "CNI_IFNAME");
+    }
     SECTION("ifname '..'") { s.require_rejected(s.add_direct(good, ".."), kInvalidEnv, "CNI_IFNAME"); }
-    SECTION("container id with a slash") { s.require_rejected(s.add_direct(good, "net1", "a/b"), kInvalidEnv, "CNI_CONTAINERID"); }
+    SECTION("container id with a slash") {
+        s.require_rejected(s.add_direct(good, "net1", "a/b"), kInvalidEnv, "CNI_CONTAINERID");
+    }
     SECTION("container id starting with a dash") {
         s.require_rejected(s.add_direct(good, "net1", "-abc"), kInvalidEnv, "CNI_CONTAINERID");
     }
     SECTION("unsupported cniVersion") {
-        s.require_rejected(s.add_direct(plugin_stdin("e2e-bad", "9.9.9", s.good_plugin()).dump()), kIncompatibleVersion, "9.9.9");
+        s.require_rejected(s.add_direct(plugin_stdin("e2e-bad", "9.9.9", s.good_plugin()).dump()), kIncompatibleVersion,
+                           "9.9.9");
     }
     SECTION("CHECK on a 0.3.1 config") {
-        PluginRequest req{"CHECK", container_id(), s.pod.path(), "net1", "", default_cni_path(),
+        PluginRequest req{"CHECK",
+                          container_id(),
+                          s.pod.path(),
+                          "net1",
+                          "",
+                          default_cni_path(),
                           plugin_stdin("e2e-bad", "0.3.1", s.good_plugin()).dump()};
         s.require_rejected(invoke_plugin(rdmanet_path(), req, s.ws.env()), kIncompatibleVersion, "");
     }

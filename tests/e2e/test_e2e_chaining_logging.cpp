@@ -24,8 +24,8 @@ TEST_CASE("chained after another plugin, the previous result is kept and ours ap
         {"dns", {{"nameservers", json::array({"10.9.0.10"})}}},
     };
     const auto id = container_id();
-    const auto add = invoke_plugin(rdmanet_path(), {"ADD", id, pod.path(), "net1", std::nullopt,
-                                                    default_cni_path(), conf.dump()}, ws.env());
+    const auto add = invoke_plugin(
+        rdmanet_path(), {"ADD", id, pod.path(), "net1", std::nullopt, default_cni_path(), conf.dump()}, ws.env());
     INFO(add.describe());
     REQUIRE(add.ok());
     const auto& r = add.json;
@@ -35,19 +35,20 @@ TEST_CASE("chained after another plugin, the previous result is kept and ours ap
     REQUIRE(r["ips"].size() == 2);
     CHECK(r["ips"][0]["address"] == "10.9.0.7/16");
     CHECK(r["ips"][0]["interface"] == 0);
-    CHECK(r["ips"][1]["interface"] == 1);   // ours, shifted past the previous interfaces
+    CHECK(r["ips"][1]["interface"] == 1);  // ours, shifted past the previous interfaces
     CHECK(r["routes"][0]["dst"] == "0.0.0.0/0");
     CHECK(r["dns"]["nameservers"][0] == "10.9.0.10");
 
     // CHECK with that final result verifies only our interface.
     auto check_conf = conf;
     check_conf["prevResult"] = r;
-    const auto check = invoke_plugin(rdmanet_path(), {"CHECK", id, pod.path(), "net1", std::nullopt,
-                                                      default_cni_path(), check_conf.dump()}, ws.env());
+    const auto check =
+        invoke_plugin(rdmanet_path(),
+                      {"CHECK", id, pod.path(), "net1", std::nullopt, default_cni_path(), check_conf.dump()}, ws.env());
     INFO(check.describe());
     CHECK(check.ok());
-    const auto del = invoke_plugin(rdmanet_path(), {"DEL", id, pod.path(), "net1", std::nullopt,
-                                                    default_cni_path(), conf.dump()}, ws.env());
+    const auto del = invoke_plugin(
+        rdmanet_path(), {"DEL", id, pod.path(), "net1", std::nullopt, default_cni_path(), conf.dump()}, ws.env());
     CHECK(del.ok());
 }
 
@@ -71,11 +72,11 @@ TEST_CASE("logFile receives the decisions at logLevel, stdout holds only the res
     SECTION("info level: one line per decision, with network, container id and ifname") {
         plugin["logLevel"] = "info";
         const auto conf = plugin_stdin("e2e-log", "1.0.0", plugin);
-        const auto add = invoke_plugin(rdmanet_path(), {"ADD", id, pod.path(), "net1", std::nullopt,
-                                                        default_cni_path(), conf.dump()}, ws.env());
+        const auto add = invoke_plugin(
+            rdmanet_path(), {"ADD", id, pod.path(), "net1", std::nullopt, default_cni_path(), conf.dump()}, ws.env());
         INFO(add.describe());
         REQUIRE(add.ok());
-        CHECK(add.stdout_is_json());   // nothing but the result JSON
+        CHECK(add.stdout_is_json());  // nothing but the result JSON
         const auto text = read_log();
         CHECK(text.find("e2e-log " + id + " net1: ADD mode macvlan") != std::string::npos);
         CHECK(text.find("created macvlan net1") != std::string::npos);
@@ -87,8 +88,8 @@ TEST_CASE("logFile receives the decisions at logLevel, stdout holds only the res
         plugin["logLevel"] = "error";
         plugin["master"] = "rdmt-nonexist";
         const auto conf = plugin_stdin("e2e-log", "1.0.0", plugin);
-        const auto add = invoke_plugin(rdmanet_path(), {"ADD", id, pod.path(), "net1", std::nullopt,
-                                                        default_cni_path(), conf.dump()}, ws.env());
+        const auto add = invoke_plugin(
+            rdmanet_path(), {"ADD", id, pod.path(), "net1", std::nullopt, default_cni_path(), conf.dump()}, ws.env());
         REQUIRE_FALSE(add.ok());
         REQUIRE(add.stdout_is_json());
         CHECK(add.code() == 101);

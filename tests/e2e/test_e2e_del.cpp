@@ -18,8 +18,7 @@ struct MacvlanSetup {
     Attachment att;
 
     explicit MacvlanSetup(const std::string& net, const std::string& subnet)
-        : network(net),
-          att{ws, "", pod.path(), container_id()} {
+        : network(net), att{ws, "", pod.path(), container_id()} {
         set_link_up(nullptr, uplink.name_a());
         set_link_up(nullptr, uplink.name_b());
         att.conflist_path = ws.write(
@@ -69,7 +68,8 @@ TEST_CASE("DEL without any ADD succeeds and creates nothing", "[e2e][del]") {
         Workspace ws;
         ScopedVeth dev(nullptr, nullptr, "d0");
         ScopedNetns pod("pod");
-        const auto conf = conflist("e2e-del0h", "1.0.0", hostdev_plugin(dev.name_a(), host_local(ws, "10.250.22.0/24")));
+        const auto conf =
+            conflist("e2e-del0h", "1.0.0", hostdev_plugin(dev.name_a(), host_local(ws, "10.250.22.0/24")));
         const Attachment att{ws, ws.write("net.conflist", conf.dump()), pod.path(), container_id()};
         const auto del = att.del();
         INFO(del.describe());

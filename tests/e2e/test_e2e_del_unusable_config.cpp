@@ -38,7 +38,7 @@ TEST_CASE("DEL with a config the node policy refuses, nothing recorded: succeeds
     const std::string id = container_id();
     const auto add = direct(ws, "ADD", pod.path(), id, "net1", conf);
     INFO(add.describe());
-    REQUIRE(add.code() == 7);   // refused, nothing allocated
+    REQUIRE(add.code() == 7);  // refused, nothing allocated
 
     for (int i = 0; i < 2; ++i) {
         const auto del = direct(ws, "DEL", pod.path(), id, "net1", conf);
@@ -89,7 +89,8 @@ TEST_CASE("DEL with an unusable config fails while an attachment is recorded, na
     SECTION("IPAM refused by the node policy") {
         auto refused = good_ipam;
         refused["data_dir"] = "/var/tmp/rdmanet-e2e-refused-" + id;
-        const auto del = direct(ws, "DEL", pod.path(), id, "net1", rdmanet_conf("e2e-delrem", uplink.name_a(), refused));
+        const auto del =
+            direct(ws, "DEL", pod.path(), id, "net1", rdmanet_conf("e2e-delrem", uplink.name_a(), refused));
         INFO(del.describe());
         CHECK_FALSE(del.ok());
         CHECK(del.msg().find("remains") != std::string::npos);

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kRemote = "192.0.2.100";   // behind the rail's gateway, on the far side
+const std::string kRemote = "192.0.2.100";  // behind the rail's gateway, on the far side
 const std::string kGateway = "10.251.7.1";
 const std::string kRange = "10.251.7.0/24";
 // The deviceID the callers inject. The veth stands in for the claimed function but has no PCI
@@ -48,7 +48,8 @@ std::vector<json> own_rules(const ScopedNetns& ns) {
 }
 
 // `ip route get <dst> from <src>` in `ns`: {dev, gateway}.
-std::pair<std::string, std::string> route_get_from(const ScopedNetns& ns, const std::string& dst, const std::string& src) {
+std::pair<std::string, std::string> route_get_from(const ScopedNetns& ns, const std::string& dst,
+                                                   const std::string& src) {
     const json j = json::parse(ns.ip({"-j", "route", "get", dst, "from", src}), nullptr, false);
     if (!j.is_array() || j.empty()) return {"", ""};
     return {j[0].value("dev", ""), j[0].value("gateway", "")};
@@ -124,8 +125,10 @@ void check_attached(const Workspace& ws, const ScopedNetns& pod, const Rail& rai
     // The embedded IPAM recorded the pod the callers named in CNI_ARGS, under the sandbox id.
     const auto pools = embedded_pools(ws);
     REQUIRE(pools.size() == 1);
-    CHECK(pools[0]["spec"]["allocations"] ==
-          json({{"2", {{"id", c.pod.sandbox_id}, {"podref", c.pod.namespace_name + "/" + c.pod.name}, {"ifname", "net1"}}}}));
+    CHECK(
+        pools[0]["spec"]["allocations"] ==
+        json({{"2",
+               {{"id", c.pod.sandbox_id}, {"podref", c.pod.namespace_name + "/" + c.pod.name}, {"ifname", "net1"}}}}));
 
     // policyRouting: one rule for the rail's address, its table's default via the rail's gateway.
     const auto rules = own_rules(pod);
@@ -203,7 +206,8 @@ TEST_CASE("Multus with DRA: deviceID and pciBusID in every plugin of the conflis
     CHECK(list["plugins"][0]["pciBusID"] == kAbsentPci);
     Call c{ws.write("nad.conflist", list.dump()), false, dra::pod_sandbox("trainer-1"), pod.path(), ""};
     // Multus' runtimeConfig for a delegate with a device: deviceID and its own device-info path.
-    const std::string devinfo = dra::multus_device_info_path(ws.path("devinfo"), "rdma-rail0", c.pod.sandbox_id, "net1");
+    const std::string devinfo =
+        dra::multus_device_info_path(ws.path("devinfo"), "rdma-rail0", c.pod.sandbox_id, "net1");
     c.cap_args = json{{"deviceID", kAbsentPci}, {"CNIDeviceInfoFile", devinfo}}.dump();
 
     const auto add = drive(ws, "add", c);

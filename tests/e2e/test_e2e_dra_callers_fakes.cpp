@@ -40,7 +40,7 @@ std::string read_file(const std::string& path) {
 }
 
 unsigned mode_bits(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat(path.c_str(), &st) == 0);
     return st.st_mode & 07777;
 }
@@ -103,8 +103,10 @@ void check_attached(const Workspace& ws, const SriovNode& node, const ScopedNetn
 
     const auto pools = embedded_pools(ws);
     REQUIRE(pools.size() == 1);
-    CHECK(pools[0]["spec"]["allocations"] ==
-          json({{"2", {{"id", sandbox.sandbox_id}, {"podref", sandbox.namespace_name + "/" + sandbox.name}, {"ifname", "net1"}}}}));
+    CHECK(pools[0]["spec"]["allocations"] == json({{"2",
+                                                    {{"id", sandbox.sandbox_id},
+                                                     {"podref", sandbox.namespace_name + "/" + sandbox.name},
+                                                     {"ifname", "net1"}}}}));
 }
 
 void check_detached(const Workspace& ws, const SriovNode& node, const ScopedNetns& pod, const std::string& mode,
@@ -139,7 +141,7 @@ TEST_CASE("dra-driver-sriov STANDALONE: the claimed VF by deviceID, RDMA device 
     INFO("mode " << mode);
     Workspace ws;
     SriovNode node(ws);
-    set_link_up(nullptr, node.vf0.name_b());   // the VF's link partner: carrier in the pod
+    set_link_up(nullptr, node.vf0.name_b());  // the VF's link partner: carrier in the pod
     ScopedNetns pod("dsp");
     const Before before{node.vf(node.pf, 0), host_netdev(node.vf0.name_a())};
     REQUIRE(before.netdev);
@@ -160,12 +162,13 @@ TEST_CASE("dra-driver-sriov STANDALONE: the claimed VF by deviceID, RDMA device 
 
     require_verb_ok(ws, node.env(), call, "del");
     check_detached(ws, node, pod, mode, before);
-    CHECK(drive(ws, node.env(), call).ok());   // a repeated DEL
+    CHECK(drive(ws, node.env(), call).ok());  // a repeated DEL
 }
 
-TEST_CASE("Multus with DRA: the claimed VF by deviceID/pciBusID in a conflist, the driver's device-info file "
-          "survives ADD and DEL, rdmanet fills in only Multus' copy",
-          "[e2e][dra][sriov]") {
+TEST_CASE(
+    "Multus with DRA: the claimed VF by deviceID/pciBusID in a conflist, the driver's device-info file "
+    "survives ADD and DEL, rdmanet fills in only Multus' copy",
+    "[e2e][dra][sriov]") {
     const std::string mode = GENERATE("sriov", "hostdev");
     INFO("mode " << mode);
     Workspace ws;
@@ -180,8 +183,10 @@ TEST_CASE("Multus with DRA: the claimed VF by deviceID/pciBusID in a conflist, t
     const std::string devinfo = ws.path("devinfo");
     const std::string driver_file = dra::driver_device_info_path(devinfo, kResourceName, SriovNode::kVfPci);
     const std::string copy = dra::multus_device_info_path(devinfo, "rdma-vf", sandbox.sandbox_id, "net1");
-    const std::string driver_text =
-        json{{"type", "pci"}, {"version", "1.1.0"}, {"pci", {{"pci-address", SriovNode::kVfPci}, {"rdma-device", "mlx5_7"}}}}.dump();
+    const std::string driver_text = json{{"type", "pci"},
+                                         {"version", "1.1.0"},
+                                         {"pci", {{"pci-address", SriovNode::kVfPci}, {"rdma-device", "mlx5_7"}}}}
+                                        .dump();
     write_read_only(driver_file, driver_text);
     write_read_only(copy, driver_text);
     CHECK(fs::path(driver_file).filename() == "nvidia.com-rdma_vf-0000:af:00.2-device.json");
@@ -213,11 +218,13 @@ TEST_CASE("Multus with DRA: the claimed VF by deviceID/pciBusID in a conflist, t
     check_detached(ws, node, pod, mode, before);
     // sriov removes its copy at DEL; hostdev leaves it to Multus, which removes the delegate's
     // file after DEL (both as under Multus with a device plugin).
-    if (mode == "sriov") CHECK_FALSE(fs::exists(copy));
-    else CHECK(fs::exists(copy));
+    if (mode == "sriov")
+        CHECK_FALSE(fs::exists(copy));
+    else
+        CHECK(fs::exists(copy));
     CHECK(read_file(driver_file) == driver_text);
     CHECK(mode_bits(driver_file) == 0444);
-    CHECK(drive(ws, node.env(), call).ok());   // a repeated DEL
+    CHECK(drive(ws, node.env(), call).ok());  // a repeated DEL
     CHECK(read_file(driver_file) == driver_text);
 }
 
@@ -229,11 +236,12 @@ TEST_CASE("a NAD whose runtimeConfig names the driver's dp/ device-info file is 
     const Before before{node.vf(node.pf, 0), host_netdev(node.vf0.name_a())};
     const auto sandbox = dra::pod_sandbox("trainer-2");
     const std::string driver_file = dra::driver_device_info_path(ws.path("devinfo"), kResourceName, SriovNode::kVfPci);
-    const std::string driver_text = json{{"type", "pci"}, {"version", "1.1.0"}, {"pci", {{"pci-address", SriovNode::kVfPci}}}}.dump();
+    const std::string driver_text =
+        json{{"type", "pci"}, {"version", "1.1.0"}, {"pci", {{"pci-address", SriovNode::kVfPci}}}}.dump();
     write_read_only(driver_file, driver_text);
 
     json nad = nad_config(ws, "sriov");
-    nad["runtimeConfig"] = {{"CNIDeviceInfoFile", driver_file}};   // literal: reaches the plugin as is
+    nad["runtimeConfig"] = {{"CNIDeviceInfoFile", driver_file}};  // literal: reaches the plugin as is
     const json conf = dra::standalone_plugin_config(nad, "rdma-vf", SriovNode::kVfPci);
     FakeKernelCall call{"add", ws.write("nad.conf", conf.dump()), pod.path(), sandbox.sandbox_id};
     call.single_plugin = true;

@@ -65,9 +65,8 @@ TEST_CASE("macvlan with the embedded IPAM: ADD, CHECK, DEL, two pods ping, the p
     auto p = embedded_pools(ws);
     REQUIRE(p.size() == 1);
     CHECK(p[0]["metadata"]["name"] == "10.250.40.0-24");
-    CHECK(p[0]["spec"]["allocations"] ==
-          json({{"2", {{"id", id1}, {"podref", "e2e/pod-one"}, {"ifname", "net1"}}},
-                {"3", {{"id", id2}, {"podref", "e2e/pod-two"}, {"ifname", "net1"}}}}));
+    CHECK(p[0]["spec"]["allocations"] == json({{"2", {{"id", id1}, {"podref", "e2e/pod-one"}, {"ifname", "net1"}}},
+                                               {"3", {{"id", id2}, {"podref", "e2e/pod-two"}, {"ifname", "net1"}}}}));
 
     const auto c1 = call(ws, "check", file, pod1, id1, "pod-one");
     INFO(c1.describe());
@@ -103,7 +102,8 @@ TEST_CASE("macvlan with the embedded IPAM: ADD, CHECK, DEL, two pods ping, the p
     INFO(again.describe());
     CHECK(again.ok());
 
-    const auto verify = run_process({bin_dir() + "/rdmanetctl", "pool", "verify", "--data-dir", ws.path("rdmanet-ipam")});
+    const auto verify =
+        run_process({bin_dir() + "/rdmanetctl", "pool", "verify", "--data-dir", ws.path("rdmanet-ipam")});
     INFO(verify.out << verify.err);
     CHECK(verify.exit_code == 0);
 }

@@ -136,7 +136,7 @@ TEST_CASE("failpoint walk (errors): macvlan unwinds a failure at every step", "[
     ScopedVeth uplink(nullptr, nullptr, "em");
     set_link_up(nullptr, uplink.name_a());
     const auto nothing_left = [&](const ScopedNetns&) {
-        CHECK(host_links_on(uplink.name_a()).size() == 1);   // the veth peer only: no macvlan left
+        CHECK(host_links_on(uplink.name_a()).size() == 1);  // the veth peer only: no macvlan left
         CHECK(allocations(ws) == 0);
         CHECK(ws.state_files().empty());
     };
@@ -173,7 +173,7 @@ TEST_CASE("failpoint walk (errors): hostdev on a veth unwinds a failure at every
     REQUIRE(before);
     const auto nothing_left = [&](const ScopedNetns&) {
         const auto after = find_link(nullptr, dev.name_a());
-        REQUIRE(after);   // home under its own name
+        REQUIRE(after);  // home under its own name
         CHECK(link_mac(*after) == link_mac(*before));
         CHECK(link_alias(*after) == link_alias(*before));
         CHECK(allocations(ws) == 0);

@@ -25,7 +25,7 @@ using namespace rdmanet::test::e2e;
 
 namespace {
 
-constexpr int kKilled = 128 + 9;   // run_process reports death by SIGKILL as 128 + signal
+constexpr int kKilled = 128 + 9;  // run_process reports death by SIGKILL as 128 + signal
 
 // One call with `failpoint` armed to SIGKILL the plugin there.
 CniOutcome call(const Workspace& ws, const std::string& command, const ScopedNetns& pod, const std::string& id,
@@ -74,8 +74,10 @@ void kill_and_recover(const Workspace& ws, const json& conf, const std::string& 
         REQUIRE(add.ok());
         const auto del = call(ws, "DEL", pod, id, conf, step, plugin);
         INFO("DEL: " << del.describe());
-        if (reached) REQUIRE(del.exit_code == kKilled);
-        else REQUIRE(del.ok());
+        if (reached)
+            REQUIRE(del.exit_code == kKilled);
+        else
+            REQUIRE(del.ok());
     } else if (reached) {
         REQUIRE(add.exit_code == kKilled);
     } else {
@@ -114,7 +116,7 @@ void walk_one(const Workspace& ws, const json& conf_in, const std::string& step,
     const auto after = find_link(nullptr, host_device);
     REQUIRE(after);
     CHECK(link_mac(*after) == link_mac(*before));
-    CHECK(host_links_on(master_for_children).size() == 1);   // the veth peer only: no macvlan left
+    CHECK(host_links_on(master_for_children).size() == 1);  // the veth peer only: no macvlan left
     CHECK(allocations(ws) == 0);
     CHECK(ws.state_files().empty());
 }
@@ -199,15 +201,22 @@ TEST_CASE("failpoint walk: sriov Ethernet VF recovers from a kill at every step"
     Workspace ws;
     SriovNode node(ws, "exclusive");
     const std::string devinfo = ws.path("devinfo/fp-sriov-net1");
-    auto plugin = fakekernel_plugin("sriov", embedded_ipam(ws),
-                                    {{"mac", "0a:58:0a:01:00:05"}, {"vlan", 100}, {"vlanQoS", 3},
-                                     {"vlanProto", "802.1ad"}, {"spoofchk", "off"}, {"trust", "on"},
-                                     {"link_state", "enable"}, {"min_tx_rate", 100}, {"max_tx_rate", 1000},
-                                     {"mtu", 1400},
-                                     // Renamed in the pod: a kill after the rename must still bring
-                                     // it home as mlx5_7 (walk_sriov_one looks for that name).
-                                     {"rdma", {{"deviceName", "rdma0"}}},
-                                     {"runtimeConfig", {{"deviceID", SriovNode::kVfPci}, {"CNIDeviceInfoFile", devinfo}}}});
+    auto plugin =
+        fakekernel_plugin("sriov", embedded_ipam(ws),
+                          {{"mac", "0a:58:0a:01:00:05"},
+                           {"vlan", 100},
+                           {"vlanQoS", 3},
+                           {"vlanProto", "802.1ad"},
+                           {"spoofchk", "off"},
+                           {"trust", "on"},
+                           {"link_state", "enable"},
+                           {"min_tx_rate", 100},
+                           {"max_tx_rate", 1000},
+                           {"mtu", 1400},
+                           // Renamed in the pod: a kill after the rename must still bring
+                           // it home as mlx5_7 (walk_sriov_one looks for that name).
+                           {"rdma", {{"deviceName", "rdma0"}}},
+                           {"runtimeConfig", {{"deviceID", SriovNode::kVfPci}, {"CNIDeviceInfoFile", devinfo}}}});
     const auto conf = plugin_stdin("fp-sriov", "1.1.0", plugin);
     for (const auto step : rdmanet::base::kFailpoints) {
         if (check_step(step)) continue;
@@ -222,10 +231,10 @@ TEST_CASE("failpoint walk: sriov InfiniBand VF GUID is restored after a kill at 
           "[e2e][failpoints][sriov][ib]") {
     Workspace ws;
     SriovNode node(ws, "exclusive");
-    auto plugin = fakekernel_plugin("sriov", embedded_ipam(ws),
-                                    {{"pkey", "0x8001"},
-                                     {"runtimeConfig", {{"deviceID", SriovNode::kIbVfPci},
-                                                        {"infinibandGUID", "c2:11:22:33:44:55:66:77"}}}});
+    auto plugin = fakekernel_plugin(
+        "sriov", embedded_ipam(ws),
+        {{"pkey", "0x8001"},
+         {"runtimeConfig", {{"deviceID", SriovNode::kIbVfPci}, {"infinibandGUID", "c2:11:22:33:44:55:66:77"}}}});
     const auto conf = plugin_stdin("fp-sriov-ib", "1.1.0", plugin);
     for (const auto step : rdmanet::base::kFailpoints) {
         if (check_step(step)) continue;
@@ -278,7 +287,8 @@ namespace {
 // Allocations in every IPPool and every OverlappingRangeIPReservation, straight from the server.
 std::size_t kube_allocations(const apiserver_test::TestApiServer& server) {
     std::size_t n = 0;
-    for (const auto& pool : server.list("kube-system", "ippools")) n += pool["spec"].value("allocations", json::object()).size();
+    for (const auto& pool : server.list("kube-system", "ippools"))
+        n += pool["spec"].value("allocations", json::object()).size();
     return n;
 }
 
@@ -312,7 +322,7 @@ TEST_CASE("failpoint walk: macvlan on the Kubernetes datastore leaves no pool en
             // those of node-slice mode.
             kill_and_recover(ws, conf, std::string(step), pod, step != "add_after_state_saved" && !slice_step(step));
             CHECK(only_loopback(pod));
-            CHECK(host_links_on(uplink.name_a()).size() == 1);   // the veth peer only
+            CHECK(host_links_on(uplink.name_a()).size() == 1);  // the veth peer only
             CHECK(kube_allocations(server) == 0);
             CHECK(kube_reservations(server) == 0);
             CHECK(ws.state_files().empty());
@@ -340,8 +350,8 @@ std::map<std::string, json> server_pools(const apiserver_test::TestApiServer& se
 }
 
 std::map<std::string, json> local_slice_pools(const Workspace& ws) {
-    const auto r = run_process({bin_dir() + "/rdmanetctl", "pool", "list", "--json", "--data-dir",
-                                ws.path("ipam-db") + "/kubernetes/slices"});
+    const auto r = run_process(
+        {bin_dir() + "/rdmanetctl", "pool", "list", "--json", "--data-dir", ws.path("ipam-db") + "/kubernetes/slices"});
     INFO("rdmanetctl: " << r.exit_code << " " << r.out << r.err);
     REQUIRE(r.exit_code == 0);
     std::map<std::string, json> out;
@@ -358,20 +368,19 @@ bool backlog_empty(const Workspace& ws) {
 
 }  // namespace
 
-TEST_CASE("failpoint walk: macvlan on the Kubernetes datastore with node slices leaves no duplicate and slice IPPools "
-          "equal to the local store", "[e2e][failpoints][kube][slices]") {
+TEST_CASE(
+    "failpoint walk: macvlan on the Kubernetes datastore with node slices leaves no duplicate and slice IPPools "
+    "equal to the local store",
+    "[e2e][failpoints][kube][slices]") {
     apiserver_test::TestApiServer server;
     Workspace ws;
     std::ifstream in(server.write_kubeconfig("kubeconfig"));
     const std::string kubeconfig = ws.write("kubeconfig", std::string(std::istreambuf_iterator<char>(in), {}));
     ScopedVeth uplink(nullptr, nullptr, "fs");
     set_link_up(nullptr, uplink.name_a());
-    const json ipam = {{"type", "rdmanet-ipam"},
-                       {"range", "10.251.10.0/24"},
-                       {"datastore", "kubernetes"},
-                       {"kubernetes", {{"kubeconfig", kubeconfig}}},
-                       {"network_name", "fpslice"},
-                       {"node_slice_size", "/28"},
+    const json ipam = {{"type", "rdmanet-ipam"},        {"range", "10.251.10.0/24"},
+                       {"datastore", "kubernetes"},     {"kubernetes", {{"kubeconfig", kubeconfig}}},
+                       {"network_name", "fpslice"},     {"node_slice_size", "/28"},
                        {"data_dir", ws.path("ipam-db")}};
     const auto conf = plugin_stdin("fp-slices", "1.1.0", macvlan_plugin(uplink.name_a(), ipam));
     PluginUnderTest plugin;
@@ -402,8 +411,9 @@ TEST_CASE("failpoint walk: macvlan on the Kubernetes datastore with node slices 
             CHECK(entries.begin().value()["id"] == id);
             CHECK(kube_reservations(server) == 0);
             // The NodeSlicePool lists the node's one slice.
-            const auto nsp = server.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/"
-                                                   "nodeslicepools/fpslice");
+            const auto nsp = server.request("GET",
+                                            "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/"
+                                            "nodeslicepools/fpslice");
             REQUIRE(nsp.status == 200);
             CHECK(nsp.body["status"]["allocations"] ==
                   json::parse(R"([{"nodeName":"fp-node","sliceRange":"10.251.10.0/28"}])"));
@@ -436,7 +446,7 @@ TEST_CASE("failpoint walk: macvlan on the Kubernetes datastore with node slices 
             CHECK(published == local_slice_pools(ws));
             REQUIRE(published.size() == 1);
             const json& entries = published.begin()->second;
-            REQUIRE(entries.size() == 1);   // one address for the pod, not one per attempt
+            REQUIRE(entries.size() == 1);  // one address for the pod, not one per attempt
             CHECK(entries.begin().value()["id"] == id);
             CHECK(retry.json["ips"][0]["address"] == "10.251.10." + entries.begin().key() + "/24");
             const auto del = call(ws, "DEL", pod, id, conf, "", plugin);

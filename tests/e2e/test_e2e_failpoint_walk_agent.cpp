@@ -47,8 +47,10 @@ void kill_repair_and_finish(const Workspace& ws, const std::string& step) {
     const bool reached = step == "del_after_ipam" || step == "del_after_teardown";
     const auto killed = reconcile_local(ws, step);
     INFO("step " << step << ": " << killed.exit_code << " " << killed.out << killed.err);
-    if (reached) REQUIRE(killed.exit_code == kKilled);
-    else REQUIRE(killed.exit_code == 0);
+    if (reached)
+        REQUIRE(killed.exit_code == kKilled);
+    else
+        REQUIRE(killed.exit_code == 0);
     const auto next = reconcile_local(ws, "");
     INFO("next pass: " << next.out << next.err);
     REQUIRE(next.exit_code == 0);

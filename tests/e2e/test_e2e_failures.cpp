@@ -14,9 +14,7 @@ namespace {
 // host-local hands out this route, whose gateway is not on the pod's subnet: the kernel refuses
 // it (ENETUNREACH) only after the interface exists, is renamed and has its address, i.e. at the
 // last step of ADD.
-json unreachable_route() {
-    return {{"routes", json::array({{{"dst", "10.99.0.0/16"}, {"gw", "192.0.2.1"}}})}};
-}
+json unreachable_route() { return {{"routes", json::array({{{"dst", "10.99.0.0/16"}, {"gw", "192.0.2.1"}}})}}; }
 
 void require_failed(const CniOutcome& add) {
     INFO(add.describe());
@@ -84,12 +82,14 @@ TEST_CASE("ADD with an exhausted IPAM range fails and leaves the pod empty", "[e
     Uplink up;
     ScopedNetns pod1("p1"), pod2("p2");
     // A range of exactly one address: the first pod takes it.
-    const json ipam = {{"type", "host-local"},
-                       {"dataDir", ws.ipam_dir()},
-                       {"ranges", json::array({json::array({{{"subnet", "10.250.32.0/24"},
-                                                             {"rangeStart", "10.250.32.5"},
-                                                             {"rangeEnd", "10.250.32.5"}}})})}};
-    const auto file = ws.write("net.conflist", conflist("e2e-full", "1.0.0", macvlan_plugin(up.veth.name_a(), ipam)).dump());
+    const json ipam = {
+        {"type", "host-local"},
+        {"dataDir", ws.ipam_dir()},
+        {"ranges",
+         json::array({json::array(
+             {{{"subnet", "10.250.32.0/24"}, {"rangeStart", "10.250.32.5"}, {"rangeEnd", "10.250.32.5"}}})})}};
+    const auto file =
+        ws.write("net.conflist", conflist("e2e-full", "1.0.0", macvlan_plugin(up.veth.name_a(), ipam)).dump());
     const Attachment a1{ws, file, pod1.path(), container_id("p1")};
     const Attachment a2{ws, file, pod2.path(), container_id("p2")};
 

@@ -75,7 +75,7 @@ TEST_CASE("hostdev ADD of a device that does not exist fails cleanly", "[e2e][ho
     const auto add = att.add();
     INFO(add.describe());
     CHECK_FALSE(add.ok());
-    CHECK(add.code() == 101);   // device_not_found (include/rdmanet/cni/error.hpp)
+    CHECK(add.code() == 101);  // device_not_found (include/rdmanet/cni/error.hpp)
     CHECK((add.msg() + add.details()).find(missing) != std::string::npos);
     CHECK(only_loopback(pod));
     CHECK_FALSE(find_link(nullptr, "net1"));

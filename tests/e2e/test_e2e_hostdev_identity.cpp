@@ -56,9 +56,9 @@ TEST_CASE("hostdev selected by PCI address (Multus deviceID) and by MAC", "[e2e]
 
     const auto conf = plugin_stdin("e2e-hsel", "1.1.0", hostdev_by(selector, host_local(ws, "10.250.40.0/24")));
     const auto id = container_id();
-    const auto add = invoke_plugin(fakekernel_path(), {"ADD", id, pod.path(), "net1", std::nullopt,
-                                                    default_cni_path(), conf.dump()},
-                                   env_with_sysfs(ws));
+    const auto add =
+        invoke_plugin(fakekernel_path(), {"ADD", id, pod.path(), "net1", std::nullopt, default_cni_path(), conf.dump()},
+                      env_with_sysfs(ws));
     INFO(add.describe());
     REQUIRE(add.ok());
     const auto moved = find_link(&pod, "net1");
@@ -67,9 +67,9 @@ TEST_CASE("hostdev selected by PCI address (Multus deviceID) and by MAC", "[e2e]
     CHECK(link_alias(*moved) == dev.name_a());
     if (!selector.contains("hwaddr")) CHECK(add.json["interfaces"][0]["pciID"] == kPci);
 
-    const auto del = invoke_plugin(fakekernel_path(), {"DEL", id, pod.path(), "net1", std::nullopt,
-                                                    default_cni_path(), conf.dump()},
-                                   env_with_sysfs(ws));
+    const auto del =
+        invoke_plugin(fakekernel_path(), {"DEL", id, pod.path(), "net1", std::nullopt, default_cni_path(), conf.dump()},
+                      env_with_sysfs(ws));
     INFO(del.describe());
     REQUIRE(del.ok());
     const auto back = find_link(nullptr, dev.name_a());
@@ -85,8 +85,8 @@ TEST_CASE("hostdev DEL recovers a device the kernel already returned under its p
     ScopedNetns pod("pod");
     fake_pci_netdev(ws.path("sysfs"), dev.name_a());
     set_link_up(nullptr, dev.name_a());
-    const auto conf = plugin_stdin("e2e-hret", "1.0.0",
-                                   hostdev_by({{"deviceID", kPci}}, host_local(ws, "10.250.41.0/24")));
+    const auto conf =
+        plugin_stdin("e2e-hret", "1.0.0", hostdev_by({{"deviceID", kPci}}, host_local(ws, "10.250.41.0/24")));
     const auto id = container_id();
     const PluginRequest add_req{"ADD", id, pod.path(), "net1", std::nullopt, default_cni_path(), conf.dump()};
     const auto add = invoke_plugin(fakekernel_path(), add_req, env_with_sysfs(ws));

@@ -38,7 +38,8 @@ TEST_CASE("an interface name with '%' is refused before anything is created", "[
         ScopedVeth uplink(nullptr, nullptr, "pm");
         set_link_up(nullptr, uplink.name_a());
         set_link_up(nullptr, uplink.name_b());
-        const auto conf = conflist("e2e-pct", "1.0.0", macvlan_plugin(uplink.name_a(), host_local(ws, "10.250.60.0/24")));
+        const auto conf =
+            conflist("e2e-pct", "1.0.0", macvlan_plugin(uplink.name_a(), host_local(ws, "10.250.60.0/24")));
         const Attachment att{ws, ws.write("net.conflist", conf.dump()), pod.path(), container_id(), "net%d"};
         require_refused(att.add(), kInvalidEnv, "name template");
         require_nothing_left(ws, pod, "e2e-pct");
@@ -60,7 +61,7 @@ TEST_CASE("an interface name with '%' is refused before anything is created", "[
         const Attachment att{ws, ws.write("net.conflist", conf.dump()), pod.path(), container_id(), "net%d"};
         require_refused(att.add(), kInvalidEnv, "name template");
         require_nothing_left(ws, pod, "e2e-pcthd");
-        CHECK(find_link(nullptr, device));   // the device never left the host
+        CHECK(find_link(nullptr, device));  // the device never left the host
 
         const auto del = att.del();
         INFO(del.describe());
@@ -81,16 +82,19 @@ TEST_CASE("IPAM routes the kernel would hold only one of are refused before the 
     // EEXIST, and CHECK would then report it missing.
     const json routes = {{"routes", json::array({{{"dst", "10.99.0.0/16"}, {"gw", "10.250.62.2"}},
                                                  {{"dst", "10.99.0.0/16"}, {"gw", "10.250.62.3"}}})}};
-    const auto conf = conflist("e2e-rt", "1.0.0", macvlan_plugin(uplink.name_a(), host_local(ws, "10.250.62.0/24", routes)));
+    const auto conf =
+        conflist("e2e-rt", "1.0.0", macvlan_plugin(uplink.name_a(), host_local(ws, "10.250.62.0/24", routes)));
     const Attachment att{ws, ws.write("net.conflist", conf.dump()), pod.path(), container_id()};
-    require_refused(att.add(), kInvalidConfig, "routes[1] (dst 10.99.0.0/16) has the destination, table and metric of routes[0]");
+    require_refused(att.add(), kInvalidConfig,
+                    "routes[1] (dst 10.99.0.0/16) has the destination, table and metric of routes[0]");
     require_nothing_left(ws, pod, "e2e-rt");
     CHECK(host_links_on(uplink.name_a()) == std::vector<std::string>{uplink.name_b()});
 
     // Two destinations, one gateway each: ADD installs both and CHECK finds both.
     const json metrics = {{"routes", json::array({{{"dst", "10.99.0.0/16"}, {"gw", "10.250.62.2"}},
                                                   {{"dst", "10.98.0.0/16"}, {"gw", "10.250.62.3"}}})}};
-    const auto ok_conf = conflist("e2e-rt", "1.0.0", macvlan_plugin(uplink.name_a(), host_local(ws, "10.250.62.0/24", metrics)));
+    const auto ok_conf =
+        conflist("e2e-rt", "1.0.0", macvlan_plugin(uplink.name_a(), host_local(ws, "10.250.62.0/24", metrics)));
     const Attachment ok{ws, ws.write("ok.conflist", ok_conf.dump()), pod.path(), container_id()};
     const auto add = ok.add();
     INFO(add.describe());

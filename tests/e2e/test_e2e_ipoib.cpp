@@ -24,16 +24,16 @@ TEST_CASE("ipoib: child ADD, CHECK, DEL through libcni", "[e2e][ipoib]") {
 
         const json created = node.created();
         REQUIRE(created.size() == 1);
-        CHECK(created[0]["pkey"] == 0x7fff);          // parent's 0xffff & 0x7fff
-        CHECK(created[0]["mode"] == "connected");     // parent's mode
+        CHECK(created[0]["pkey"] == 0x7fff);       // parent's 0xffff & 0x7fff
+        CHECK(created[0]["mode"] == "connected");  // parent's mode
         CHECK(created[0]["umcast"] == true);
         const std::string temp = created[0].value("name", "");
         CHECK(temp.rfind("rdm", 0) == 0);
-        CHECK_FALSE(find_link(nullptr, temp));        // moved out of the host under its temporary name
+        CHECK_FALSE(find_link(nullptr, temp));  // moved out of the host under its temporary name
 
         auto inside = find_link(&pod, "net1");
         REQUIRE(inside);
-        CHECK(link_kind(*inside) == "macvlan");       // the stand-in's kind
+        CHECK(link_kind(*inside) == "macvlan");  // the stand-in's kind
         CHECK(inside->value("mtu", 0) == 4092);
         CHECK(link_is_up(*inside));
         CHECK(ipv4_addresses(pod, "net1") == std::vector<std::string>{add.json["ips"][0].value("address", "")});
@@ -45,13 +45,13 @@ TEST_CASE("ipoib: child ADD, CHECK, DEL through libcni", "[e2e][ipoib]") {
         CHECK(host_links_on(node.parent.name_a()) == std::vector<std::string>{node.parent.name_b()});
         CHECK(attachment_files(ws).empty());
         CHECK(ws.ipam_reservations("e2e-ipoib").empty());
-        CHECK(drive(ws, node.env(), call).ok());      // DEL again: nothing left, still success
+        CHECK(drive(ws, node.env(), call).ok());  // DEL again: nothing left, still success
     }
 
     SECTION("explicit pkey, datagram mode and a smaller MTU") {
-        auto plugin = fakekernel_plugin("ipoib", host_local(ws, "10.250.45.0/24"),
-                                        {{"master", node.parent.name_a()}, {"pkey", "0x8005"},
-                                         {"ipoibMode", "datagram"}, {"mtu", 2044}});
+        auto plugin = fakekernel_plugin(
+            "ipoib", host_local(ws, "10.250.45.0/24"),
+            {{"master", node.parent.name_a()}, {"pkey", "0x8005"}, {"ipoibMode", "datagram"}, {"mtu", 2044}});
         const std::string conf = ws.write("ipoib2.conflist", conflist("e2e-ipoib2", "1.0.0", plugin).dump());
         FakeKernelCall call{"add", conf, pod.path(), container_id("ib")};
         const auto add = drive(ws, node.env(), call);

@@ -63,14 +63,17 @@ TEST_CASE("4 rails in 4 subnets: sourced traffic leaves through its rail, the re
         for (const auto& up : fab.uplinks) before.push_back(rx_packets(fab.far, up->name_b()));
         // 20 echoes: far more than the stray IPv6 router solicitations and MLD reports any
         // link may carry meanwhile.
-        const auto ping = in_ns(fab.pod, {"ping", "-q", "-c", "20", "-i", "0.01", "-W", "2", "-I", rail.address(), kRemote});
+        const auto ping =
+            in_ns(fab.pod, {"ping", "-q", "-c", "20", "-i", "0.01", "-W", "2", "-I", rail.address(), kRemote});
         INFO(ping.out << ping.err);
         CHECK(ping.exit_code == 0);
         for (std::size_t j = 0; j < fab.uplinks.size(); ++j) {
             const auto delta = rx_packets(fab.far, fab.uplinks[j]->name_b()) - before[j];
             INFO("uplink of rail " << j + 1 << " received " << delta);
-            if (j == i) CHECK(delta >= 20);
-            else CHECK(delta < 10);
+            if (j == i)
+                CHECK(delta >= 20);
+            else
+                CHECK(delta < 10);
         }
     }
     // Without a source address, traffic follows the cluster's default route.
@@ -158,7 +161,8 @@ TEST_CASE("8 rails added concurrently get 8 tables, DEL removes exactly one rail
     for (const auto& key : sysctls) sysctls_before.push_back(sysctl(fab.pod, key));
 
     const auto& up = fab.uplink("");
-    for (int i = 1; i <= 8; ++i) fab.far.ip({"addr", "add", "10.7" + std::to_string(i) + ".0.1/24", "dev", up.name_b()});
+    for (int i = 1; i <= 8; ++i)
+        fab.far.ip({"addr", "add", "10.7" + std::to_string(i) + ".0.1/24", "dev", up.name_b()});
     std::vector<Rail> rails;
     for (int i = 1; i <= 8; ++i) {
         const std::string net = "10.7" + std::to_string(i) + ".0";
@@ -191,7 +195,7 @@ TEST_CASE("8 rails added concurrently get 8 tables, DEL removes exactly one rail
         CHECK(route_get(fab.pod, kRemote, rails[i].address()) ==
               std::make_pair(rails[i].ifname, "10.7" + std::to_string(i + 1) + ".0.1"));
     }
-    CHECK(call(ws, "DEL", fab.pod, rails[1]).ok());   // idempotent
+    CHECK(call(ws, "DEL", fab.pod, rails[1]).ok());  // idempotent
 
     {
         // The threads only record (Catch2's assertions are not thread-safe); checked below.
@@ -219,13 +223,15 @@ TEST_CASE("the sysctl map wins over the defaults and ADD records the originals f
     Workspace ws;
     Fabric fab;
     const auto& up = fab.uplink("10.60.0.1/24");
-    Rail rail{"restore", "net1",
-              rail_plugin(ws, up.name_a(), "10.60.0.0/24", "10.60.0.1",
-                          {{"sysctl", {{"net.ipv4.conf.IFNAME.arp_ignore", "2"}, {"net.ipv4.neigh.IFNAME.ucast_solicit", "7"}}}})};
+    Rail rail{
+        "restore", "net1",
+        rail_plugin(
+            ws, up.name_a(), "10.60.0.0/24", "10.60.0.1",
+            {{"sysctl", {{"net.ipv4.conf.IFNAME.arp_ignore", "2"}, {"net.ipv4.neigh.IFNAME.ucast_solicit", "7"}}}})};
     rail.add_result = call(ws, "ADD", fab.pod, rail);
     INFO(rail.add_result.describe());
     REQUIRE(rail.add_result.ok());
-    CHECK(sysctl(fab.pod, "net.ipv4.conf.net1.arp_ignore") == "2");   // the map wins over the default
+    CHECK(sysctl(fab.pod, "net.ipv4.conf.net1.arp_ignore") == "2");  // the map wins over the default
     CHECK(sysctl(fab.pod, "net.ipv4.neigh.net1.ucast_solicit") == "7");
     CHECK(sysctl(fab.pod, "net.ipv4.conf.net1.rp_filter") == "2");
     REQUIRE(ws.state_files().size() == 1);
@@ -276,7 +282,8 @@ TEST_CASE("an IPv6 rail in a pod with IPv6 off by default is usable when ADD ret
         CHECK(own_rules(fab.pod, "-6").empty());
     }
     SECTION("ipv6.dad true: ADD waits for DAD") {
-        Rail rail{"v6dad", "net1", rail_plugin(ws, up.name_a(), "fd00:78::/64", "fd00:78::1", {{"ipv6", {{"dad", true}}}})};
+        Rail rail{"v6dad", "net1",
+                  rail_plugin(ws, up.name_a(), "fd00:78::/64", "fd00:78::1", {{"ipv6", {{"dad", true}}}})};
         rail.add_result = call(ws, "ADD", fab.pod, rail);
         INFO(rail.add_result.describe());
         REQUIRE(rail.add_result.ok());

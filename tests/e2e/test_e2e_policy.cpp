@@ -36,7 +36,7 @@ struct SimulatedNode {
     ScopedNetns node{"node"};
     ScopedNetns world{"world"};
     ScopedVeth uplink{&node, &world, "upl"};
-    ScopedVeth spare{&node, &world, "alw"};     // matches the allow-list "alw*" of some policies
+    ScopedVeth spare{&node, &world, "alw"};  // matches the allow-list "alw*" of some policies
     ScopedVeth other{&node, &world, "den"};
     ScopedNetns pod{"pod"};
 
@@ -69,8 +69,7 @@ json plugin_conf(const std::string& name, json body) {
 }
 
 CniOutcome call(const Workspace& ws, const std::string& plugin, const std::string& command, const std::string& netns,
-                const std::string& id, const json& conf,
-                const std::map<std::string, std::string>& extra = {}) {
+                const std::string& id, const json& conf, const std::map<std::string, std::string>& extra = {}) {
     PluginRequest req;
     req.command = command;
     req.container_id = id;
@@ -195,7 +194,7 @@ TEST_CASE("policy: the device allow-list and the mode list decide, before the de
     CHECK(denied.msg().find("key devices") != std::string::npos);
     const auto other = find_link(&sim.node, sim.other.name_a());
     REQUIRE(other);
-    CHECK(link_alias(*other).empty());   // not even the alias marker was written
+    CHECK(link_alias(*other).empty());  // not even the alias marker was written
 
     const auto id = container_id();
     const auto conf = plugin_conf("pol-dev", {{"mode", "hostdev"}, {"device", sim.spare.name_a()}});
@@ -224,11 +223,16 @@ TEST_CASE("policy: the device allow-list and the mode list decide, before the de
         REQUIRE(link);
         ScopedNetns live("live");
         fs::create_directories(ws.state_dir());
-        ws.write("state/pol-dev:other-pod:net1.json",
-                 json{{"version", 1}, {"network", "pol-dev"}, {"containerID", "other-pod"}, {"ifname", "net1"},
-                      {"mode", "hostdev"}, {"netns", live.path()}, {"complete", true},
-                      {"hostIfname", sim.spare.name_a()}, {"hostMac", link_mac(*link)}}
-                     .dump());
+        ws.write("state/pol-dev:other-pod:net1.json", json{{"version", 1},
+                                                           {"network", "pol-dev"},
+                                                           {"containerID", "other-pod"},
+                                                           {"ifname", "net1"},
+                                                           {"mode", "hostdev"},
+                                                           {"netns", live.path()},
+                                                           {"complete", true},
+                                                           {"hostIfname", sim.spare.name_a()},
+                                                           {"hostMac", link_mac(*link)}}
+                                                          .dump());
         const auto r = call(ws, plugin, "ADD", sim.pod.path(), container_id(), conf);
         INFO(r.describe());
         CHECK(r.code() == 102);
@@ -252,12 +256,15 @@ TEST_CASE("policy: sriov with a VF netdev the node needs, or outside the allow-l
     // The plugin with only sysfs fake (rdmanet-fakekernel without a fake-kernel state file).
     const auto plugin = plugin_in(ws, sim, "rdmanet-fakekernel", rdmanet::test::test_bin_dir());
     const std::map<std::string, std::string> sysfs_env = {{rdmanet::test::kFakeSysfsRootEnv, tree.root()}};
-    auto sriov = [&](const std::string& pci) { return plugin_conf("pol-sriov", {{"mode", "sriov"}, {"deviceID", pci}}); };
+    auto sriov = [&](const std::string& pci) {
+        return plugin_conf("pol-sriov", {{"mode", "sriov"}, {"deviceID", pci}});
+    };
 
     struct Case {
         std::string pci, dev, reason;
     };
-    for (const Case& c : {Case{"0000:af:00.1", sim.uplink_dev(), "192.0.2.2"}, Case{"0000:af:00.2", "lo", "loopback"}}) {
+    for (const Case& c :
+         {Case{"0000:af:00.1", sim.uplink_dev(), "192.0.2.2"}, Case{"0000:af:00.2", "lo", "loopback"}}) {
         INFO(c.dev);
         const auto add = call(ws, plugin, "ADD", sim.pod.path(), container_id(), sriov(c.pci), sysfs_env);
         INFO(add.describe());
@@ -290,7 +297,9 @@ TEST_CASE("policy: ipoib on loopback, or on the uplink with allowUplink false, i
     Workspace ws;
     SimulatedNode sim;
     const auto plugin = plugin_in(ws, sim);
-    auto ipoib = [](const std::string& master) { return plugin_conf("pol-ib", {{"mode", "ipoib"}, {"master", master}}); };
+    auto ipoib = [](const std::string& master) {
+        return plugin_conf("pol-ib", {{"mode", "ipoib"}, {"master", master}});
+    };
 
     const auto on_lo = call(ws, plugin, "ADD", sim.pod.path(), container_id(), ipoib("lo"));
     INFO(on_lo.describe());
@@ -346,7 +355,7 @@ TEST_CASE("policy: logFile outside the log dir is refused and nothing is created
         const auto add = call(ws, rdmanet_path(), "ADD", pod.path(), id, conf);
         INFO(add.describe());
         REQUIRE(add.ok());
-        struct stat st{};
+        struct stat st {};
         REQUIRE(::stat(ws.path("logs/net/pol.log").c_str(), &st) == 0);
         CHECK((st.st_mode & 0777) == 0600);
         REQUIRE(::stat(ws.path("logs/net").c_str(), &st) == 0);
@@ -390,7 +399,7 @@ TEST_CASE("policy: symlinks in the log and state dirs are refused, their targets
         INFO(add.describe());
         CHECK_FALSE(add.ok());
         CHECK(add.msg().find("symlink") != std::string::npos);
-        CHECK(std::distance(fs::directory_iterator(target_dir), fs::directory_iterator{}) == 1);   // only the victim
+        CHECK(std::distance(fs::directory_iterator(target_dir), fs::directory_iterator{}) == 1);  // only the victim
         CHECK(only_loopback(pod));
     }
     SECTION("a state file planted as a symlink is replaced, never written through") {
@@ -434,16 +443,25 @@ TEST_CASE("policy: configuration_path and kubeconfig outside the allowed dirs ar
         std::string key;
     };
     const std::vector<Case> cases = {
-        {"configuration_path", {{"type", "rdmanet-ipam"}, {"configuration_path", flat}}, flat, "ipam.configuration_path"},
+        {"configuration_path",
+         {{"type", "rdmanet-ipam"}, {"configuration_path", flat}},
+         flat,
+         "ipam.configuration_path"},
         {"kubeconfig",
-         {{"type", "rdmanet-ipam"}, {"range", "10.251.9.0/24"}, {"datastore", "kubernetes"},
+         {{"type", "rdmanet-ipam"},
+          {"range", "10.251.9.0/24"},
+          {"datastore", "kubernetes"},
           {"kubernetes", {{"kubeconfig", kubeconfig}}}},
          kubeconfig,
          "ipam.kubernetes.kubeconfig"},
-        {"data_dir", {{"type", "rdmanet-ipam"}, {"range", "10.251.9.0/24"}, {"data_dir", outside_dir + "/db"}},
-         outside_dir, "ipam.data_dir"},
-        {"log_file", {{"type", "rdmanet-ipam"}, {"range", "10.251.9.0/24"}, {"log_file", outside_dir + "/ipam.log"}},
-         outside_dir, "ipam.log_file"},
+        {"data_dir",
+         {{"type", "rdmanet-ipam"}, {"range", "10.251.9.0/24"}, {"data_dir", outside_dir + "/db"}},
+         outside_dir,
+         "ipam.data_dir"},
+        {"log_file",
+         {{"type", "rdmanet-ipam"}, {"range", "10.251.9.0/24"}, {"log_file", outside_dir + "/ipam.log"}},
+         outside_dir,
+         "ipam.log_file"},
     };
     for (const auto& c : cases) {
         for (const std::string& plugin : {ipam_plugin, rdmanet_path()}) {
@@ -451,14 +469,15 @@ TEST_CASE("policy: configuration_path and kubeconfig outside the allowed dirs ar
             OpenWatch watch(c.file);
             ScopedNetns pod("pod");
             ScopedVeth uplink(nullptr, nullptr, "pcf");
-            json conf = plugin == ipam_plugin
-                            ? plugin_stdin("pol-cfg", "1.0.0", {{"type", "macvlan"}, {"ipam", c.ipam}})
-                            : plugin_conf("pol-cfg", {{"mode", "macvlan"}, {"master", uplink.name_a()}, {"ipam", c.ipam}});
+            json conf =
+                plugin == ipam_plugin
+                    ? plugin_stdin("pol-cfg", "1.0.0", {{"type", "macvlan"}, {"ipam", c.ipam}})
+                    : plugin_conf("pol-cfg", {{"mode", "macvlan"}, {"master", uplink.name_a()}, {"ipam", c.ipam}});
             const auto add = call(ws, plugin, "ADD", pod.path(), container_id(), conf);
             INFO(add.describe());
             CHECK(add.code() == 7);
             CHECK(add.msg().find(c.key) != std::string::npos);
-            CHECK(add.msg().find(root) != std::string::npos);   // the allowed place is named
+            CHECK(add.msg().find(root) != std::string::npos);  // the allowed place is named
             CHECK_FALSE(watch.opened());
             CHECK(only_loopback(pod));
             CHECK_FALSE(fs::exists(outside_dir + "/db"));
@@ -467,13 +486,14 @@ TEST_CASE("policy: configuration_path and kubeconfig outside the allowed dirs ar
     }
     const auto audit = read_text(ws.audit_log());
     CHECK(audit.find("ipam.kubernetes.kubeconfig") != std::string::npos);
-    CHECK(audit.find("s3cr3t") == std::string::npos);   // never read, never logged
+    CHECK(audit.find("s3cr3t") == std::string::npos);  // never read, never logged
 
     SECTION("a flat file inside the allowed dir is read and merged") {
         ws.write("whereabouts.conf", R"({"range": "10.251.10.0/24", "data_dir": ")" + ws.path("db") + "\"}");
-        const json conf = plugin_stdin("pol-cfg", "1.0.0",
-                                       {{"type", "macvlan"},
-                                        {"ipam", {{"type", "rdmanet-ipam"}, {"configuration_path", ws.path("whereabouts.conf")}}}});
+        const json conf =
+            plugin_stdin("pol-cfg", "1.0.0",
+                         {{"type", "macvlan"},
+                          {"ipam", {{"type", "rdmanet-ipam"}, {"configuration_path", ws.path("whereabouts.conf")}}}});
         const auto id = container_id();
         const auto add = call(ws, ipam_plugin, "ADD", "/var/run/netns/unused", id, conf);
         INFO(add.describe());
@@ -484,16 +504,19 @@ TEST_CASE("policy: configuration_path and kubeconfig outside the allowed dirs ar
     SECTION("a kubeconfig inside the allowed dir cannot name a token file outside it") {
         const std::string token = outside_dir + "/kubelet-token";
         std::ofstream(token) << "s3cr3t-kubelet-token\n";
-        ws.write("ipam.kubeconfig", "apiVersion: v1\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
-                                    "    server: https://127.0.0.1:1\nusers:\n- name: u\n  user:\n    tokenFile: " +
-                                        token + "\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n");
+        ws.write("ipam.kubeconfig",
+                 "apiVersion: v1\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
+                 "    server: https://127.0.0.1:1\nusers:\n- name: u\n  user:\n    tokenFile: " +
+                     token + "\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n");
         OpenWatch watch(token);
         const json conf = plugin_stdin("pol-cfg", "1.0.0",
                                        {{"type", "macvlan"},
-                                        {"ipam", {{"type", "rdmanet-ipam"}, {"range", "10.251.9.0/24"},
-                                                  {"datastore", "kubernetes"},
-                                                  {"data_dir", ws.path("db")},
-                                                  {"kubernetes", {{"kubeconfig", ws.path("ipam.kubeconfig")}}}}}});
+                                        {"ipam",
+                                         {{"type", "rdmanet-ipam"},
+                                          {"range", "10.251.9.0/24"},
+                                          {"datastore", "kubernetes"},
+                                          {"data_dir", ws.path("db")},
+                                          {"kubernetes", {{"kubeconfig", ws.path("ipam.kubeconfig")}}}}}});
         const auto add = call(ws, ipam_plugin, "ADD", "/var/run/netns/unused", container_id(), conf);
         INFO(add.describe());
         CHECK(add.code() == 7);
@@ -506,9 +529,9 @@ TEST_CASE("policy: configuration_path and kubeconfig outside the allowed dirs ar
     SECTION("a flat file reached through a symlink inside the allowed dir is refused") {
         fs::create_symlink(flat, ws.path("link.conf"));
         OpenWatch watch(flat);
-        const json conf = plugin_stdin("pol-cfg", "1.0.0",
-                                       {{"type", "macvlan"},
-                                        {"ipam", {{"type", "rdmanet-ipam"}, {"configuration_path", ws.path("link.conf")}}}});
+        const json conf = plugin_stdin(
+            "pol-cfg", "1.0.0",
+            {{"type", "macvlan"}, {"ipam", {{"type", "rdmanet-ipam"}, {"configuration_path", ws.path("link.conf")}}}});
         const auto add = call(ws, ipam_plugin, "ADD", "/var/run/netns/unused", container_id(), conf);
         INFO(add.describe());
         CHECK(add.code() == 7);

@@ -55,7 +55,8 @@ struct GidView {
 };
 
 json rail_plugin(const Workspace& ws, const std::string& devinfo, json rdma) {
-    return fakekernel_plugin("sriov", host_local(ws, "10.250.46.0/24", {{"rangeStart", kAddress}, {"rangeEnd", kAddress}}),
+    return fakekernel_plugin("sriov",
+                             host_local(ws, "10.250.46.0/24", {{"rangeStart", kAddress}, {"rangeEnd", kAddress}}),
                              {{"mac", "0a:58:0a:01:00:05"},
                               {"rdma", rdma},
                               {"capabilities", {{"deviceID", true}, {"CNIDeviceInfoFile", true}}}});
@@ -79,7 +80,7 @@ bool has_device(const SriovNode& node, const std::string& name) {
 }
 
 std::uint64_t inode_of(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat(path.c_str(), &st) == 0);
     return st.st_ino;
 }
@@ -99,16 +100,18 @@ void require_untouched(const Workspace& ws, const SriovNode& node, const ScopedN
 
 }  // namespace
 
-TEST_CASE("rdma gids and names: ADD waits for a late RoCE v2 GID, reports its index, CHECK verifies it, DEL renames back",
-          "[e2e][sriov][rdma][rdma-gids-names]") {
+TEST_CASE(
+    "rdma gids and names: ADD waits for a late RoCE v2 GID, reports its index, CHECK verifies it, DEL renames back",
+    "[e2e][sriov][rdma][rdma-gids-names]") {
     Workspace ws;
     SriovNode node(ws, "exclusive");
     ScopedNetns pod("rl");
     const json vf_before = node.vf(node.pf, 0);
     const auto dev_before = host_netdev(node.vf0.name_a());
     const std::string devinfo = ws.path("devinfo/e2e-rail-net1");
-    const GidView view(node, "rdma0");   // the pod sees the device under its pod name
-    auto call = rail_call(ws, pod, devinfo, rail_plugin(ws, devinfo, {{"deviceName", "rdma0"}, {"gidTimeoutMs", 20000}}));
+    const GidView view(node, "rdma0");  // the pod sees the device under its pod name
+    auto call =
+        rail_call(ws, pod, devinfo, rail_plugin(ws, devinfo, {{"deviceName", "rdma0"}, {"gidTimeoutMs", 20000}}));
 
     // The kernel adds the address's GID some time after the address: here only once the address
     // is on the pod's interface, i.e. once the plugin is past configuring it. ADD can only succeed
@@ -119,7 +122,7 @@ TEST_CASE("rdma gids and names: ADD waits for a late RoCE v2 GID, reports its in
                 try {
                     return !ipv4_addresses(pod, "net1").empty();
                 } catch (const std::exception&) {
-                    return false;   // net1 not in the pod yet
+                    return false;  // net1 not in the pod yet
                 }
             },
             std::chrono::seconds(60));
@@ -141,8 +144,8 @@ TEST_CASE("rdma gids and names: ADD waits for a late RoCE v2 GID, reports its in
     const json info = read_json_file(devinfo);
     CHECK(info["pci"]["rdma-device"] == "rdma0");
     CHECK(info["pci"]["pci-address"] == SriovNode::kVfPci);
-    CHECK(info["pci"]["roce-gids"] ==
-          json::parse(std::string(R"([{"address":")") + kAddress + R"(","gid":")" + kAddressGid + R"(","port":1,"index":3}])"));
+    CHECK(info["pci"]["roce-gids"] == json::parse(std::string(R"([{"address":")") + kAddress + R"(","gid":")" +
+                                                  kAddressGid + R"(","port":1,"index":3}])"));
 
     require_verb_ok(ws, node.env(), call, "check");
 
@@ -164,8 +167,9 @@ TEST_CASE("rdma gids and names: ADD waits for a late RoCE v2 GID, reports its in
     CHECK_FALSE(fs::exists(devinfo));
 }
 
-TEST_CASE("rdma gids and names: a RoCE v2 GID that never appears fails ADD after the bounded wait and undoes everything",
-          "[e2e][sriov][rdma][rdma-gids-names]") {
+TEST_CASE(
+    "rdma gids and names: a RoCE v2 GID that never appears fails ADD after the bounded wait and undoes everything",
+    "[e2e][sriov][rdma][rdma-gids-names]") {
     Workspace ws;
     SriovNode node(ws, "exclusive");
     ScopedNetns pod("rg");
@@ -242,8 +246,9 @@ TEST_CASE("rdma gids and names: a name held by a device outside the pod (EEXIST 
     CHECK(node.rdma_owner("mlx5_0") == 0);
 }
 
-TEST_CASE("rdma gids and names: agent repair brings a renamed device home under its own name after the pod died without DEL",
-          "[e2e][sriov][rdma][rdma-gids-names][agent]") {
+TEST_CASE(
+    "rdma gids and names: agent repair brings a renamed device home under its own name after the pod died without DEL",
+    "[e2e][sriov][rdma][rdma-gids-names][agent]") {
     Workspace ws;
     SriovNode node(ws, "exclusive");
     const json vf_before = node.vf(node.pf, 0);
@@ -261,7 +266,7 @@ TEST_CASE("rdma gids and names: agent repair brings a renamed device home under 
     // name, and the RDMA device under the pod's name (the RDMA core keeps names on the way home).
     pod.ip({"link", "set", "dev", call.ifname, "netns", std::to_string(::getpid())});
     run_command_checked({"ip", "netns", "del", pod.name()});
-    node.tree.rename_netdev(SriovNode::kVfPci, node.vf0.name_a(), call.ifname);   // sysfs follows the name
+    node.tree.rename_netdev(SriovNode::kVfPci, node.vf0.name_a(), call.ifname);  // sysfs follows the name
     CHECK(node.rdma_owner("rdma0") == 0);
     CHECK(fs::exists(node.tree.root() + "/class/infiniband/rdma0/device"));
 

@@ -20,7 +20,8 @@ namespace {
 std::vector<std::pair<std::string, std::string>> rules_of(const ScopedNetns& ns, const std::string& family = "-4") {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& r : own_rules(ns, family))
-        out.emplace_back(r.value("src", ""), r["table"].is_string() ? r["table"].get<std::string>() : r["table"].dump());
+        out.emplace_back(r.value("src", ""),
+                         r["table"].is_string() ? r["table"].get<std::string>() : r["table"].dump());
     return out;
 }
 
@@ -77,7 +78,7 @@ TEST_CASE("sbr 'Works with a 0.3.0 config': one address, a rule and a table with
 TEST_CASE("sbr 'Works with a default route already set': the pod's default route stays on eth0",
           "[e2e][macvlan][multirail][sbr]") {
     Workspace ws;
-    Fabric fab;   // eth0 holds the main table's default route
+    Fabric fab;  // eth0 holds the main table's default route
     const auto& up = fab.uplink("10.94.0.1/24");
     Rail rail{"sbr-def", "net1", rail_plugin(ws, up.name_a(), "10.94.0.0/24", "10.94.0.1")};
     rail.add_result = call(ws, "ADD", fab.pod, rail);
@@ -91,16 +92,19 @@ TEST_CASE("sbr 'Works with a default route already set': the pod's default route
     CHECK(call(ws, "DEL", fab.pod, rail).ok());
 }
 
-TEST_CASE("sbr 'Works with multiple IPs': two addresses with two gateways get a table each and both route "
-          "through their own gateway", "[e2e][macvlan][multirail][sbr]") {
+TEST_CASE(
+    "sbr 'Works with multiple IPs': two addresses with two gateways get a table each and both route "
+    "through their own gateway",
+    "[e2e][macvlan][multirail][sbr]") {
     Workspace ws;
     Fabric fab;
     const auto& up = fab.uplink("10.91.0.1/24");
     fab.far.ip({"addr", "add", "10.92.0.1/24", "dev", up.name_b()});
-    const json ipam = {{"type", "host-local"},
-                       {"dataDir", ws.ipam_dir()},
-                       {"ranges", json::array({json::array({{{"subnet", "10.91.0.0/24"}, {"gateway", "10.91.0.1"}}}),
-                                               json::array({{{"subnet", "10.92.0.0/24"}, {"gateway", "10.92.0.1"}}})})}};
+    const json ipam = {
+        {"type", "host-local"},
+        {"dataDir", ws.ipam_dir()},
+        {"ranges", json::array({json::array({{{"subnet", "10.91.0.0/24"}, {"gateway", "10.91.0.1"}}}),
+                                json::array({{{"subnet", "10.92.0.0/24"}, {"gateway", "10.92.0.1"}}})})}};
     json plugin = macvlan_plugin(up.name_a(), ipam);
     plugin["policyRouting"] = true;
     Rail rail{"sbr-multi", "net1", plugin};
@@ -158,15 +162,18 @@ TEST_CASE("sbr 'Works with Table ID': a fixed table gets every address's rule, a
     Fabric fab;
     const auto& up1 = fab.uplink("10.95.0.1/24");
     const auto& up2 = fab.uplink("10.96.0.1/24");
-    Rail rail1{"fixed1", "net1", rail_plugin(ws, up1.name_a(), "10.95.0.0/24", "10.95.0.1", {{"policyRouting", {{"table", 5000}}}})};
-    Rail rail2{"fixed2", "net2", rail_plugin(ws, up2.name_a(), "10.96.0.0/24", "10.96.0.1", {{"policyRouting", {{"table", 5000}}}})};
+    Rail rail1{"fixed1", "net1",
+               rail_plugin(ws, up1.name_a(), "10.95.0.0/24", "10.95.0.1", {{"policyRouting", {{"table", 5000}}}})};
+    Rail rail2{"fixed2", "net2",
+               rail_plugin(ws, up2.name_a(), "10.96.0.0/24", "10.96.0.1", {{"policyRouting", {{"table", 5000}}}})};
     rail1.add_result = call(ws, "ADD", fab.pod, rail1);
     INFO(rail1.add_result.describe());
     REQUIRE(rail1.add_result.ok());
     // As sbr: the address's rule looks up the requested table. Unlike sbr (rules only), rdmanet
     // puts the attachment's routes in it (documented), so it routes by itself.
     CHECK(rules_of(fab.pod) == std::vector<std::pair<std::string, std::string>>{{rail1.address(), "5000"}});
-    CHECK(route_get(fab.pod, kRemote, rail1.address()) == std::make_pair(std::string("net1"), std::string("10.95.0.1")));
+    CHECK(route_get(fab.pod, kRemote, rail1.address()) ==
+          std::make_pair(std::string("net1"), std::string("10.95.0.1")));
 
     // A second rail with the same table would route through the first rail's gateway: refused,
     // naming the attachment that has it, and nothing of the second rail is left.
@@ -174,8 +181,8 @@ TEST_CASE("sbr 'Works with Table ID': a fixed table gets every address's rule, a
     const auto refused = call(ws, "ADD", fab.pod, rail2);
     INFO(refused.describe());
     CHECK(refused.code() == 7);
-    CHECK_THAT(refused.msg(), Catch::Matchers::Contains("policyRouting.table 5000") &&
-                                  Catch::Matchers::Contains("net1"));
+    CHECK_THAT(refused.msg(),
+               Catch::Matchers::Contains("policyRouting.table 5000") && Catch::Matchers::Contains("net1"));
     CHECK(pod_snapshot(fab.pod) == before);
     CHECK(ws.state_files().size() == 1);
     CHECK(route_get(fab.pod, kRemote, rail1.address()).second == "10.95.0.1");
@@ -188,17 +195,21 @@ TEST_CASE("sbr 'Works with Table ID': a fixed table gets every address's rule, a
     rail2.add_result = call(ws, "ADD", fab.pod, rail2);
     INFO(rail2.add_result.describe());
     REQUIRE(rail2.add_result.ok());
-    CHECK(route_get(fab.pod, kRemote, rail2.address()) == std::make_pair(std::string("net2"), std::string("10.96.0.1")));
+    CHECK(route_get(fab.pod, kRemote, rail2.address()) ==
+          std::make_pair(std::string("net2"), std::string("10.96.0.1")));
     CHECK(call(ws, "DEL", fab.pod, rail2).ok());
 }
 
-TEST_CASE("sbr 'Works with addSourceHints enabled': the main table's subnet route and the table's routes carry "
-          "the address as source", "[e2e][macvlan][multirail][sbr]") {
+TEST_CASE(
+    "sbr 'Works with addSourceHints enabled': the main table's subnet route and the table's routes carry "
+    "the address as source",
+    "[e2e][macvlan][multirail][sbr]") {
     Workspace ws;
     Fabric fab;
     const auto& up = fab.uplink("10.97.0.1/24");
-    Rail rail{"hints", "net1",
-              rail_plugin(ws, up.name_a(), "10.97.0.0/24", "10.97.0.1", {{"policyRouting", {{"addSourceHints", true}}}})};
+    Rail rail{
+        "hints", "net1",
+        rail_plugin(ws, up.name_a(), "10.97.0.0/24", "10.97.0.1", {{"policyRouting", {{"addSourceHints", true}}}})};
     rail.add_result = call(ws, "ADD", fab.pod, rail);
     INFO(rail.add_result.describe());
     REQUIRE(rail.add_result.ok());
@@ -243,8 +254,10 @@ TEST_CASE("CHECK verifies every sysctl ADD set, as tuning's CHECK does", "[e2e][
     CHECK(call(ws, "DEL", fab.pod, rail).ok());
 }
 
-TEST_CASE("render keeps a tuning with net.core.somaxconn chained, and the rendered conflist works with Debian's "
-          "tuning", "[e2e][macvlan][tuning][render]") {
+TEST_CASE(
+    "render keeps a tuning with net.core.somaxconn chained, and the rendered conflist works with Debian's "
+    "tuning",
+    "[e2e][macvlan][tuning][render]") {
     if (!std::filesystem::exists("/usr/lib/cni/tuning")) {
         WARN("SKIPPED (not passing): /usr/lib/cni/tuning (Debian containernetworking-plugins) is not installed");
         return;
@@ -252,15 +265,21 @@ TEST_CASE("render keeps a tuning with net.core.somaxconn chained, and the render
     Workspace ws;
     Fabric fab;
     const auto& up = fab.uplink("10.99.0.1/24");
-    const json ipam = {{"type", "host-local"}, {"subnet", "10.99.0.0/24"}, {"gateway", "10.99.0.1"}, {"dataDir", ws.ipam_dir()}};
-    const std::string cr = ws.write("cr.yaml", "apiVersion: mellanox.com/v1alpha1\n"
-                                               "kind: MacvlanNetwork\n"
-                                               "metadata: {name: somax}\n"
-                                               "spec:\n"
-                                               "  master: " + up.name_a() + "\n"
-                                               "  ipam: '" + ipam.dump() + "'\n"
-                                               "  metaPlugins: '{\"type\":\"sbr\"}, {\"type\":\"tuning\",\"sysctl\":"
-                                               "{\"net.core.somaxconn\":\"500\"}}'\n");
+    const json ipam = {
+        {"type", "host-local"}, {"subnet", "10.99.0.0/24"}, {"gateway", "10.99.0.1"}, {"dataDir", ws.ipam_dir()}};
+    const std::string cr = ws.write("cr.yaml",
+                                    "apiVersion: mellanox.com/v1alpha1\n"
+                                    "kind: MacvlanNetwork\n"
+                                    "metadata: {name: somax}\n"
+                                    "spec:\n"
+                                    "  master: " +
+                                        up.name_a() +
+                                        "\n"
+                                        "  ipam: '" +
+                                        ipam.dump() +
+                                        "'\n"
+                                        "  metaPlugins: '{\"type\":\"sbr\"}, {\"type\":\"tuning\",\"sysctl\":"
+                                        "{\"net.core.somaxconn\":\"500\"}}'\n");
     const auto r = run_process({bin_dir() + "/rdmanetctl", "render", "-f", cr, "-o", "json"});
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);

@@ -32,9 +32,15 @@ TEST_CASE("sriov: Ethernet VF ADD, CHECK, DEL through libcni restores every VF s
     const std::string devinfo = ws.path("devinfo/e2e-sriov-net1");
 
     auto plugin = fakekernel_plugin("sriov", host_local(ws, "10.250.40.0/24"),
-                                    {{"mac", "0a:58:0a:01:00:05"}, {"vlan", 100}, {"vlanQoS", 3},
-                                     {"spoofchk", "off"}, {"trust", "on"}, {"link_state", "enable"},
-                                     {"min_tx_rate", 100}, {"max_tx_rate", 1000}, {"mtu", 1400},
+                                    {{"mac", "0a:58:0a:01:00:05"},
+                                     {"vlan", 100},
+                                     {"vlanQoS", 3},
+                                     {"spoofchk", "off"},
+                                     {"trust", "on"},
+                                     {"link_state", "enable"},
+                                     {"min_tx_rate", 100},
+                                     {"max_tx_rate", 1000},
+                                     {"mtu", 1400},
                                      {"capabilities", {{"deviceID", true}, {"CNIDeviceInfoFile", true}}}});
     const std::string conf = ws.write("sriov.conflist", conflist("e2e-sriov", "1.0.0", plugin).dump());
     FakeKernelCall call{"add", conf, pod.path(), container_id("sv")};
@@ -112,8 +118,9 @@ TEST_CASE("sriov: InfiniBand VF GUID from runtimeConfig set with a rebind and re
     const json vf_before = node.vf(node.ibpf, 0);
     REQUIRE(vf_before.contains("nodeGuid"));
 
-    auto plugin = fakekernel_plugin("sriov", host_local(ws, "10.250.41.0/24"),
-                                    {{"pkey", "0x8001"}, {"capabilities", {{"infinibandGUID", true}, {"deviceID", true}}}});
+    auto plugin =
+        fakekernel_plugin("sriov", host_local(ws, "10.250.41.0/24"),
+                          {{"pkey", "0x8001"}, {"capabilities", {{"infinibandGUID", true}, {"deviceID", true}}}});
     const std::string conf = ws.write("ib.conflist", conflist("e2e-ib", "1.0.0", plugin).dump());
     FakeKernelCall call{"add", conf, pod.path(), container_id("si")};
     call.cap_args = json{{"deviceID", SriovNode::kIbVfPci}, {"infinibandGUID", "C2:11:22:33:44:55:66:77"}}.dump();
@@ -192,8 +199,9 @@ TEST_CASE("sriov: a CNIDeviceInfoFile outside deviceInfoDirs or through a symlin
         return std::string(std::istreambuf_iterator<char>(in), {});
     };
 
-    auto plugin = fakekernel_plugin("sriov", host_local(ws, "10.250.43.0/24"),
-                                    {{"vlan", 100}, {"capabilities", {{"deviceID", true}, {"CNIDeviceInfoFile", true}}}});
+    auto plugin =
+        fakekernel_plugin("sriov", host_local(ws, "10.250.43.0/24"),
+                          {{"vlan", 100}, {"capabilities", {{"deviceID", true}, {"CNIDeviceInfoFile", true}}}});
     const std::string conf = ws.write("sriov.conflist", conflist("e2e-devinfo", "1.0.0", plugin).dump());
     FakeKernelCall call{"add", conf, pod.path(), container_id("sp")};
     auto untouched = [&] {
@@ -222,7 +230,8 @@ TEST_CASE("sriov: a CNIDeviceInfoFile outside deviceInfoDirs or through a symlin
     SECTION("a symlinked directory below deviceInfoDirs: refused, everything rolled back") {
         std::filesystem::create_directories(ws.path("devinfo"));
         std::filesystem::create_directory_symlink(ws.path("elsewhere"), ws.path("devinfo/cni"));
-        call.cap_args = json{{"deviceID", SriovNode::kVfPci}, {"CNIDeviceInfoFile", ws.path("devinfo/cni/victim")}}.dump();
+        call.cap_args =
+            json{{"deviceID", SriovNode::kVfPci}, {"CNIDeviceInfoFile", ws.path("devinfo/cni/victim")}}.dump();
         const auto add = drive(ws, node.env(), call);
         INFO(add.describe());
         CHECK(add.code() == 5);
@@ -254,9 +263,9 @@ TEST_CASE("sriov: required fails at the end of ADD when the driver deleted the m
     const json vf_before = node.vf(node.pf, 0);
     const auto dev_before = host_netdev(node.vf0.name_a());
     REQUIRE(dev_before);
-    auto plugin = fakekernel_plugin("sriov", host_local(ws, "10.250.41.0/24"),
-                                    {{"vlan", 100}, {"rdma", {{"isolation", "required"}}},
-                                     {"capabilities", {{"deviceID", true}}}});
+    auto plugin = fakekernel_plugin(
+        "sriov", host_local(ws, "10.250.41.0/24"),
+        {{"vlan", 100}, {"rdma", {{"isolation", "required"}}}, {"capabilities", {{"deviceID", true}}}});
     const std::string conf = ws.write("sriov-req.conflist", conflist("e2e-sriov-req", "1.0.0", plugin).dump());
     FakeKernelCall call{"add", conf, pod.path(), container_id("sr")};
     call.cap_args = json{{"deviceID", SriovNode::kVfPci}}.dump();

@@ -12,8 +12,9 @@ using namespace rdmanet::test::e2e;
 namespace {
 
 // The lab's VF settings ("full" config): everything igb accepts.
-const json kIgbSettings = {{"mac", "0a:58:0a:4e:00:05"}, {"vlan", 100}, {"vlanQoS", 3}, {"spoofchk", "off"},
-                           {"trust", "on"}, {"max_tx_rate", 100}, {"mtu", 1400}};
+const json kIgbSettings = {
+    {"mac", "0a:58:0a:4e:00:05"}, {"vlan", 100}, {"vlanQoS", 3}, {"spoofchk", "off"}, {"trust", "on"},
+    {"max_tx_rate", 100},         {"mtu", 1400}};
 
 json with_capabilities(json extra) {
     extra["capabilities"] = {{"deviceID", true}};

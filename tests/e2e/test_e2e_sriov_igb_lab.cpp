@@ -70,7 +70,7 @@ TEST_CASE("sriov on the igb model: two pods on two VFs with the embedded IPAM, D
     CHECK(addr_a != addr_b);
     CHECK(addr_a[0].rfind("10.250.46.", 0) == 0);
     CHECK(addr_b[0].rfind("10.250.46.", 0) == 0);
-    CHECK_FALSE(host_netdev(node.vf0.name_a()));   // both netdevs are in their pods
+    CHECK_FALSE(host_netdev(node.vf0.name_a()));  // both netdevs are in their pods
     CHECK_FALSE(host_netdev(node.vf1->name_a()));
     CHECK(embedded_pools(ws).at(0).at("spec").at("allocations").size() == 2);
 
@@ -132,7 +132,7 @@ TEST_CASE("sriov on the igb model: rxe on VF 1, rdmanetctl devices, shared ADD, 
 
     if (mode == "shared") {
         REQUIRE(add.ok());
-        CHECK_FALSE(host_netdev(vf1));   // the netdev moved to the pod
+        CHECK_FALSE(host_netdev(vf1));  // the netdev moved to the pod
         CHECK(node.vf(node.pf, 1).value("vlan", 0) == 300);
         std::ifstream in(ws.path("devinfo/" + call.container_id));
         REQUIRE(in);
@@ -176,9 +176,9 @@ TEST_CASE("sriov on the igb model: the pod's netns dies without DEL, one agent p
     const auto dev0_before = host_netdev(node.vf0.name_a());
     REQUIRE(dev0_before);
 
-    auto plugin = sriov_plugin(embedded_ipam(ws, "10.250.48.0/24", "10.250.48.1"),
-                               {{"mac", "0a:58:0a:4e:00:09"}, {"vlan", 140}, {"vlanQoS", 5}, {"spoofchk", "off"},
-                                {"trust", "on"}});
+    auto plugin = sriov_plugin(
+        embedded_ipam(ws, "10.250.48.0/24", "10.250.48.1"),
+        {{"mac", "0a:58:0a:4e:00:09"}, {"vlan", 140}, {"vlanQoS", 5}, {"spoofchk", "off"}, {"trust", "on"}});
     const std::string conf = ws.write("agent.conflist", conflist("e2e-igb-agent", "1.0.0", plugin).dump());
     auto call = vf_call(ws, conf, pod, container_id("sg"), SriovNode::kVfPci);
     // The lab's pod-side name is net1; here one unique to this process, as the returned device
@@ -203,7 +203,7 @@ TEST_CASE("sriov on the igb model: the pod's netns dies without DEL, one agent p
     REQUIRE(find_link(nullptr, call.ifname));
     REQUIRE(std::filesystem::exists(devinfo));
     REQUIRE(vf_record_exists(ws, SriovNode::kVfPci));
-    REQUIRE(attachment_files(ws).size() == 2);   // the attachment state and the VF's in-use record
+    REQUIRE(attachment_files(ws).size() == 2);  // the attachment state and the VF's in-use record
     REQUIRE(node.vf(node.pf, 0) == vf0_pod);
 
     // One pass of the agent's repair (rdmanetctl agent --passes 1 in the lab), over the fakes.
@@ -211,12 +211,12 @@ TEST_CASE("sriov on the igb model: the pod's netns dies without DEL, one agent p
     INFO("reconcile-local: exit " << pass.exit_code << "\n" << pass.out << pass.err);
     CHECK(pass.exit_code == 0);
     CHECK(pass.out.find("1 repaired, 0 failed") != std::string::npos);
-    CHECK(node.vf(node.pf, 0) == vf0_before);                      // the lab's vf0_agent_exact
-    CHECK(host_netdev(node.vf0.name_a()) == dev0_before);          // host_back_agent
+    CHECK(node.vf(node.pf, 0) == vf0_before);              // the lab's vf0_agent_exact
+    CHECK(host_netdev(node.vf0.name_a()) == dev0_before);  // host_back_agent
     CHECK_FALSE(find_link(nullptr, call.ifname));
-    CHECK_FALSE(std::filesystem::exists(devinfo));                 // same_as "$before_agent"
+    CHECK_FALSE(std::filesystem::exists(devinfo));  // same_as "$before_agent"
     for (const auto& p : embedded_pools(ws)) CHECK(p.at("spec").value("allocations", json::object()).empty());
-    CHECK_FALSE(vf_record_exists(ws, SriovNode::kVfPci));          // states_gone
+    CHECK_FALSE(vf_record_exists(ws, SriovNode::kVfPci));  // states_gone
     CHECK(attachment_files(ws).empty());
 
     const auto again = run_process({fakekernel_path(), "reconcile-local"}, node.env());

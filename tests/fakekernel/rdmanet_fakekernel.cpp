@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     std::ios::sync_with_stdio(false);
     const char* state = std::getenv(rdmanet::test::kFakeKernelStateEnv);
     const char* sysfs_root = std::getenv(rdmanet::test::kFakeSysfsRootEnv);
-    rdmanet::netns::Rtnl host;   // where IPoIB stand-in children are created: the plugin's namespace
+    rdmanet::netns::Rtnl host;  // where IPoIB stand-in children are created: the plugin's namespace
     std::unique_ptr<rdmanet::test::FakeKernelServices> fakes;
     rdmanet::cni::KernelServices services;
     if (state && *state) {

@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             // A number beyond a double (1.5e923) is grammatical JSON (RFC 8259) that nlohmann
             // refuses to hold; the scanner skips it unread in fields it ignores. Not a mismatch.
         } catch (const nlohmann::json::parse_error&) {
-            __builtin_trap();   // the scanner accepted text that is not JSON
+            __builtin_trap();  // the scanner accepted text that is not JSON
         }
     }
     return 0;

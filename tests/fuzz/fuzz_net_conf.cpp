@@ -11,6 +11,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         rdmanet::fuzz::expect_clean_rejection([&] { (void)rdmanet::cni::parse_net_conf(text, command); });
     }
     rdmanet::fuzz::expect_clean_rejection([&] { (void)rdmanet::cni::parse_ipam_plugin_conf(text, Command::add); });
-    (void)rdmanet::cni::reply_version(text);   // documented never to throw
+    (void)rdmanet::cni::reply_version(text);  // documented never to throw
     return 0;
 }

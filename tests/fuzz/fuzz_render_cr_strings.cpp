@@ -48,14 +48,14 @@ void render(const json& doc, const char* ipam) {
     try {
         (void)rdmanet::cni::ctl::render_network(doc, options).dump();
     } catch (const nlohmann::json::exception&) {
-        throw;   // a raw library message: the field was not named
-    } catch (const std::runtime_error&) {   // render's own errors, and the CNI and IPAM errors it passes on
+        throw;                             // a raw library message: the field was not named
+    } catch (const std::runtime_error&) {  // render's own errors, and the CNI and IPAM errors it passes on
     }
 }
 
 bool valid_utf8(const std::string& text) {
     try {
-        (void)json(text).dump();   // the strict handler throws on a broken sequence
+        (void)json(text).dump();  // the strict handler throws on a broken sequence
         return true;
     } catch (const json::type_error&) {
         return false;

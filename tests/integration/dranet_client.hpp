@@ -34,7 +34,7 @@ namespace dranet_test {
 using nlohmann::json;
 
 struct Reply {
-    long status = 0;   // 0: the connection closed without an answer
+    long status = 0;  // 0: the connection closed without an answer
     std::string body;
     json j() const { return json::parse(body, nullptr, false); }
 };
@@ -82,7 +82,8 @@ inline std::string profile_request(const Device& d, const std::string& claim, co
     config["interface"] = iface;
     // nlohmann sorts keys; Go writes declaration order. The server must not care: the bytes here
     // are written by hand in Go's order.
-    return "{\"device\":" + device.dump() + ",\"claim_uid\":" + json(claim).dump() + ",\"config\":" + config.dump() + "}";
+    return "{\"device\":" + device.dump() + ",\"claim_uid\":" + json(claim).dump() + ",\"config\":" + config.dump() +
+           "}";
 }
 
 // bin/rdmanetctl dranet-provider in its own temp directory, stopped (SIGTERM) and removed at the end.
@@ -127,9 +128,9 @@ public:
 
     void start() {
         const std::string ctl = rdmanet::test::bin_dir() + "/rdmanetctl";
-        std::vector<std::string> args{ctl, "dranet-provider", "--socket", socket_, "--profiles", profiles(),
-                                      "--state-dir", state_dir(), "--node-name", "node-1", "--threads",
-                                      std::to_string(threads_)};
+        std::vector<std::string> args{ctl,           "dranet-provider", "--socket",    socket_,
+                                      "--profiles",  profiles(),        "--state-dir", state_dir(),
+                                      "--node-name", "node-1",          "--threads",   std::to_string(threads_)};
         args.insert(args.end(), extra_args.begin(), extra_args.end());
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());

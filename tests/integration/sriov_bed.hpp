@@ -90,9 +90,13 @@ public:
         return o;
     }
 
-    nlohmann::json conf(const nlohmann::json& extra = nlohmann::json::object(), const std::string& version = "1.1.0") const {
-        nlohmann::json j = {{"cniVersion", version}, {"name", "sriov-test"}, {"type", "rdmanet"},
-                            {"mode", "sriov"},       {"deviceID", kVfPci}};
+    nlohmann::json conf(const nlohmann::json& extra = nlohmann::json::object(),
+                        const std::string& version = "1.1.0") const {
+        nlohmann::json j = {{"cniVersion", version},
+                            {"name", "sriov-test"},
+                            {"type", "rdmanet"},
+                            {"mode", "sriov"},
+                            {"deviceID", kVfPci}};
         j.update(extra);
         return j;
     }
@@ -121,8 +125,8 @@ public:
     }
 
     ScopedNetns pod;
-    ScopedVeth vf0;    // name_a(): the Ethernet VF's netdev
-    ScopedVeth ibvf;   // name_a(): the IB VF's netdev (an Ethernet veth standing in)
+    ScopedVeth vf0;   // name_a(): the Ethernet VF's netdev
+    ScopedVeth ibvf;  // name_a(): the IB VF's netdev (an Ethernet veth standing in)
     std::string pf, ibpf;
     FakeSysfs tree;
     FakeVfControl fake;

@@ -75,26 +75,28 @@ TEST_CASE("rdmanetctl install --watch exits 0 at once on SIGTERM", "[ctl][signal
     ipam_test::TempDir dir;
     const std::string src = dir.path() + "/src", bin = dir.path() + "/bin", conf = dir.path() + "/conf";
     fs::create_directories(src);
-    for (const char* b : {"rdmanet", "rdmanet-ipam"}) fs::copy_file(std::string(RDMANET_BIN_DIR) + "/" + b, src + "/" + b);
+    for (const char* b : {"rdmanet", "rdmanet-ipam"})
+        fs::copy_file(std::string(RDMANET_BIN_DIR) + "/" + b, src + "/" + b);
     const std::string log = dir.path() + "/log";
-    const pid_t pid = start({std::string(RDMANET_BIN_DIR) + "/rdmanetctl", "install", "--watch", "--interval=60",
-                             "--source-dir=" + src, "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf,
-                             "--service-account-dir", ""},
-                            log);
+    const pid_t pid =
+        start({std::string(RDMANET_BIN_DIR) + "/rdmanetctl", "install", "--watch", "--interval=60",
+               "--source-dir=" + src, "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf, "--service-account-dir", ""},
+              log);
     expect_prompt_exit(pid, log, "installed " + bin + "/rdmanet-ipam");
 }
 
-TEST_CASE("rdmanetctl reconcile --interval exits 0 at once on SIGTERM, even in a round retrying", "[ctl][signal][integration]") {
+TEST_CASE("rdmanetctl reconcile --interval exits 0 at once on SIGTERM, even in a round retrying",
+          "[ctl][signal][integration]") {
     ipam_test::TempDir dir;
     // An API server that is not there: the round retries until its deadline; SIGTERM does not wait for it.
     const std::string kubeconfig = dir.path() + "/kubeconfig";
-    std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
-                                 "    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n"
-                                 "  user: {}\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n";
+    std::ofstream(kubeconfig)
+        << "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
+           "    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n"
+           "  user: {}\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n";
     const std::string log = dir.path() + "/log";
-    const pid_t pid = start({std::string(RDMANET_BIN_DIR) + "/rdmanetctl", "reconcile", "--kubeconfig", kubeconfig,
-                             "--interval=300"},
-                            log);
-    std::this_thread::sleep_for(300ms);   // inside the first round
+    const pid_t pid = start(
+        {std::string(RDMANET_BIN_DIR) + "/rdmanetctl", "reconcile", "--kubeconfig", kubeconfig, "--interval=300"}, log);
+    std::this_thread::sleep_for(300ms);  // inside the first round
     expect_prompt_exit(pid, log, "");
 }

@@ -69,7 +69,7 @@ std::string arg_value(const json& container, const std::string& flag) {
 }
 
 std::map<std::string, std::string> mounts(const json& container) {
-    std::map<std::string, std::string> out;   // mountPath -> volume name
+    std::map<std::string, std::string> out;  // mountPath -> volume name
     for (const auto& m : container.value("volumeMounts", json::array())) out[m["mountPath"]] = m["name"];
     return out;
 }
@@ -79,14 +79,14 @@ std::map<std::string, std::string> mounts(const json& container) {
 TEST_CASE("deploy: kustomize renders exactly the expected objects", "[deploy]") {
     const auto objects = rendered();
     std::multiset<std::string> kinds;
-    for (const auto& o : objects) kinds.insert(o["kind"].get<std::string>() + "/" + o["metadata"]["name"].get<std::string>());
+    for (const auto& o : objects)
+        kinds.insert(o["kind"].get<std::string>() + "/" + o["metadata"]["name"].get<std::string>());
     CHECK(kinds == std::multiset<std::string>{
-                       "Namespace/rdmanet-system",
-                       "CustomResourceDefinition/ippools.whereabouts.cni.cncf.io",
+                       "Namespace/rdmanet-system", "CustomResourceDefinition/ippools.whereabouts.cni.cncf.io",
                        "CustomResourceDefinition/overlappingrangeipreservations.whereabouts.cni.cncf.io",
-                       "CustomResourceDefinition/nodeslicepools.whereabouts.cni.cncf.io",
-                       "ServiceAccount/rdmanet", "ClusterRole/rdmanet", "ClusterRoleBinding/rdmanet",
-                       "DaemonSet/rdmanet", "CronJob/rdmanet-reconcile"});
+                       "CustomResourceDefinition/nodeslicepools.whereabouts.cni.cncf.io", "ServiceAccount/rdmanet",
+                       "ClusterRole/rdmanet", "ClusterRoleBinding/rdmanet", "DaemonSet/rdmanet",
+                       "CronJob/rdmanet-reconcile"});
     for (const auto& o : objects) {
         const std::string kind = o["kind"];
         const bool cluster_scoped = kind == "Namespace" || kind == "CustomResourceDefinition" ||
@@ -110,14 +110,15 @@ TEST_CASE("deploy: the CRDs are whereabouts' (group, version, scope, names, requ
     CHECK(v["name"] == "v1alpha1");
     CHECK(v["served"] == true);
     CHECK(v["storage"] == true);
-    CHECK_FALSE(v.contains("subresources"));   // whereabouts writes spec only, no status
+    CHECK_FALSE(v.contains("subresources"));  // whereabouts writes spec only, no status
     const auto& spec = v["schema"]["openAPIV3Schema"]["properties"]["spec"];
     CHECK(strings(spec["required"]) == std::set<std::string>{"allocations", "range"});
     const auto& entry = spec["properties"]["allocations"]["additionalProperties"];
     CHECK(strings(entry["required"]) == std::set<std::string>{"id", "podref"});
     for (const char* field : {"id", "podref", "ifname"}) CHECK(entry["properties"][field]["type"] == "string");
 
-    const auto& orip = one(objects, "CustomResourceDefinition", "overlappingrangeipreservations.whereabouts.cni.cncf.io");
+    const auto& orip =
+        one(objects, "CustomResourceDefinition", "overlappingrangeipreservations.whereabouts.cni.cncf.io");
     CHECK(orip["spec"]["group"] == "whereabouts.cni.cncf.io");
     CHECK(orip["spec"]["scope"] == "Namespaced");
     CHECK(orip["spec"]["names"]["kind"] == "OverlappingRangeIPReservation");
@@ -136,7 +137,7 @@ TEST_CASE("deploy: the CRDs are whereabouts' (group, version, scope, names, requ
     CHECK(nsp["spec"]["names"]["plural"] == "nodeslicepools");
     REQUIRE(nsp["spec"]["versions"].size() == 1);
     CHECK(nsp["spec"]["versions"][0]["name"] == "v1alpha1");
-    CHECK_FALSE(nsp["spec"]["versions"][0].contains("subresources"));   // status written with the object
+    CHECK_FALSE(nsp["spec"]["versions"][0].contains("subresources"));  // status written with the object
     const auto& nschema = nsp["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
     CHECK(strings(nschema["spec"]["required"]) == std::set<std::string>{"range", "sliceSize"});
     CHECK(strings(nschema["status"]["required"]) == std::set<std::string>{"allocations"});
@@ -175,7 +176,8 @@ TEST_CASE("deploy: RBAC is least privilege", "[deploy]") {
                          {{"resource.k8s.io", "resourceclaims"}, {"get", "list"}}});
 
     const auto& binding = one(objects, "ClusterRoleBinding", "rdmanet");
-    CHECK(binding["roleRef"] == json({{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "rdmanet"}}));
+    CHECK(binding["roleRef"] ==
+          json({{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "rdmanet"}}));
     CHECK(binding["subjects"] ==
           json::array({{{"kind", "ServiceAccount"}, {"name", "rdmanet"}, {"namespace", "rdmanet-system"}}}));
 }
@@ -191,7 +193,7 @@ TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with 
     CHECK(pod["serviceAccountName"] == "rdmanet");
     CHECK(pod["tolerations"] == json::array({{{"operator", "Exists"}}}));
 
-    std::map<std::string, std::string> host_paths;   // volume -> host path
+    std::map<std::string, std::string> host_paths;  // volume -> host path
     for (const auto& v : pod["volumes"]) host_paths[v["name"]] = v["hostPath"]["path"];
     CHECK(host_paths == std::map<std::string, std::string>{{"cni-bin", "/opt/cni/bin"},
                                                            {"cni-conf", "/etc/cni/net.d"},
@@ -267,13 +269,16 @@ TEST_CASE("deploy: the DaemonSet installs, watches and runs the node agent with 
     CHECK(am.at("/sys/bus/pci/drivers") == "pci-drivers");
     for (const auto& m : agent["volumeMounts"]) {
         const std::string path = m["mountPath"];
-        if (path == "/sys/bus/pci/drivers") CHECK_FALSE(m.value("readOnly", false));
-        else CHECK(path.rfind("/sys", 0) != 0);
+        if (path == "/sys/bus/pci/drivers")
+            CHECK_FALSE(m.value("readOnly", false));
+        else
+            CHECK(path.rfind("/sys", 0) != 0);
     }
     // `doctor --root /host` in the installer sees the node's sysfs, kernel command line and
     // modprobe.d, read-only.
-    for (const auto& [path, volume] : std::map<std::string, std::string>{
-             {"/host/sys", "host-sys"}, {"/host/proc/cmdline", "host-proc-cmdline"}, {"/host/etc/modprobe.d", "modprobe-d"}}) {
+    for (const auto& [path, volume] : std::map<std::string, std::string>{{"/host/sys", "host-sys"},
+                                                                         {"/host/proc/cmdline", "host-proc-cmdline"},
+                                                                         {"/host/etc/modprobe.d", "modprobe-d"}}) {
         INFO(path);
         bool found = false;
         for (const auto& m : watcher["volumeMounts"]) {

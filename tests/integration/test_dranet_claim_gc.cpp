@@ -68,7 +68,7 @@ dranet::ClaimGcReport gc_round(const Env& env, const ProviderProcess& p) {
     dranet::ClaimGcOptions o;
     o.state_dir = p.state_dir();
     o.socket_path = p.socket();
-    o.api_budget = std::chrono::seconds(3);   // a failing list is retried this long
+    o.api_budget = std::chrono::seconds(3);  // a failing list is retried this long
     o.release_timeout = std::chrono::seconds(10);
     return dranet::collect_claims(rdmanet::ipam::kube::load_kubeconfig(env.kubeconfig), o);
 }
@@ -83,15 +83,27 @@ rdmanet::test::PromExposition metrics_after(const dranet::ClaimGcReport& report)
 std::vector<std::string> agent_args(const ApiServer& server, const Env& env, const ProviderProcess& p,
                                     const std::string& kubeconfig) {
     (void)env;
-    return {rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1", "--kubeconfig", kubeconfig,
-            "--node-name", "node-1", "--ipam-data-dir", server.dir() + "/agent-ipam",
-            "--dranet-state-dir", p.state_dir(), "--dranet-socket", p.socket()};
+    return {rdmanet::test::bin_dir() + "/rdmanetctl",
+            "agent",
+            "--passes",
+            "1",
+            "--kubeconfig",
+            kubeconfig,
+            "--node-name",
+            "node-1",
+            "--ipam-data-dir",
+            server.dir() + "/agent-ipam",
+            "--dranet-state-dir",
+            p.state_dir(),
+            "--dranet-socket",
+            p.socket()};
 }
 
 // The agent's own attachment states in the test's directory, not the node's.
 std::map<std::string, std::string> agent_env(const ApiServer& server) {
     const std::string policy = server.dir() + "/agent-policy.json";
-    std::ofstream(policy) << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
+    std::ofstream(policy)
+        << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
     return {{"RDMANET_POLICY_FILE", policy}};
 }
 
@@ -129,7 +141,7 @@ TEST_CASE("dranet claim GC: the agent keeps live claims and releases a deleted c
     CHECK_THAT(second.out, Catch::Contains("released DRANET claim " + gone + " device eth1"));
     CHECK_THAT(second.out, Catch::Contains("released DRANET claim " + gone + " device eth2"));
     CHECK_THAT(second.out, !Catch::Contains(live));
-    CHECK(allocations(p) == 1);   // the live claim's address only
+    CHECK(allocations(p) == 1);  // the live claim's address only
     CHECK(recorded(p) == std::set<std::string>{live});
     // The provider did the release (one writer of claims.json).
     CHECK_THAT(p.log(), Catch::Contains("released claim " + gone + " device eth2"));
@@ -157,7 +169,7 @@ TEST_CASE("dranet claim GC: a refused credential (403) releases nothing, is logg
     start_provider(p, "10.92.0.0/24");
     const std::string uid = server.create_resource_claim(kClaimNs, "c1");
     get_config(p, uid, "eth1");
-    get_config(p, "11111111-2222-4333-8444-555555555555", "eth1");   // no such claim in the API
+    get_config(p, "11111111-2222-4333-8444-555555555555", "eth1");  // no such claim in the API
     REQUIRE(allocations(p) == 2);
 
     const std::string forbidden = server.write_kubeconfig("forbidden", {.token = server.forbidden_token()});
@@ -307,7 +319,7 @@ TEST_CASE("dranet claim GC: the agent's metrics endpoint counts released claims 
     start_provider(p, "10.95.0.0/24");
     const std::string live = server.create_resource_claim(kClaimNs, "kept");
     get_config(p, live, "eth1");
-    get_config(p, "0f0f0f0f-1111-4222-8333-444444444444", "eth1");   // not in the API
+    get_config(p, "0f0f0f0f-1111-4222-8333-444444444444", "eth1");  // not in the API
 
     // The agent serves metrics after its one pass until SIGTERM; env(1) hands it the policy.
     std::vector<std::string> argv{"/usr/bin/env", "RDMANET_POLICY_FILE=" + agent_env(server).at("RDMANET_POLICY_FILE")};

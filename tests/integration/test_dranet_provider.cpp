@@ -116,7 +116,8 @@ TEST_CASE("dranet provider: 16 concurrent claims on one pool get 16 addresses an
     still_serving(p);
 }
 
-TEST_CASE("dranet provider: a static address of the claim is reserved, another owner's gets 409", "[dranet][integration]") {
+TEST_CASE("dranet provider: a static address of the claim is reserved, another owner's gets 409",
+          "[dranet][integration]") {
     ProviderProcess p("static");
     p.write_profile("rail", rail_profile(p, "10.63.0.0/24", "10.63.0.1"));
     p.start();
@@ -176,7 +177,7 @@ TEST_CASE("dranet provider: bad requests get 400/404/405/413 with what to fix, a
         CHECK(read_reply(fd.get()).status == 400);
     }
     {
-        auto fd = connect_unix(p.socket());   // connect and hang up without a byte
+        auto fd = connect_unix(p.socket());  // connect and hang up without a byte
     }
     still_serving(p);
     // Still allocating after all of it.
@@ -193,7 +194,7 @@ TEST_CASE("dranet provider: a slow client is cut off and never blocks the others
     send_raw(slow.get(), "POST /GetProfileConfig HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"dev");
     for (int i = 0; i < 5; ++i) still_serving(p);
     CHECK(get(p, Device{"eth1", "", ""}, kClaim, "rail").status == 200);
-    const Reply cut = read_reply(slow.get());   // SO_RCVTIMEO 20 s: a server that never cuts fails here
+    const Reply cut = read_reply(slow.get());  // SO_RCVTIMEO 20 s: a server that never cuts fails here
     CHECK(cut.status == 408);
     still_serving(p);
 }

@@ -49,9 +49,10 @@ TEST_CASE("dranet provider, kube datastore: the pool entry is the claim's, repea
     CHECK(consistency_problems(server, "10.47.0.0-24", (10u << 24) | (47u << 16)).empty());
 }
 
-TEST_CASE("dranet provider, node slices: the claim's address comes from this node's slice, no API request per claim "
-          "once the slice is claimed, published by the node agent",
-          "[kube][integration][dranet][slices]") {
+TEST_CASE(
+    "dranet provider, node slices: the claim's address comes from this node's slice, no API request per claim "
+    "once the slice is claimed, published by the node agent",
+    "[kube][integration][dranet][slices]") {
     ServerUnderTest server;
     Env env(server);
     ProviderProcess p("slices");
@@ -59,7 +60,7 @@ TEST_CASE("dranet provider, node slices: the claim's address comes from this nod
     json ipam = env.conf("10.71.0.0/16", {{"node_slice_size", "/25"}, {"network_name", "blue"}})["ipam"];
     ipam.erase("type");
     p.write_profile("blue", {{"ipam", ipam}, {"policyRouting", true}});
-    p.start();   // --node-name node-1
+    p.start();  // --node-name node-1
     const std::string pool = "/ippools/blue-node-1-10.71.0.0-25";
     auto published = [&] {
         const auto r = server.request("GET", kApi + pool);
@@ -70,18 +71,20 @@ TEST_CASE("dranet provider, node slices: the claim's address comes from this nod
     // The node agent's pass (the DaemonSet's rdmanetctl agent, on its interval) with its own
     // attachment states in the test's directory.
     const std::string agent_policy = server.dir() + "/agent-policy.json";
-    std::ofstream(agent_policy) << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
+    std::ofstream(agent_policy)
+        << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
     auto agent_pass = [&] {
-        const auto r = rdmanet::test::run_process({rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1",
-                                                   "--kubeconfig", env.kubeconfig, "--node-name", "node-1",
-                                                   "--ipam-data-dir", env.data_dir},
-                                                  {{"RDMANET_POLICY_FILE", agent_policy}});
+        const auto r = rdmanet::test::run_process(
+            {rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1", "--kubeconfig", env.kubeconfig,
+             "--node-name", "node-1", "--ipam-data-dir", env.data_dir},
+            {{"RDMANET_POLICY_FILE", agent_policy}});
         INFO(r.out << r.err);
         CHECK(r.exit_code == 0);
         return r.out;
     };
     auto call = [&](const std::string& verb, const std::string& claim) {
-        return dranet_test::http(p.socket(), "POST", verb, dranet_test::profile_request(Device{"eth3", "", ""}, claim, "blue"));
+        return dranet_test::http(p.socket(), "POST", verb,
+                                 dranet_test::profile_request(Device{"eth3", "", ""}, claim, "blue"));
     };
     const std::string a = "3f2e1d0c-0000-4000-8000-00000000beef", b = "3f2e1d0c-0000-4000-8000-00000000bee2";
     const json entry_a = {{"id", a}, {"podref", "dranet:" + a}, {"ifname", "eth3"}};
@@ -137,27 +140,33 @@ TEST_CASE("dranet provider, node slices: the claim's address comes from this nod
     CHECK(requests() > seen);
 }
 
-TEST_CASE("dranet provider, nv-ipam CIDRPool: the node's subnet and gateway in the claim's table, no API request "
-          "once the block is known",
-          "[kube][integration][dranet][nvipam]") {
+TEST_CASE(
+    "dranet provider, nv-ipam CIDRPool: the node's subnet and gateway in the claim's table, no API request "
+    "once the block is known",
+    "[kube][integration][dranet][nvipam]") {
     ServerUnderTest server;
     Env env(server);
     const std::string api = "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/" + kNs + "/cidrpools";
-    const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"}, {"kind", "CIDRPool"},
+    const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
+                       {"kind", "CIDRPool"},
                        {"metadata", {{"name", "rail1"}, {"namespace", kNs}}},
                        {"spec", {{"cidr", "10.12.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}}}};
     auto created = server.request("POST", api, pool.dump());
     REQUIRE(created.status == 201);
     json with_status = created.body;
-    with_status["status"] = {{"allocations", {{{"nodeName", "node-1"}, {"prefix", "10.12.7.0/24"}, {"gateway", "10.12.7.1"}}}}};
+    with_status["status"] = {
+        {"allocations", {{{"nodeName", "node-1"}, {"prefix", "10.12.7.0/24"}, {"gateway", "10.12.7.1"}}}}};
     REQUIRE(server.request("PUT", api + "/rail1/status", with_status.dump()).status == 200);
 
     ProviderProcess p("nvipam");
     p.extra_env = env.env();
-    p.write_profile("rail1", {{"ipam", {{"poolName", "rail1"}, {"poolType", "cidrpool"},
-                                        {"kubernetes", {{"kubeconfig", env.kubeconfig}}}, {"data_dir", env.data_dir}}},
+    p.write_profile("rail1", {{"ipam",
+                               {{"poolName", "rail1"},
+                                {"poolType", "cidrpool"},
+                                {"kubernetes", {{"kubeconfig", env.kubeconfig}}},
+                                {"data_dir", env.data_dir}}},
                               {"policyRouting", true}});
-    p.start();   // --node-name node-1
+    p.start();  // --node-name node-1
     auto get = [&](const std::string& claim) {
         return dranet_test::http(p.socket(), "POST", "/GetProfileConfig",
                                  dranet_test::profile_request(Device{"eth1", "", ""}, claim, "rail1"));
@@ -173,15 +182,16 @@ TEST_CASE("dranet provider, nv-ipam CIDRPool: the node's subnet and gateway in t
     const auto b = get("claim-nv-b");
     REQUIRE(b.status == 200);
     CHECK(b.j()["interface"]["addresses"] == json::array({"10.12.7.3/24"}));
-    CHECK(server.stats()["requests"].get<std::uint64_t>() == before);   // the node's block is cached locally
+    CHECK(server.stats()["requests"].get<std::uint64_t>() == before);  // the node's block is cached locally
     // ... and the count does see a read of the pool (the comparison above could fail).
     REQUIRE(server.request("GET", api + "/rail1").status == 200);
     CHECK(server.stats()["requests"].get<std::uint64_t>() > before);
 }
 
-TEST_CASE("dranet provider, --kubeconfig: a profile without a kubeconfig uses the provider's access and --namespace, "
-          "a profile's own kubeconfig wins",
-          "[kube][integration][dranet]") {
+TEST_CASE(
+    "dranet provider, --kubeconfig: a profile without a kubeconfig uses the provider's access and --namespace, "
+    "a profile's own kubeconfig wins",
+    "[kube][integration][dranet]") {
     ServerUnderTest server;
     Env env(server);
     const std::string flag_ns = "rdma-pools";
@@ -231,8 +241,9 @@ TEST_CASE("dranet provider, --kubeconfig: a profile without a kubeconfig uses th
     q.extra_env = env.env();
     q.write_profile("bare", {{"network", "kubenet"}, {"ipam", bare}});
     q.start();
-    const auto refused = dranet_test::http(q.socket(), "POST", "/GetProfileConfig",
-                                           dranet_test::profile_request(Device{"eth1", "", ""}, "claim-flag-c", "bare"));
+    const auto refused =
+        dranet_test::http(q.socket(), "POST", "/GetProfileConfig",
+                          dranet_test::profile_request(Device{"eth1", "", ""}, "claim-flag-c", "bare"));
     CHECK(refused.status == 400);
     CHECK_THAT(refused.body, Catch::Contains("--kubeconfig or --in-cluster"));
     CHECK(pool_in(flag_ns, "10.48.0.0-24").body["spec"].value("allocations", json::object()).empty());
@@ -242,14 +253,20 @@ TEST_CASE("dranet provider: conflicting or unusable Kubernetes flags stop it at 
           "[integration][dranet]") {
     ProviderProcess p("kubeflag-bad");
     auto run = [&](const std::vector<std::string>& extra) {
-        std::vector<std::string> argv{rdmanet::test::bin_dir() + "/rdmanetctl", "dranet-provider", "--socket",
-                                      p.socket(), "--profiles", p.profiles(), "--state-dir", p.state_dir()};
+        std::vector<std::string> argv{rdmanet::test::bin_dir() + "/rdmanetctl",
+                                      "dranet-provider",
+                                      "--socket",
+                                      p.socket(),
+                                      "--profiles",
+                                      p.profiles(),
+                                      "--state-dir",
+                                      p.state_dir()};
         argv.insert(argv.end(), extra.begin(), extra.end());
         // Not in a pod, whatever runs the tests: no API server address for --in-cluster.
         return rdmanet::test::run_process(argv, {{"KUBERNETES_SERVICE_HOST", ""}}, "", std::chrono::seconds(20));
     };
     auto r = run({"--kubeconfig", p.dir() + "/kubeconfig", "--in-cluster"});
-    CHECK(r.exit_code == 2);   // a usage error
+    CHECK(r.exit_code == 2);  // a usage error
     CHECK_THAT(r.err, Catch::Contains("--kubeconfig excludes --in-cluster"));
     r = run({"--namespace", "kube-system"});
     CHECK(r.exit_code == 2);
@@ -261,35 +278,43 @@ TEST_CASE("dranet provider: conflicting or unusable Kubernetes flags stop it at 
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains(p.dir() + "/missing-kubeconfig"));
     CHECK_FALSE(r.timed_out);
-    CHECK_FALSE(std::filesystem::exists(p.socket()));   // never served
+    CHECK_FALSE(std::filesystem::exists(p.socket()));  // never served
 }
 
-TEST_CASE("dranet provider, nv-ipam IPPool: the node's block from the pool's status, the pool's gateway and routes "
-          "in the claim's table, repeat-safe, released",
-          "[kube][integration][dranet][nvipam]") {
+TEST_CASE(
+    "dranet provider, nv-ipam IPPool: the node's block from the pool's status, the pool's gateway and routes "
+    "in the claim's table, repeat-safe, released",
+    "[kube][integration][dranet][nvipam]") {
     ServerUnderTest server;
     Env env(server);
     const std::string api = "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/" + kNs + "/ippools";
-    const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"}, {"kind", "IPPool"},
+    const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
+                       {"kind", "IPPool"},
                        {"metadata", {{"name", "rail2"}, {"namespace", kNs}}},
-                       {"spec", {{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 100}, {"gateway", "192.168.0.1"},
-                                 {"routes", {{{"dst", "10.200.0.0/16"}}}}}}};
+                       {"spec",
+                        {{"subnet", "192.168.0.0/24"},
+                         {"perNodeBlockSize", 100},
+                         {"gateway", "192.168.0.1"},
+                         {"routes", {{{"dst", "10.200.0.0/16"}}}}}}};
     auto created = server.request("POST", api, pool.dump());
     REQUIRE(created.status == 201);
     // nv-ipam's controller's blocks: node-1 (the provider's node) holds the second one.
     json with_status = created.body;
-    with_status["status"] = {{"allocations", {{{"nodeName", "node-2"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
-                                              {{"nodeName", "node-1"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}}}};
+    with_status["status"] = {{"allocations",
+                              {{{"nodeName", "node-2"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
+                               {{"nodeName", "node-1"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}}}};
     REQUIRE(server.request("PUT", api + "/rail2/status", with_status.dump()).status == 200);
     const json status_before = server.request("GET", api + "/rail2").body["status"];
 
     ProviderProcess p("nvippool");
     p.extra_env = env.env();
     // poolType left out: nv-ipam's default, the IPPool kind.
-    p.write_profile("rail2", {{"ipam", {{"poolName", "rail2"}, {"kubernetes", {{"kubeconfig", env.kubeconfig}}},
-                                        {"data_dir", env.data_dir}}},
-                              {"policyRouting", true}});
-    p.start();   // --node-name node-1
+    p.write_profile(
+        "rail2",
+        {{"ipam",
+          {{"poolName", "rail2"}, {"kubernetes", {{"kubeconfig", env.kubeconfig}}}, {"data_dir", env.data_dir}}},
+         {"policyRouting", true}});
+    p.start();  // --node-name node-1
     auto call = [&](const std::string& path, const std::string& claim) {
         return dranet_test::http(p.socket(), "POST", path,
                                  dranet_test::profile_request(Device{"eth2", "", ""}, claim, "rail2"));
@@ -312,7 +337,7 @@ TEST_CASE("dranet provider, nv-ipam IPPool: the node's block from the pool's sta
     CHECK(call("/GetProfileConfig", "claim-ipp-a").j() == a.j());
     const auto b = call("/GetProfileConfig", "claim-ipp-b");
     REQUIRE(b.status == 200);
-    CHECK(b.j()["interface"]["addresses"] == json::array({"192.168.0.102/24"}));   // .101 is still a's
+    CHECK(b.j()["interface"]["addresses"] == json::array({"192.168.0.102/24"}));  // .101 is still a's
     CHECK(b.j()["rules"][0]["table"] != table);
     CHECK(server.stats()["requests"].get<std::uint64_t>() == requests);
 

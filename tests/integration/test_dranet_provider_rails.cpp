@@ -37,12 +37,14 @@ void apply_like_dranet(const ScopedNetns& pod, const std::string& ifname, const 
     for (const auto& a : config["interface"].value("addresses", json::array()))
         pod.ip({"addr", "add", a.get<std::string>(), "dev", ifname});
     if (config["interface"].contains("arpIgnore"))
-        REQUIRE(in_ns(pod, {"sysctl", "-w", "net.ipv4.conf." + ifname + ".arp_ignore=" +
-                                                std::to_string(config["interface"]["arpIgnore"].get<int>())})
+        REQUIRE(in_ns(pod, {"sysctl", "-w",
+                            "net.ipv4.conf." + ifname +
+                                ".arp_ignore=" + std::to_string(config["interface"]["arpIgnore"].get<int>())})
                     .exit_code == 0);
     if (config["interface"].contains("arpAnnounce"))
-        REQUIRE(in_ns(pod, {"sysctl", "-w", "net.ipv4.conf." + ifname + ".arp_announce=" +
-                                                std::to_string(config["interface"]["arpAnnounce"].get<int>())})
+        REQUIRE(in_ns(pod, {"sysctl", "-w",
+                            "net.ipv4.conf." + ifname +
+                                ".arp_announce=" + std::to_string(config["interface"]["arpAnnounce"].get<int>())})
                     .exit_code == 0);
     std::vector<json> routes = config.value("routes", std::vector<json>{});
     std::stable_sort(routes.begin(), routes.end(),
@@ -56,9 +58,11 @@ void apply_like_dranet(const ScopedNetns& pod, const std::string& ifname, const 
         pod.ip(args);
     }
     for (const auto& rule : config.value("rules", json::array())) {
-        std::vector<std::string> args{"rule", "add", "from", rule["source"].get<std::string>(), "table",
-                                      std::to_string(rule["table"].get<unsigned>())};
-        if (rule.contains("priority")) args.insert(args.end(), {"priority", std::to_string(rule["priority"].get<unsigned>())});
+        std::vector<std::string> args{"rule",  "add",
+                                      "from",  rule["source"].get<std::string>(),
+                                      "table", std::to_string(rule["table"].get<unsigned>())};
+        if (rule.contains("priority"))
+            args.insert(args.end(), {"priority", std::to_string(rule["priority"].get<unsigned>())});
         pod.ip(args);
     }
 }
@@ -103,8 +107,10 @@ void check_rails(const Rails& rails, const std::vector<json>& answers) {
         for (std::size_t j = 0; j < 4; ++j) {
             const unsigned long got = rx_packets(rails.far, rails.links[j]->name_b()) - before[j];
             INFO("far end of rail " << j << " received " << got);
-            if (j == i) CHECK(got >= 20);
-            else CHECK(got < 10);
+            if (j == i)
+                CHECK(got >= 20);
+            else
+                CHECK(got < 10);
         }
     }
     CHECK(tables.size() == 4);
@@ -113,11 +119,11 @@ void check_rails(const Rails& rails, const std::vector<json>& answers) {
 // Profiles rail0..rail3: rail i allocates from 10.7i.0.0/24 with gateway 10.7i.0.1.
 void write_rail_profiles(ProviderProcess& p, const json& policy_routing) {
     for (int i = 0; i < 4; ++i)
-        p.write_profile("rail" + std::to_string(i),
-                        {{"ipam", {{"range", "10.7" + std::to_string(i) + ".0.0/24"},
-                                   {"gateway", "10.7" + std::to_string(i) + ".0.1"},
-                                   {"data_dir", p.data_dir()}}},
-                         {"policyRouting", policy_routing}});
+        p.write_profile("rail" + std::to_string(i), {{"ipam",
+                                                      {{"range", "10.7" + std::to_string(i) + ".0.0/24"},
+                                                       {"gateway", "10.7" + std::to_string(i) + ".0.1"},
+                                                       {"data_dir", p.data_dir()}}},
+                                                     {"policyRouting", policy_routing}});
 }
 
 }  // namespace
@@ -131,9 +137,9 @@ TEST_CASE("dranet provider: four rails of one claim, applied as DRANET does, eac
     std::vector<json> answers;
     for (int i = 0; i < 4; ++i) {
         const std::string dev = rails.links[i]->name_a();
-        const Reply r = http(p.socket(), "POST", "/GetProfileConfig",
-                             profile_request(Device{dev, "", ""}, "c0ffee00-0000-4000-8000-000000000001",
-                                             "rail" + std::to_string(i)));
+        const Reply r = http(
+            p.socket(), "POST", "/GetProfileConfig",
+            profile_request(Device{dev, "", ""}, "c0ffee00-0000-4000-8000-000000000001", "rail" + std::to_string(i)));
         REQUIRE(r.status == 200);
         answers.push_back(r.j());
         apply_like_dranet(rails.pod, dev, answers.back());
@@ -150,9 +156,10 @@ TEST_CASE("dranet provider: four claims of one device each end up in one pod, ta
     std::vector<json> answers;
     for (int i = 0; i < 4; ++i) {
         const std::string dev = rails.links[i]->name_a();
-        const Reply r = http(p.socket(), "POST", "/GetProfileConfig",
-                             profile_request(Device{dev, "", ""}, "c0ffee00-0000-4000-8000-00000000001" + std::to_string(i),
-                                             "rail" + std::to_string(i)));
+        const Reply r =
+            http(p.socket(), "POST", "/GetProfileConfig",
+                 profile_request(Device{dev, "", ""}, "c0ffee00-0000-4000-8000-00000000001" + std::to_string(i),
+                                 "rail" + std::to_string(i)));
         REQUIRE(r.status == 200);
         CHECK(r.j()["rules"][0]["priority"] == 1000);
         answers.push_back(r.j());

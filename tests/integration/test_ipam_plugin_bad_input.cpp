@@ -10,8 +10,8 @@ namespace {
 
 struct BadCase {
     const char* what;
-    json ipam;                   // without data_dir
-    std::vector<std::string> must_name;   // substrings of msg
+    json ipam;                           // without data_dir
+    std::vector<std::string> must_name;  // substrings of msg
 };
 
 }  // namespace
@@ -45,7 +45,9 @@ TEST_CASE("rdmanet-ipam rejects bad configuration with code 7 naming the field",
         {"exclude bad prefix", {{"range", "10.0.0.0/24"}, {"exclude", {"10.0.0.0/40"}}}, {"ipam.exclude[0]"}},
         {"exclude not a list", {{"range", "10.0.0.0/24"}, {"exclude", "10.0.0.5"}}, {"ipam.exclude"}},
         {"exclude entry not a string", {{"range", "10.0.0.0/24"}, {"exclude", {5}}}, {"ipam.exclude[0]"}},
-        {"exclude with a range dash", {{"range", "10.0.0.0/24"}, {"exclude", {"10.0.0.5-10.0.0.9"}}}, {"ipam.exclude[0]"}},
+        {"exclude with a range dash",
+         {{"range", "10.0.0.0/24"}, {"exclude", {"10.0.0.5-10.0.0.9"}}},
+         {"ipam.exclude[0]"}},
         // IPv4/IPv6 mixed in one range
         {"IPv6 range_start in an IPv4 range",
          {{"range", "10.0.0.0/24"}, {"range_start", "fd00::5"}},
@@ -78,7 +80,9 @@ TEST_CASE("rdmanet-ipam rejects bad configuration with code 7 naming the field",
         {"no range at all", json::object(), {"range"}},
         {"gateway not an IP", {{"range", "10.0.0.0/24"}, {"gateway", "10.0.0"}}, {"ipam.gateway"}},
         {"data_dir relative", {{"range", "10.0.0.0/24"}, {"data_dir", "relative/dir"}}, {"ipam.data_dir"}},
-        {"routes entry without dst", {{"range", "10.0.0.0/24"}, {"routes", {{{"gw", "10.0.0.1"}}}}}, {"ipam.routes[0].dst"}},
+        {"routes entry without dst",
+         {{"range", "10.0.0.0/24"}, {"routes", {{{"gw", "10.0.0.1"}}}}},
+         {"ipam.routes[0].dst"}},
     };
 
     for (const auto& c : cases) {
@@ -95,7 +99,8 @@ TEST_CASE("rdmanet-ipam rejects bad configuration with code 7 naming the field",
             const std::string text = r.msg() + " " + r.details();
             for (const auto& needle : c.must_name) CHECK_THAT(text, Catch::Contains(needle));
             // CHECK validates as strictly as ADD.
-            const auto check = ipam_call({"CHECK", "bad-1", "net1", pod_args("ns", "bad-1")}, net_conf("bad-net", ipam));
+            const auto check =
+                ipam_call({"CHECK", "bad-1", "net1", pod_args("ns", "bad-1")}, net_conf("bad-net", ipam));
             CHECK(check.code() == 7);
         }
     }

@@ -32,7 +32,7 @@ TEST_CASE("rdmanet-ipam ADD prints the IPAM result shape, re-ADD is sticky, DEL 
     CHECK_FALSE(a.json.contains("interfaces"));
     CHECK(a.json.value("cniVersion", "") == "1.0.0");
     REQUIRE(a.json["ips"].size() == 1);
-    CHECK(a.json["ips"][0].value("address", "") == "10.60.0.4/24");   // .1 gateway, .2-.3 excluded
+    CHECK(a.json["ips"][0].value("address", "") == "10.60.0.4/24");  // .1 gateway, .2-.3 excluded
     CHECK(a.json["ips"][0].value("gateway", "") == "10.60.0.1");
     CHECK_FALSE(a.json["ips"][0].contains("interface"));
     REQUIRE(a.json["routes"].size() == 1);
@@ -164,8 +164,8 @@ TEST_CASE("rdmanet-ipam dual stack, static requests and CNI 0.3.1 results", "[ip
         REQUIRE(b.ok());
         CHECK(b.json["ips"][0].value("address", "") == "10.63.0.88/24");
         // Someone else's address: refused, nothing taken.
-        const auto taken = ipam_call({"ADD", "ds-x", "net1", pod_args("ns", "ds-x") + ";IP=10.63.0.77"},
-                                     net_conf("plug-ds", ipam));
+        const auto taken =
+            ipam_call({"ADD", "ds-x", "net1", pod_args("ns", "ds-x") + ";IP=10.63.0.77"}, net_conf("plug-ds", ipam));
         INFO(taken.describe());
         CHECK_FALSE(taken.ok());
         CHECK(taken.code() == 111);
@@ -237,7 +237,8 @@ TEST_CASE("rdmanet-ipam GC releases exactly the attachments not in cni.dev/valid
 
 TEST_CASE("rdmanetctl pool list/show/verify", "[ipam]") {
     TempDir dir;
-    const json conf = net_conf("plug-ctl", {{"range", "10.66.0.0/24"}, {"network_name", "blue"}, {"data_dir", dir.sub("data")}});
+    const json conf =
+        net_conf("plug-ctl", {{"range", "10.66.0.0/24"}, {"network_name", "blue"}, {"data_dir", dir.sub("data")}});
     const json conf6 = net_conf("plug-ctl6", {{"range", "fd66::/120"}, {"data_dir", dir.sub("data")}});
     REQUIRE(add(conf, "ctl-1").ok());
     REQUIRE(add(conf, "ctl-2").ok());
@@ -316,9 +317,11 @@ TEST_CASE("rdmanetctl pool list/show/verify", "[ipam]") {
     }
 
     SECTION("--help on every subcommand; usage errors on stderr with a non-zero exit") {
-        for (const auto& args : std::vector<std::vector<std::string>>{
-                 {"--help"}, {"pool", "--help"}, {"pool", "list", "--help"}, {"pool", "show", "--help"},
-                 {"pool", "verify", "--help"}}) {
+        for (const auto& args : std::vector<std::vector<std::string>>{{"--help"},
+                                                                      {"pool", "--help"},
+                                                                      {"pool", "list", "--help"},
+                                                                      {"pool", "show", "--help"},
+                                                                      {"pool", "verify", "--help"}}) {
             const auto r = ctl(args);
             INFO(args.back() << ": " << r.out << r.err);
             CHECK(r.exit_code == 0);

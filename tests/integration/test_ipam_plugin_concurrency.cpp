@@ -35,14 +35,16 @@ std::vector<std::vector<CniOutcome>> run_streams(const json& conf, const std::st
 
 }  // namespace
 
-TEST_CASE("rdmanet-ipam: 16 processes x 50 ADDs on one range are unique and outside exclusions, DELs empty it", "[ipam]") {
+TEST_CASE("rdmanet-ipam: 16 processes x 50 ADDs on one range are unique and outside exclusions, DELs empty it",
+          "[ipam]") {
     TempDir dir;
     const std::string data = dir.sub("data");
     // A /22: 800 addresses fit beside the exclusions (a /24 holds only 254).
-    const json conf = net_conf("conc-net", {{"range", "10.70.0.0/22"},
-                                            {"gateway", "10.70.0.1"},
-                                            {"exclude", {"10.70.1.0/25", "10.70.2.7", "10.70.0.16/28", "10.70.3.250/31"}},
-                                            {"data_dir", data}});
+    const json conf =
+        net_conf("conc-net", {{"range", "10.70.0.0/22"},
+                              {"gateway", "10.70.0.1"},
+                              {"exclude", {"10.70.1.0/25", "10.70.2.7", "10.70.0.16/28", "10.70.3.250/31"}},
+                              {"data_dir", data}});
     const std::uint32_t base = *v4("10.70.0.0");
     const std::uint32_t broadcast = *v4("10.70.3.255");
     const std::vector<std::pair<std::uint32_t, std::uint32_t>> excluded = {
@@ -56,7 +58,7 @@ TEST_CASE("rdmanet-ipam: 16 processes x 50 ADDs on one range are unique and outs
     const auto adds = run_streams(conf, "ADD");
     const auto add_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-    std::map<std::string, std::string> ip_of;   // container id -> address
+    std::map<std::string, std::string> ip_of;  // container id -> address
     std::set<std::uint32_t> values;
     for (int s = 0; s < kStreams; ++s) {
         REQUIRE(adds[s].size() == kPerStream);
@@ -70,10 +72,10 @@ TEST_CASE("rdmanet-ipam: 16 processes x 50 ADDs on one range are unique and outs
             const std::string ip = first_ip(o);
             const auto value = v4(ip);
             REQUIRE(value);
-            CHECK(values.insert(*value).second);   // unique
-            CHECK(*value > base);                  // inside the range, not the network address
-            CHECK(*value < broadcast);             // not the broadcast
-            CHECK(*value != *v4("10.70.0.1"));     // not the gateway
+            CHECK(values.insert(*value).second);  // unique
+            CHECK(*value > base);                 // inside the range, not the network address
+            CHECK(*value < broadcast);            // not the broadcast
+            CHECK(*value != *v4("10.70.0.1"));    // not the gateway
             for (const auto& [lo, hi] : excluded) CHECK_FALSE((*value >= lo && *value <= hi));
             ip_of[id_of(s, k)] = ip;
         }

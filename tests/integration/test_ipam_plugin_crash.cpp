@@ -99,14 +99,16 @@ std::map<std::string, std::pair<std::string, std::string>> holders(const json& p
 
 }  // namespace
 
-TEST_CASE("rdmanet-ipam: processes SIGKILLed at random moments, then DEL + GC leave exactly the live attachments", "[ipam]") {
+TEST_CASE("rdmanet-ipam: processes SIGKILLed at random moments, then DEL + GC leave exactly the live attachments",
+          "[ipam]") {
     TempDir dir;
     const std::string data = dir.sub("data");
     // Dual stack: an ADD is two store transactions with a rollback path between them, all of
     // which a kill can cut.
-    const json conf = net_conf("crash-net", {{"ipRanges", {{{"range", "10.71.0.0/16"}}, {{"range", "fd71::/64"}}}},
-                                             {"gateway", "10.71.0.1"},
-                                             {"data_dir", data}},
+    const json conf = net_conf("crash-net",
+                               {{"ipRanges", {{{"range", "10.71.0.0/16"}}, {{"range", "fd71::/64"}}}},
+                                {"gateway", "10.71.0.1"},
+                                {"data_dir", data}},
                                "1.1.0");
     const std::string conf_file = dir.sub("conf.json");
     std::ofstream(conf_file) << conf.dump();
@@ -134,7 +136,8 @@ TEST_CASE("rdmanet-ipam: processes SIGKILLed at random moments, then DEL + GC le
 
     json gc_conf = conf;
     gc_conf["cni.dev/valid-attachments"] = json::array();
-    for (const auto& id : live) gc_conf["cni.dev/valid-attachments"].push_back({{"containerID", id}, {"ifname", "net1"}});
+    for (const auto& id : live)
+        gc_conf["cni.dev/valid-attachments"].push_back({{"containerID", id}, {"ifname", "net1"}});
     const std::string gc_file = dir.sub("gc.json");
     std::ofstream(gc_file) << gc_conf.dump();
 
@@ -146,14 +149,15 @@ TEST_CASE("rdmanet-ipam: processes SIGKILLed at random moments, then DEL + GC le
         std::vector<double> kill_at_us;
         for (int p = 0; p < 8; ++p) {
             const unsigned pick = rng() % 10;
-            if (pick < 5 || crash_ids.empty()) {          // ADD of a new attachment
+            if (pick < 5 || crash_ids.empty()) {  // ADD of a new attachment
                 crash_ids.push_back("crash-" + std::to_string(round) + "-" + std::to_string(p));
                 procs.push_back(std::make_unique<PluginProcess>(conf_file, cni_env("ADD", crash_ids.back())));
-            } else if (pick < 8) {                        // DEL of an earlier one (held or not)
-                procs.push_back(std::make_unique<PluginProcess>(conf_file, cni_env("DEL", crash_ids[rng() % crash_ids.size()])));
-            } else if (pick < 9) {                        // idempotent re-ADD of a live one
+            } else if (pick < 8) {  // DEL of an earlier one (held or not)
+                procs.push_back(
+                    std::make_unique<PluginProcess>(conf_file, cni_env("DEL", crash_ids[rng() % crash_ids.size()])));
+            } else if (pick < 9) {  // idempotent re-ADD of a live one
                 procs.push_back(std::make_unique<PluginProcess>(conf_file, cni_env("ADD", live[rng() % live.size()])));
-            } else {                                      // GC keeping the live ones
+            } else {  // GC keeping the live ones
                 procs.push_back(std::make_unique<PluginProcess>(gc_file, cni_env("GC", "")));
             }
             kill_at_us.push_back(std::uniform_real_distribution<double>(0, window_us)(rng));
@@ -173,7 +177,7 @@ TEST_CASE("rdmanet-ipam: processes SIGKILLed at random moments, then DEL + GC le
             } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
                 ++completed;
             } else {
-                ++failed;   // e.g. "try again" under contention: a legitimate CNI answer
+                ++failed;  // e.g. "try again" under contention: a legitimate CNI answer
             }
         }
     }
@@ -214,5 +218,5 @@ TEST_CASE("rdmanet-ipam: processes SIGKILLed at random moments, then DEL + GC le
     CHECK(now == live_before);
     CHECK(total_allocations(pools) == 2 * live.size());
     WARN("crash test: " << killed << " killed, " << completed << " completed, " << half_done
-                         << " ADDs cut between their two transactions, kill window " << window_us << " us");
+                        << " ADDs cut between their two transactions, kill window " << window_us << " us");
 }

@@ -42,7 +42,7 @@ TEST_CASE("rdmanet-ipam: 300 sequential ADD+DEL processes, per-call cost and sto
     // SQLite's own default auto-checkpoint is 1000 pages (~4 MiB of WAL); leave room above it.
     constexpr std::uintmax_t kMaxWal = 6u << 20;
 
-    std::vector<double> cpu;   // per ADD+DEL pair, this test's children only (it runs them one at a time)
+    std::vector<double> cpu;  // per ADD+DEL pair, this test's children only (it runs them one at a time)
     std::uintmax_t max_wal = 0;
     for (int i = 0; i < kPairs; ++i) {
         const std::string id = "grow-" + std::to_string(i);

@@ -36,16 +36,19 @@ using rdmanet::test::PluginRequest;
 inline const bool kTestPolicyInstalled = [] {
     const auto tmp = std::filesystem::temp_directory_path().string();
     const std::string file = tmp + "/rdmanet-ipam-test-policy-" + std::to_string(::getpid()) + ".json";
-    std::ofstream(file, std::ios::trunc) << json{{"ipamDataDirs", {tmp}}, {"ipamConfigDirs", {tmp}},
-                                                 {"kubeconfigDirs", {tmp}}, {"deviceInfoDirs", {tmp}},
-                                                 {"logDir", tmp + "/rdmanet-ipam-test-logs"}}
-                                                .dump();
+    std::ofstream(file, std::ios::trunc) << json{
+        {"ipamDataDirs", {tmp}},
+        {"ipamConfigDirs", {tmp}},
+        {"kubeconfigDirs", {tmp}},
+        {"deviceInfoDirs", {tmp}},
+        {"logDir",
+         tmp + "/rdmanet-ipam-test-logs"}}.dump();
     ::setenv("RDMANET_POLICY_FILE", file.c_str(), 1);
     static const struct Remove {
         std::string path;
         pid_t owner;
         ~Remove() {
-            if (::getpid() == owner) std::remove(path.c_str());   // not from a forked child's exit()
+            if (::getpid() == owner) std::remove(path.c_str());  // not from a forked child's exit()
         }
     } remove{file, ::getpid()};
     return true;
@@ -67,17 +70,17 @@ inline std::string pod_args(const std::string& ns, const std::string& name) {
 }
 
 struct Call {
-    std::string command;          // ADD, DEL, CHECK, GC, VERSION
+    std::string command;  // ADD, DEL, CHECK, GC, VERSION
     std::string container_id;
     std::string ifname = "net1";
-    std::string args;             // CNI_ARGS
+    std::string args;  // CNI_ARGS
 };
 
 inline CniOutcome ipam_call(const Call& c, const json& conf) {
     PluginRequest req;
     req.command = c.command;
     req.container_id = c.container_id;
-    req.netns = "/var/run/netns/unused";   // an IPAM plugin never enters it
+    req.netns = "/var/run/netns/unused";  // an IPAM plugin never enters it
     req.ifname = c.ifname;
     req.args = c.args;
     req.path = rdmanet::test::bin_dir();

@@ -30,7 +30,7 @@ namespace {
 // Runs `body` in a child process that never returns into Catch2. Exit status: body's value, or
 // 99 when it threw (the message goes to stderr).
 pid_t spawn(const std::function<int()>& body) {
-    std::fflush(nullptr);   // or the child would print the parent's buffered output a second time
+    std::fflush(nullptr);  // or the child would print the parent's buffered output a second time
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -61,7 +61,7 @@ IpamRequest request_for(const IpamConfig& c, const std::string& container_id) {
 }
 
 struct Outcome {
-    std::map<std::string, std::string> ip_of;   // container id -> address
+    std::map<std::string, std::string> ip_of;  // container id -> address
     int full = 0;
 };
 
@@ -71,7 +71,7 @@ Outcome run_adds(const TempDir& dir, const IpamConfig& c, int processes, int per
     std::vector<pid_t> pids;
     for (int p = 0; p < processes; ++p) {
         pids.push_back(spawn([&, p] {
-            SqliteStore store(c.store.data_dir);   // opened after fork: never share a connection
+            SqliteStore store(c.store.data_dir);  // opened after fork: never share a connection
             std::ofstream out(dir.sub("out-" + std::to_string(p)));
             for (int k = 0; k < per_process; ++k) {
                 const std::string id = "ctr-" + std::to_string(p) + "-" + std::to_string(k);
@@ -110,7 +110,8 @@ void run_dels(const IpamConfig& c, int processes, int per_process) {
     for (int p = 0; p < processes; ++p) {
         pids.push_back(spawn([&, p] {
             SqliteStore store(c.store.data_dir);
-            for (int k = 0; k < per_process; ++k) del(store, request_for(c, "ctr-" + std::to_string(p) + "-" + std::to_string(k)));
+            for (int k = 0; k < per_process; ++k)
+                del(store, request_for(c, "ctr-" + std::to_string(p) + "-" + std::to_string(k)));
             return 0;
         }));
     }
@@ -176,8 +177,8 @@ TEST_CASE("ipam processes: 16 x 50 ADDs racing for a /24 with exclusions", "[ipa
                                             {"data_dir", dir.sub("data")}});
     const int usable = 254 - 1 - 64 - 1;
     const Outcome o = run_adds(dir, c, 16, 50);
-    CHECK(static_cast<int>(o.ip_of.size()) == usable);   // every address handed out exactly once
-    CHECK(o.full == 800 - usable);                       // the rest told "range full"
+    CHECK(static_cast<int>(o.ip_of.size()) == usable);  // every address handed out exactly once
+    CHECK(o.full == 800 - usable);                      // the rest told "range full"
     require_consistent(c, o);
     run_dels(c, 16, 50);
     SqliteStore store(c.store.data_dir);
@@ -190,14 +191,14 @@ TEST_CASE("ipam processes: SIGKILL at random moments, then DEL + GC leave exactl
     const IpamConfig c = ipam_test::config({{"ipRanges", {{{"range", "10.40.0.0/16"}}, {{"range", "fd40::/64"}}}},
                                             {"gateway", "10.40.0.1"},
                                             {"data_dir", dir.sub("data")}});
-    std::map<std::string, std::vector<std::string>> live;   // container -> addresses
+    std::map<std::string, std::vector<std::string>> live;  // container -> addresses
     {
         SqliteStore store(c.store.data_dir);
         for (int k = 0; k < 20; ++k) {
             const std::string id = "live-" + std::to_string(k);
             for (const auto& ip : add(store, request_for(c, id)).ips) live[id].push_back(ip.address.str());
         }
-    }   // closed before forking
+    }  // closed before forking
 
     std::mt19937 rng(1234);
     int killed_mid_work = 0;
@@ -209,10 +210,11 @@ TEST_CASE("ipam processes: SIGKILL at random moments, then DEL + GC leave exactl
                 std::mt19937 local(seed);
                 SqliteStore store(c.store.data_dir);
                 for (int j = 0;; ++j) {
-                    const std::string id = "crash-" + std::to_string(round) + "-" + std::to_string(p) + "-" + std::to_string(j);
+                    const std::string id =
+                        "crash-" + std::to_string(round) + "-" + std::to_string(p) + "-" + std::to_string(j);
                     add(store, request_for(c, id));
                     if (local() % 2) del(store, request_for(c, id));
-                    if (j % 7 == 0) store.gc("othernet", {}, {});   // a GC of another network: touches nothing of ours
+                    if (j % 7 == 0) store.gc("othernet", {}, {});  // a GC of another network: touches nothing of ours
                 }
                 return 0;
             }));

@@ -27,7 +27,7 @@ struct IpoibRig : HostAndPod {
     FakeRdmaSysfs sys;
     netns::Sysfs sysfs{sys.root()};
     StandInIpoibLinks links{*host_rtnl};
-    Kernel kernel{host_ns, *host_rtnl, &pod_ns, pod_rtnl.get(), sysfs, {}};   // .services.ipoib set in the constructor
+    Kernel kernel{host_ns, *host_rtnl, &pod_ns, pod_rtnl.get(), sysfs, {}};  // .services.ipoib set in the constructor
     NetConf conf;
     Environment env;
     AttachmentState state;
@@ -44,7 +44,9 @@ struct IpoibRig : HostAndPod {
         sys.add_netdev(parent.name_a(), 32, "0xffff", "connected");
         host_rtnl->set_mtu(index_of(*host_rtnl, parent.name_a()), 4092);
     }
-    PodLink add(Rollback& rollback) { return ipoib_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}}); }
+    PodLink add(Rollback& rollback) {
+        return ipoib_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}});
+    }
     void del() {
         const std::optional<AttachmentState> saved = state;
         ipoib_del(DelRequest{env, saved, ctx.policy, ctx.states, kernel});
@@ -53,7 +55,8 @@ struct IpoibRig : HostAndPod {
 };
 
 std::string proxy_arp_in(const ScopedNetns& ns, const std::string& ifname) {
-    auto out = run_command_checked({"ip", "netns", "exec", ns.name(), "cat", "/proc/sys/net/ipv4/conf/" + ifname + "/proxy_arp"});
+    auto out = run_command_checked(
+        {"ip", "netns", "exec", ns.name(), "cat", "/proc/sys/net/ipv4/conf/" + ifname + "/proxy_arp"});
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     return out;
 }
@@ -69,25 +72,25 @@ TEST_CASE("ipoib: child inherits pkey and mode, moved and renamed, DEL deletes i
 
     REQUIRE(rig.links.created().size() == 1);
     const auto& spec = rig.links.created().front();
-    CHECK(spec.pkey == 0x7fff);                          // parent's 0xffff & 0x7fff
-    CHECK(spec.mode == netns::IpoibMode::connected);     // parent's mode
+    CHECK(spec.pkey == 0x7fff);                       // parent's 0xffff & 0x7fff
+    CHECK(spec.mode == netns::IpoibMode::connected);  // parent's mode
     CHECK(spec.umcast);
-    CHECK(spec.name.rfind("rdm", 0) == 0);               // created under a temporary name
+    CHECK(spec.name.rfind("rdm", 0) == 0);  // created under a temporary name
     CHECK(spec.parent_index == index_of(*rig.host_rtnl, rig.parent.name_a()));
 
     CHECK(link.name == "ib1");
     auto in_pod = rig.pod_rtnl->link_by_name("ib1");
     REQUIRE(in_pod);
     CHECK(in_pod->index == link.index);
-    CHECK(in_pod->mtu == 4092);                          // inherited
-    CHECK_FALSE(rig.host_rtnl->link_by_name(spec.name)); // nothing left in the host
+    CHECK(in_pod->mtu == 4092);                           // inherited
+    CHECK_FALSE(rig.host_rtnl->link_by_name(spec.name));  // nothing left in the host
     CHECK(rig.host_links() == host_before);
     CHECK(rig.state.child_kind == "macvlan");
     CHECK(proxy_arp_in(rig.pod, "ib1") == "1");
 
     rig.del();
     CHECK_FALSE(rig.pod_rtnl->link_by_name("ib1"));
-    rig.del();   // idempotent
+    rig.del();  // idempotent
 }
 
 TEST_CASE("ipoib: configured pkey, mode and MTU", "[ipoib][integration]") {
@@ -136,7 +139,7 @@ TEST_CASE("ipoib: a failure after the move deletes the child", "[ipoib][integrat
         Rollback rollback;
         rig.add(rollback);
         REQUIRE(rig.pod_rtnl->link_by_name("ib1"));
-    }   // not committed: a later ADD step failed
+    }  // not committed: a later ADD step failed
     CHECK_FALSE(rig.pod_rtnl->link_by_name("ib1"));
     CHECK(rig.host_links() == host_before);
 }

@@ -14,7 +14,9 @@ const std::string kPools = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/ku
 const std::string kPool = kPools + "/blue-10.60.0.0-24";
 const std::string kMetadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
-json entry(const std::string& id, const std::string& podref) { return {{"id", id}, {"podref", podref}, {"ifname", "net1"}}; }
+json entry(const std::string& id, const std::string& podref) {
+    return {{"id", id}, {"podref", podref}, {"ifname", "net1"}};
+}
 
 // The stored object, checked to be sent exactly as a whole-object serialization writes it.
 json get_pool(const ApiServer& s) {
@@ -32,12 +34,15 @@ apiserver_test::HttpResult patch(const ApiServer& s, const json& ops, const std:
 
 }  // namespace
 
-TEST_CASE("test API server: per-entry patches answer and validate as whole-object writes would", "[kube][integration][apiserver]") {
+TEST_CASE("test API server: per-entry patches answer and validate as whole-object writes would",
+          "[kube][integration][apiserver]") {
     ServerUnderTest server;
     json allocs = json::object();
-    for (int i = 1; i <= 40; ++i) allocs[std::to_string(i)] = entry("c" + std::to_string(i), "ns/p" + std::to_string(i));
-    allocs["41"] = entry("esc\"\\\n\u00e9\U0001F600", "ns/\u2603");   // text that needs escapes and UTF-8
-    json pool = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "IPPool"},
+    for (int i = 1; i <= 40; ++i)
+        allocs[std::to_string(i)] = entry("c" + std::to_string(i), "ns/p" + std::to_string(i));
+    allocs["41"] = entry("esc\"\\\n\u00e9\U0001F600", "ns/\u2603");  // text that needs escapes and UTF-8
+    json pool = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+                 {"kind", "IPPool"},
                  {"metadata", {{"name", "blue-10.60.0.0-24"}, {"namespace", "kube-system"}}},
                  {"spec", {{"range", "10.60.0.0/24"}, {"allocations", allocs}}}};
     REQUIRE(server.request("POST", kPools, pool.dump()).status == 201);
@@ -46,10 +51,11 @@ TEST_CASE("test API server: per-entry patches answer and validate as whole-objec
 
     // Entry-level patches: add, replace, remove (and a nested field), each answered with the
     // whole object whose text is a whole-object serialization of the new state.
-    auto r = patch(server, json::array({{{"op", "test"}, {"path", "/spec/allocations/50"}, {"value", nullptr}},
-                                        {{"op", "add"}, {"path", "/spec/allocations/50"}, {"value", entry("c50", "ns/p50")}},
-                                        {{"op", "remove"}, {"path", "/spec/allocations/3"}},
-                                        {{"op", "replace"}, {"path", "/spec/allocations/7/podref"}, {"value", "ns/q7"}}}));
+    auto r =
+        patch(server, json::array({{{"op", "test"}, {"path", "/spec/allocations/50"}, {"value", nullptr}},
+                                   {{"op", "add"}, {"path", "/spec/allocations/50"}, {"value", entry("c50", "ns/p50")}},
+                                   {{"op", "remove"}, {"path", "/spec/allocations/3"}},
+                                   {{"op", "replace"}, {"path", "/spec/allocations/7/podref"}, {"value", "ns/q7"}}}));
     REQUIRE(r.status == 200);
     if (!server.is_real()) CHECK(r.text == r.body.dump());
     expected["50"] = entry("c50", "ns/p50");
@@ -76,19 +82,25 @@ TEST_CASE("test API server: per-entry patches answer and validate as whole-objec
 
     // A patch of something else (metadata), a merge patch and a failed test in between: the
     // entries written afterwards still come out right.
-    REQUIRE(patch(server, json::array({{{"op", "add"}, {"path", "/metadata/labels"}, {"value", {{"a", "b"}}}}})).status == 200);
-    REQUIRE(patch(server, json::array({{{"op", "add"}, {"path", "/spec/allocations/61"}, {"value", entry("c61", "ns/p61")}}})).status == 200);
+    REQUIRE(
+        patch(server, json::array({{{"op", "add"}, {"path", "/metadata/labels"}, {"value", {{"a", "b"}}}}})).status ==
+        200);
+    REQUIRE(patch(server,
+                  json::array({{{"op", "add"}, {"path", "/spec/allocations/61"}, {"value", entry("c61", "ns/p61")}}}))
+                .status == 200);
     expected["61"] = entry("c61", "ns/p61");
     CHECK(patch(server, json::array({{{"op", "test"}, {"path", "/spec/allocations/61"}, {"value", nullptr}},
                                      {{"op", "add"}, {"path", "/spec/allocations/61"}, {"value", entry("x", "ns/x")}}}))
               .status == 422);
-    auto merge = server.request("PATCH", kPool, json{{"spec", {{"allocations", {{"62", entry("c62", "ns/p62")}, {"1", nullptr}}}}}}.dump(),
-                                "application/merge-patch+json");
+    auto merge = server.request(
+        "PATCH", kPool, json{{"spec", {{"allocations", {{"62", entry("c62", "ns/p62")}, {"1", nullptr}}}}}}.dump(),
+        "application/merge-patch+json");
     REQUIRE(merge.status == 200);
     expected["62"] = entry("c62", "ns/p62");
     expected.erase("1");
-    REQUIRE(patch(server, json::array({{{"op", "remove"}, {"path", "/spec/allocations/62"}},
-                                       {{"op", "add"}, {"path", "/spec/allocations/63"}, {"value", entry("c63", "ns/p63")}}}))
+    REQUIRE(patch(server,
+                  json::array({{{"op", "remove"}, {"path", "/spec/allocations/62"}},
+                               {{"op", "add"}, {"path", "/spec/allocations/63"}, {"value", entry("c63", "ns/p63")}}}))
                 .status == 200);
     expected.erase("62");
     expected["63"] = entry("c63", "ns/p63");
@@ -97,41 +109,52 @@ TEST_CASE("test API server: per-entry patches answer and validate as whole-objec
     CHECK(now["metadata"]["labels"] == json{{"a", "b"}});
 
     // A patch that replaces the whole map is checked as a whole: a bad entry in it is refused.
-    CHECK(patch(server, json::array({{{"op", "replace"}, {"path", "/spec/allocations"}, {"value", {{"1", {{"id", "x"}}}}}}})).status == 422);
+    CHECK(patch(server,
+                json::array({{{"op", "replace"}, {"path", "/spec/allocations"}, {"value", {{"1", {{"id", "x"}}}}}}}))
+              .status == 422);
     CHECK(get_pool(server)["spec"]["allocations"] == expected);
 }
 
-TEST_CASE("test API server: Accept as=PartialObjectMetadata answers a single object with its metadata only", "[kube][integration][apiserver]") {
+TEST_CASE("test API server: Accept as=PartialObjectMetadata answers a single object with its metadata only",
+          "[kube][integration][apiserver]") {
     ServerUnderTest server;
-    json pool = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "IPPool"},
+    json pool = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+                 {"kind", "IPPool"},
                  {"metadata", {{"name", "blue-10.60.0.0-24"}, {"namespace", "kube-system"}}},
                  {"spec", {{"range", "10.60.0.0/24"}, {"allocations", {{"1", entry("c1", "ns/p1")}}}}}};
     REQUIRE(server.request("POST", kPools, pool.dump()).status == 201);
 
-    auto r = patch(server, json::array({{{"op", "add"}, {"path", "/spec/allocations/2"}, {"value", entry("c2", "ns/p2")}}}), kMetadataOnly);
+    auto r =
+        patch(server, json::array({{{"op", "add"}, {"path", "/spec/allocations/2"}, {"value", entry("c2", "ns/p2")}}}),
+              kMetadataOnly);
     REQUIRE(r.status == 200);
     CHECK(r.body["kind"] == "PartialObjectMetadata");
     CHECK(r.body["apiVersion"] == "meta.k8s.io/v1");
     CHECK_FALSE(r.body.contains("spec"));
     const json full = get_pool(server);
-    CHECK(r.body["metadata"] == full["metadata"]);   // the new resourceVersion, uid, name ...
+    CHECK(r.body["metadata"] == full["metadata"]);  // the new resourceVersion, uid, name ...
     CHECK(full["spec"]["allocations"].contains("2"));
 
     auto g = server.request("GET", kPool, "", "application/json", kMetadataOnly);
     REQUIRE(g.status == 200);
-    CHECK(g.body == json{{"kind", "PartialObjectMetadata"}, {"apiVersion", "meta.k8s.io/v1"}, {"metadata", full["metadata"]}});
+    CHECK(g.body ==
+          json{{"kind", "PartialObjectMetadata"}, {"apiVersion", "meta.k8s.io/v1"}, {"metadata", full["metadata"]}});
 
     // Errors stay Status objects; kubectl's Table request (not served) falls back to plain JSON.
-    auto failed = patch(server, json::array({{{"op", "test"}, {"path", "/spec/allocations/2"}, {"value", nullptr}}}), kMetadataOnly);
+    auto failed = patch(server, json::array({{{"op", "test"}, {"path", "/spec/allocations/2"}, {"value", nullptr}}}),
+                        kMetadataOnly);
     CHECK(failed.status == 422);
     CHECK(failed.body["kind"] == "Status");
-    auto table = server.request("GET", kPool, "", "application/json",
-                                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json");
+    auto table = server.request(
+        "GET", kPool, "", "application/json",
+        "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json");
     CHECK(table.status == 200);
     // The real server answers a Table; the in-repo one falls back to the object, which kubectl
     // accepts as well.
-    if (server.is_real()) CHECK(table.body["kind"] == "Table");
-    else CHECK(table.body == full);
+    if (server.is_real())
+        CHECK(table.body["kind"] == "Table");
+    else
+        CHECK(table.body == full);
 }
 
 TEST_CASE("test API server: core/v1 nodes are cluster-scoped objects with the kube-apiserver's answers",
@@ -179,7 +202,8 @@ TEST_CASE("test API server: core/v1 nodes are cluster-scoped objects with the ku
     CHECK(seen);
 
     // DELETE with a stale uid precondition: 409, kept. Then deleted; again: 404.
-    CHECK(server.request("DELETE", "/api/v1/nodes/node-x", json{{"preconditions", {{"uid", "other"}}}}.dump()).status == 409);
+    CHECK(server.request("DELETE", "/api/v1/nodes/node-x", json{{"preconditions", {{"uid", "other"}}}}.dump()).status ==
+          409);
     CHECK(server.delete_node("node-x") == 200);
     CHECK(server.request("GET", "/api/v1/nodes/node-x").status == 404);
     CHECK(server.delete_node("node-x") == 404);

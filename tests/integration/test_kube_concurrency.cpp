@@ -10,7 +10,7 @@ using ipam_plugin_test::first_ip;
 
 namespace {
 
-constexpr std::uint32_t kBase = (10u << 24) | (50u << 16);   // 10.50.0.0/16
+constexpr std::uint32_t kBase = (10u << 24) | (50u << 16);  // 10.50.0.0/16
 
 // Runs fn(worker, i) for i in [0, per_worker) on `workers` threads (each call is a process).
 template <class Fn>
@@ -26,23 +26,31 @@ void in_parallel(int workers, int per_worker, Fn fn) {
 
 }  // namespace
 
-TEST_CASE("kube datastore: 16 processes x 50 ADDs with latency and injected faults -> unique, consistent, DELs empty both",
-          "[kube][integration][concurrency]") {
+TEST_CASE(
+    "kube datastore: 16 processes x 50 ADDs with latency and injected faults -> unique, consistent, DELs empty both",
+    "[kube][integration][concurrency]") {
     TestApiServer server({.extra_args = {"--seed", "4242"}});
     Env env(server);
     const json conf = env.conf("10.50.0.0/16");
-    server.set_faults({{"latency_ms", 2}, {"conflict_rate", 0.03}, {"error_rate", 0.03}, {"throttle_rate", 0.01},
-                       {"retry_after", 1}, {"drop_rate", 0.02}, {"drop_after_rate", 0.02}});
+    server.set_faults({{"latency_ms", 2},
+                       {"conflict_rate", 0.03},
+                       {"error_rate", 0.03},
+                       {"throttle_rate", 0.01},
+                       {"retry_after", 1},
+                       {"drop_rate", 0.02},
+                       {"drop_after_rate", 0.02}});
     constexpr int kWorkers = 16, kPer = 50;
     std::mutex mu;
-    std::map<std::string, std::string> ip_of;   // container id -> ip
+    std::map<std::string, std::string> ip_of;  // container id -> ip
     std::vector<std::string> failures;
     in_parallel(kWorkers, kPer, [&](int w, int i) {
         const std::string id = "w" + std::to_string(w) + "-" + std::to_string(i);
         auto r = env.call("ADD", conf, id, "pod-" + id);
         std::lock_guard lock(mu);
-        if (r.exit_code != 0) failures.push_back(id + ": " + r.describe());
-        else ip_of[id] = first_ip(r);
+        if (r.exit_code != 0)
+            failures.push_back(id + ": " + r.describe());
+        else
+            ip_of[id] = first_ip(r);
     });
     const json stats = server.stats();
     INFO("server stats: " << stats.dump());
@@ -60,7 +68,11 @@ TEST_CASE("kube datastore: 16 processes x 50 ADDs with latency and injected faul
     CHECK(unique.size() == ip_of.size());
     CHECK(ip_of.size() == kWorkers * kPer);
 
-    server.set_faults({{"latency_ms", 0}, {"conflict_rate", 0}, {"error_rate", 0}, {"throttle_rate", 0}, {"drop_rate", 0},
+    server.set_faults({{"latency_ms", 0},
+                       {"conflict_rate", 0},
+                       {"error_rate", 0},
+                       {"throttle_rate", 0},
+                       {"drop_rate", 0},
                        {"drop_after_rate", 0}});
     json allocs = allocations(server, "10.50.0.0-16");
     CHECK(allocs.size() == ip_of.size());
@@ -75,8 +87,12 @@ TEST_CASE("kube datastore: 16 processes x 50 ADDs with latency and injected faul
     CHECK(problems.empty());
 
     // All DELs, again under faults, leave both empty.
-    server.set_faults({{"latency_ms", 2}, {"conflict_rate", 0.03}, {"error_rate", 0.03}, {"throttle_rate", 0.01},
-                       {"drop_rate", 0.02}, {"drop_after_rate", 0.02}});
+    server.set_faults({{"latency_ms", 2},
+                       {"conflict_rate", 0.03},
+                       {"error_rate", 0.03},
+                       {"throttle_rate", 0.01},
+                       {"drop_rate", 0.02},
+                       {"drop_after_rate", 0.02}});
     failures.clear();
     in_parallel(kWorkers, kPer, [&](int w, int i) {
         const std::string id = "w" + std::to_string(w) + "-" + std::to_string(i);
@@ -86,7 +102,11 @@ TEST_CASE("kube datastore: 16 processes x 50 ADDs with latency and injected faul
     });
     for (const auto& f : failures) UNSCOPED_INFO(f);
     CHECK(failures.empty());
-    server.set_faults({{"latency_ms", 0}, {"conflict_rate", 0}, {"error_rate", 0}, {"throttle_rate", 0}, {"drop_rate", 0},
+    server.set_faults({{"latency_ms", 0},
+                       {"conflict_rate", 0},
+                       {"error_rate", 0},
+                       {"throttle_rate", 0},
+                       {"drop_rate", 0},
                        {"drop_after_rate", 0}});
     CHECK(allocations(server, "10.50.0.0-16").empty());
     CHECK(reservations(server).empty());
@@ -108,14 +128,14 @@ TEST_CASE("kube datastore: SIGKILL at random points of ADD and DEL, then DEL + r
         const auto budget = std::chrono::milliseconds(std::uniform_int_distribution<int>(1, 45)(rng));
         auto r = env.call("ADD", conf, id, "pod-" + id, "net1", budget);
         if (r.timed_out) ++killed;
-        if (i % 3 == 0) {   // and kill some DELs of completed ADDs part-way
+        if (i % 3 == 0) {  // and kill some DELs of completed ADDs part-way
             auto d = env.call("DEL", conf, id, "pod-" + id, "net1",
                               std::chrono::milliseconds(std::uniform_int_distribution<int>(1, 30)(rng)));
             if (d.timed_out) ++killed;
         }
     }
     INFO("killed " << killed << " of " << kPods + kPods / 3 + 1 << " processes");
-    CHECK(killed > 5);   // the test did kill processes part-way
+    CHECK(killed > 5);  // the test did kill processes part-way
 
     // What a runtime does after a failed/killed ADD: DEL it. Then reconcile (no pod exists).
     for (const auto& id : ids) {
@@ -134,8 +154,9 @@ TEST_CASE("kube datastore: SIGKILL at random points of ADD and DEL, then DEL + r
     for (int i = 0; i < 10; ++i) {
         const std::string id = "live" + std::to_string(i);
         server.create_pod("ns", "pod-" + id);
-        env.call("ADD", conf, id, "pod-" + id, "net1", std::chrono::milliseconds(std::uniform_int_distribution<int>(1, 45)(rng)));
-        auto ok = env.call("ADD", conf, id, "pod-" + id);   // kubelet retries the ADD
+        env.call("ADD", conf, id, "pod-" + id, "net1",
+                 std::chrono::milliseconds(std::uniform_int_distribution<int>(1, 45)(rng)));
+        auto ok = env.call("ADD", conf, id, "pod-" + id);  // kubelet retries the ADD
         INFO(ok.describe());
         REQUIRE(ok.exit_code == 0);
     }

@@ -15,8 +15,11 @@ using namespace kube_test;
 namespace {
 
 json nv_conf(const Env& env, const std::string& pool, const std::string& type) {
-    const json ipam = {{"type", "rdmanet-ipam"}, {"poolName", pool}, {"poolType", type},
-                       {"kubernetes", {{"kubeconfig", env.kubeconfig}}}, {"data_dir", env.data_dir}};
+    const json ipam = {{"type", "rdmanet-ipam"},
+                       {"poolName", pool},
+                       {"poolType", type},
+                       {"kubernetes", {{"kubeconfig", env.kubeconfig}}},
+                       {"data_dir", env.data_dir}};
     return ipam_plugin_test::net_conf("railnet", ipam);
 }
 
@@ -24,7 +27,8 @@ std::uint64_t api_requests(const TestApiServer& s) { return s.stats()["requests"
 
 }  // namespace
 
-TEST_CASE("kube hostile: an endless answer ends in a bounded error, not bad_alloc", "[kube][integration][hostile][inrepo]") {
+TEST_CASE("kube hostile: an endless answer ends in a bounded error, not bad_alloc",
+          "[kube][integration][hostile][inrepo]") {
     TestApiServer server;
     Env env(server);
     server.set_outage(TestApiServer::Outage::endless);
@@ -51,7 +55,8 @@ TEST_CASE("kube hostile: refused credentials are never masked by the nv-ipam blo
           "[kube][integration][hostile][nvipam][inrepo]") {
     TestApiServer server;
     Env env(server);
-    create_nv_pool(server, "cidrpools", "rail", {{"cidr", "10.71.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
+    create_nv_pool(server, "cidrpools", "rail",
+                   {{"cidr", "10.71.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
     const json conf = nv_conf(env, "rail", "cidrpool");
     REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
     // A stale copy: the next ADD re-reads the pool.
@@ -84,7 +89,8 @@ TEST_CASE("kube hostile: refused credentials are never masked by the nv-ipam blo
 TEST_CASE("kube hostile: a token that would inject a header is refused before any request",
           "[kube][integration][hostile][inrepo]") {
     TestApiServer server;
-    Env env(server, apiserver_test::KubeconfigOptions{.token = server.token() + "\r\nX-Injected: 1", .token_file = true});
+    Env env(server,
+            apiserver_test::KubeconfigOptions{.token = server.token() + "\r\nX-Injected: 1", .token_file = true});
     const auto before = api_requests(server);
     auto r = call_on(env, "node-a", "ADD", env.conf("10.72.0.0/24"), "h1");
     INFO(r.describe());
@@ -132,7 +138,9 @@ TEST_CASE("kube hostile: single-pool DEL never wedges on the API server, the age
     auto markers = [&] {
         std::size_t n = 0;
         std::error_code ec;
-        for (auto it = std::filesystem::directory_iterator(backlog, ec); !ec && it != std::filesystem::directory_iterator(); ++it) ++n;
+        for (auto it = std::filesystem::directory_iterator(backlog, ec);
+             !ec && it != std::filesystem::directory_iterator(); ++it)
+            ++n;
         return n;
     };
     REQUIRE(call_on(env, "node-a", "ADD", conf, "d1").exit_code == 0);
@@ -148,8 +156,8 @@ TEST_CASE("kube hostile: single-pool DEL never wedges on the API server, the age
         CHECK(r.exit_code == 0);
         CHECK(took < std::chrono::seconds(10));
     }
-    CHECK(markers() == 1);   // one record per attachment, however often DEL ran
-    CHECK(entries() == 2);   // nothing reached the server
+    CHECK(markers() == 1);  // one record per attachment, however often DEL ran
+    CHECK(entries() == 2);  // nothing reached the server
     // An ADD of d2 then a refused DEL of d2, and a new ADD of d2 (same attachment) before the
     // agent ran: the ADD owns the entry again, the record is dropped.
     server.set_outage(TestApiServer::Outage::forbidden);

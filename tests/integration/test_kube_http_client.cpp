@@ -73,7 +73,8 @@ struct SilentListener {
 
 }  // namespace
 
-TEST_CASE("kube http client: requests share one TLS connection, chunked and sized answers parse", "[kube][http][integration]") {
+TEST_CASE("kube http client: requests share one TLS connection, chunked and sized answers parse",
+          "[kube][http][integration]") {
     TestApiServer server;
     HttpClient client(config_for(server));
     for (int i = 0; i < 5; ++i) {
@@ -102,7 +103,8 @@ TEST_CASE("kube http client: requests share one TLS connection, chunked and size
     CHECK(HttpClient(bad).send("GET", pools, "", "", 5s).status == 401);
 }
 
-TEST_CASE("kube http client: a certificate from another CA, or for another host, is refused", "[kube][http][integration]") {
+TEST_CASE("kube http client: a certificate from another CA, or for another host, is refused",
+          "[kube][http][integration]") {
     TestApiServer server;
     apiserver_test::make_test_pki(server.dir(), "other-");
     KubeConfig wrong_ca = config_for(server);
@@ -118,10 +120,12 @@ TEST_CASE("kube http client: a certificate from another CA, or for another host,
     // A CA that is not PEM is a configuration error naming the kubeconfig.
     KubeConfig garbage = config_for(server);
     garbage.ca_pem = "not a certificate";
-    CHECK_THROWS_WITH(HttpClient(garbage), Catch::Contains("test kubeconfig") && Catch::Contains("certificate authority"));
+    CHECK_THROWS_WITH(HttpClient(garbage),
+                      Catch::Contains("test kubeconfig") && Catch::Contains("certificate authority"));
 }
 
-TEST_CASE("kube http client: a server reached by address needs that address in an iPAddress name", "[kube][http][integration]") {
+TEST_CASE("kube http client: a server reached by address needs that address in an iPAddress name",
+          "[kube][http][integration]") {
     // The host is 127.0.0.1 in every case; only the server certificate's subjectAltName differs.
     // A dNSName spelled like the address does not count (as for OpenSSL's and Go's clients), nor
     // does another address or the certificate's CN (127.0.0.1 in all three).
@@ -136,7 +140,7 @@ TEST_CASE("kube http client: a server reached by address needs that address in a
                           {"IP:::1", false}};
     for (const Case& c : cases) {
         INFO(c.san);
-        ipam_test::TempDir pki;   // removed with the PKI when the case ends, also on failure
+        ipam_test::TempDir pki;  // removed with the PKI when the case ends, also on failure
         apiserver_test::make_test_pki(pki.path(), "san-", c.san);
         TestApiServer server(apiserver_test::ServerOptions{
             .extra_args = {"--cert", pki.path() + "/san-server.crt", "--key", pki.path() + "/san-server.key"}});
@@ -151,7 +155,8 @@ TEST_CASE("kube http client: a server reached by address needs that address in a
     }
 }
 
-TEST_CASE("kube http client: bounded waits, refused connections, no token over plain http", "[kube][http][integration]") {
+TEST_CASE("kube http client: bounded waits, refused connections, no token over plain http",
+          "[kube][http][integration]") {
     SilentListener silent;
     KubeConfig c;
     c.server = "https://127.0.0.1:" + std::to_string(silent.port);

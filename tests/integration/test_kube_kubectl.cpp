@@ -18,22 +18,25 @@ std::string kubectl_path() {
 
 rdmanet::test::ProcessResult kubectl(const Env& env, std::vector<std::string> args) {
     const std::string path = kubectl_path();
-    REQUIRE_FALSE(path.empty());   // kubectl must be installed for this suite
-    std::vector<std::string> argv{path, "--kubeconfig", env.kubeconfig, "--cache-dir", env.server.dir() + "/kubectl-cache",
-                                  "--request-timeout", "20s"};
+    REQUIRE_FALSE(path.empty());  // kubectl must be installed for this suite
+    std::vector<std::string> argv{
+        path, "--kubeconfig", env.kubeconfig, "--cache-dir", env.server.dir() + "/kubectl-cache", "--request-timeout",
+        "20s"};
     argv.insert(argv.end(), args.begin(), args.end());
     return rdmanet::test::run_process(argv, {{"HOME", env.server.dir()}}, "", std::chrono::seconds(60));
 }
 
 }  // namespace
 
-TEST_CASE("test API server: kubectl create/get/delete of IPPools, interoperating with rdmanet", "[kube][integration][kubectl]") {
+TEST_CASE("test API server: kubectl create/get/delete of IPPools, interoperating with rdmanet",
+          "[kube][integration][kubectl]") {
     TestApiServer server;
     Env env(server);
     const std::string manifest = server.dir() + "/pool.yaml";
-    std::ofstream(manifest) << "apiVersion: whereabouts.cni.cncf.io/v1alpha1\nkind: IPPool\nmetadata:\n"
-                               "  name: green-10.70.0.0-24\n  namespace: kube-system\nspec:\n  range: 10.70.0.0/24\n"
-                               "  allocations:\n    \"1\":\n      id: abc\n      podref: ml/made-by-kubectl\n      ifname: net1\n";
+    std::ofstream(manifest)
+        << "apiVersion: whereabouts.cni.cncf.io/v1alpha1\nkind: IPPool\nmetadata:\n"
+           "  name: green-10.70.0.0-24\n  namespace: kube-system\nspec:\n  range: 10.70.0.0/24\n"
+           "  allocations:\n    \"1\":\n      id: abc\n      podref: ml/made-by-kubectl\n      ifname: net1\n";
 
     auto create = kubectl(env, {"create", "-f", manifest, "--validate=false"});
     INFO("kubectl create: " << create.exit_code << " " << create.out << create.err);
@@ -66,9 +69,11 @@ TEST_CASE("test API server: kubectl create/get/delete of IPPools, interoperating
 
     auto reservations_out = kubectl(env, {"get", "overlappingrangeipreservations", "-n", "kube-system", "-o", "name"});
     REQUIRE(reservations_out.exit_code == 0);
-    CHECK_THAT(reservations_out.out, Catch::Contains("overlappingrangeipreservation.whereabouts.cni.cncf.io/green-10.70.0.2"));
+    CHECK_THAT(reservations_out.out,
+               Catch::Contains("overlappingrangeipreservation.whereabouts.cni.cncf.io/green-10.70.0.2"));
 
-    auto one = kubectl(env, {"get", "ippool", "green-10.70.0.0-24", "-n", "kube-system", "-o", "jsonpath={.spec.range}"});
+    auto one =
+        kubectl(env, {"get", "ippool", "green-10.70.0.0-24", "-n", "kube-system", "-o", "jsonpath={.spec.range}"});
     REQUIRE(one.exit_code == 0);
     CHECK(one.out == "10.70.0.0/24");
 

@@ -19,7 +19,8 @@ std::string slurp(const std::string& path) {
 
 // The doctor findings of `check` for a node's data dir.
 std::vector<json> doctor_findings(const Env& env, const std::string& node, const std::string& check) {
-    const auto r = env.ctl({"doctor", "--json", "--ipam-data-dir", env.data_dir + "/" + node, "--kubeconfig", env.kubeconfig});
+    const auto r =
+        env.ctl({"doctor", "--json", "--ipam-data-dir", env.data_dir + "/" + node, "--kubeconfig", env.kubeconfig});
     INFO(r.out << r.err);
     const json report = json::parse(r.out);
     std::vector<json> out;
@@ -30,15 +31,17 @@ std::vector<json> doctor_findings(const Env& env, const std::string& node, const
 
 }  // namespace
 
-TEST_CASE("node slices: a 401 or 403 is no outage - ADD fails with code 5, DEL releases locally with an error, "
-          "doctor and the agent report it until the credentials work",
-          "[kube][integration][slices][credentials]") {
+TEST_CASE(
+    "node slices: a 401 or 403 is no outage - ADD fails with code 5, DEL releases locally with an error, "
+    "doctor and the agent report it until the credentials work",
+    "[kube][integration][slices][credentials]") {
     ServerUnderTest server;
     Env env(server);
     INFO("against the " << server.name());
     const std::string log = server.dir() + "/ipam.log";
-    const json conf = env.conf("10.91.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "cred"},
-                                                {"log_file", log}, {"log_level", "verbose"}});
+    const json conf =
+        env.conf("10.91.0.0/24",
+                 {{"node_slice_size", "/26"}, {"network_name", "cred"}, {"log_file", log}, {"log_level", "verbose"}});
     const std::string pool = "cred-node-a-10.91.0.0-26";
     auto a1 = call_on(env, "node-a", "ADD", conf, "a1");
     INFO(a1.describe());
@@ -64,7 +67,7 @@ TEST_CASE("node slices: a 401 or 403 is no outage - ADD fails with code 5, DEL r
     auto d1 = call_on(env, "node-a", "DEL", bad_conf, "a1");
     INFO(d1.describe());
     CHECK(d1.exit_code == 0);
-    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"].contains("1"));   // not published
+    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"].contains("1"));  // not published
     const std::string backlog = env.data_dir + "/node-a/kubernetes/slices/backlog";
     CHECK_FALSE(std::filesystem::is_empty(backlog));
     const std::string log_text = slurp(log);
@@ -74,16 +77,17 @@ TEST_CASE("node slices: a 401 or 403 is no outage - ADD fails with code 5, DEL r
     auto found = doctor_findings(env, "node-a", "ipam.kube.credentials");
     REQUIRE(found.size() == 1);
     CHECK(found[0]["status"] == "fail");
-    CHECK_THAT(found[0]["message"].get<std::string>(), Catch::Contains("refused this node's credentials") &&
-                                                           Catch::Contains(revoked.kubeconfig));
+    CHECK_THAT(found[0]["message"].get<std::string>(),
+               Catch::Contains("refused this node's credentials") && Catch::Contains(revoked.kubeconfig));
 
     // The agent, with the same credentials: an error line per refused step.
     const std::string agent_policy = server.dir() + "/agent-policy.json";
-    std::ofstream(agent_policy) << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
-    const auto agent = rdmanet::test::run_process({rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1",
-                                                   "--kubeconfig", revoked.kubeconfig, "--node-name", "node-a",
-                                                   "--ipam-data-dir", env.data_dir + "/node-a"},
-                                                  {{"RDMANET_POLICY_FILE", agent_policy}});
+    std::ofstream(agent_policy)
+        << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
+    const auto agent = rdmanet::test::run_process(
+        {rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1", "--kubeconfig", revoked.kubeconfig,
+         "--node-name", "node-a", "--ipam-data-dir", env.data_dir + "/node-a"},
+        {{"RDMANET_POLICY_FILE", agent_policy}});
     INFO(agent.out << agent.err);
     CHECK_THAT(agent.err, Catch::Contains("agent: error:") && Catch::Contains("refused the credentials"));
 
@@ -94,8 +98,8 @@ TEST_CASE("node slices: a 401 or 403 is no outage - ADD fails with code 5, DEL r
     auto a3 = call_on(env, "node-a", "ADD", forbidden_conf, "a3");
     INFO(a3.describe());
     CHECK(a3.code() == 5);
-    CHECK_THAT(a3.msg(), Catch::Contains("403 Forbidden") && Catch::Contains(forbidden.kubeconfig) &&
-                             Catch::Contains("cannot"));
+    CHECK_THAT(a3.msg(),
+               Catch::Contains("403 Forbidden") && Catch::Contains(forbidden.kubeconfig) && Catch::Contains("cannot"));
 
     // Credentials fixed: the next ADD publishes the backlog first and gets the lowest free
     // address (the refused ADDs took none); the record is gone, doctor is quiet.
@@ -104,13 +108,15 @@ TEST_CASE("node slices: a 401 or 403 is no outage - ADD fails with code 5, DEL r
     REQUIRE(a4.exit_code == 0);
     CHECK(first_ip(a4) == "10.91.0.1");
     CHECK(std::filesystem::is_empty(backlog));
-    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"] == json::parse(R"({"1":{"id":"a4","podref":"ns/pod-a4","ifname":"net1"}})"));
+    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"] ==
+          json::parse(R"({"1":{"id":"a4","podref":"ns/pod-a4","ifname":"net1"}})"));
     CHECK(doctor_findings(env, "node-a", "ipam.kube.credentials").empty());
 }
 
-TEST_CASE("switching a range between single-pool mode and node slices: refused with code 7 while the other mode "
-          "holds addresses, allowed once it holds none",
-          "[kube][integration][slices][modes]") {
+TEST_CASE(
+    "switching a range between single-pool mode and node slices: refused with code 7 while the other mode "
+    "holds addresses, allowed once it holds none",
+    "[kube][integration][slices][modes]") {
     ServerUnderTest server;
     Env env(server);
     INFO("against the " << server.name());

@@ -38,7 +38,7 @@ TEST_CASE("node slices: ADD claims a slice per node and allocates from it, in wh
     INFO(a.describe());
     REQUIRE(a.exit_code == 0);
     CHECK(first_ip(a) == "10.70.0.1");
-    CHECK(a.json["ips"][0]["address"] == "10.70.0.1/16");   // the network's prefix, not the slice's
+    CHECK(a.json["ips"][0]["address"] == "10.70.0.1/16");  // the network's prefix, not the slice's
     auto b = call_on(env, "node-b", "ADD", conf, "b1");
     REQUIRE(b.exit_code == 0);
     CHECK(first_ip(b) == "10.70.0.129");
@@ -80,9 +80,9 @@ TEST_CASE("node slices: a full slice makes the node claim another, an exhausted 
         ips.insert(first_ip(r));
     }
     CHECK(ips.size() == 15);
-    CHECK(ips.count("10.71.0.17"));   // the 15th: first address of the second slice
-    CHECK(holders(server, "kubenet") == std::multimap<std::string, std::string>{{"node-a", "10.71.0.0/28"},
-                                                                                {"node-a", "10.71.0.16/28"}});
+    CHECK(ips.count("10.71.0.17"));  // the 15th: first address of the second slice
+    CHECK(holders(server, "kubenet") ==
+          std::multimap<std::string, std::string>{{"node-a", "10.71.0.0/28"}, {"node-a", "10.71.0.16/28"}});
     REQUIRE(call_on(env, "node-b", "ADD", conf, "b0").exit_code == 0);
     REQUIRE(call_on(env, "node-c", "ADD", conf, "c0").exit_code == 0);
     auto d = call_on(env, "node-d", "ADD", conf, "d0");
@@ -95,8 +95,7 @@ TEST_CASE("node slices: a full slice makes the node claim another, an exhausted 
     CHECK(holders(server, "kubenet").count("node-d") == 0);
 }
 
-TEST_CASE("node slices: 32 nodes claiming at once get distinct slices, one owner each",
-          "[kube][integration][slices]") {
+TEST_CASE("node slices: 32 nodes claiming at once get distinct slices, one owner each", "[kube][integration][slices]") {
     ServerUnderTest server({.extra_args = {"--latency-ms", "2"}});
     Env env(server);
     const json conf = env.conf("10.72.0.0/16", {{"node_slice_size", "/24"}});
@@ -110,8 +109,10 @@ TEST_CASE("node slices: 32 nodes claiming at once get distinct slices, one owner
             const std::string node = "node-" + std::to_string(n);
             auto r = call_on(env, node, "ADD", conf, "c" + std::to_string(n));
             std::lock_guard lock(mu);
-            if (r.exit_code != 0) failures.push_back(node + ": " + r.describe());
-            else ip_of[node] = first_ip(r);
+            if (r.exit_code != 0)
+                failures.push_back(node + ": " + r.describe());
+            else
+                ip_of[node] = first_ip(r);
         });
     }
     for (auto& t : threads) t.join();
@@ -124,19 +125,21 @@ TEST_CASE("node slices: 32 nodes claiming at once get distinct slices, one owner
         nodes.insert(node);
         slices.insert(slice);
     }
-    CHECK(nodes.size() == kNodes);    // one slice per node
-    CHECK(slices.size() == kNodes);   // no slice twice
+    CHECK(nodes.size() == kNodes);   // one slice per node
+    CHECK(slices.size() == kNodes);  // no slice twice
     // Each node's address is the first of its own slice.
     for (const auto& [node, slice] : held) {
-        const std::string third = slice.substr(6, slice.find(".0/24") - 6);   // "10.72.<k>.0/24"
+        const std::string third = slice.substr(6, slice.find(".0/24") - 6);  // "10.72.<k>.0/24"
         CHECK(ip_of[node] == "10.72." + third + ".1");
     }
 }
 
-TEST_CASE("node slices bad input: a NodeSlicePool of another range or size, no node name", "[kube][integration][slices]") {
+TEST_CASE("node slices bad input: a NodeSlicePool of another range or size, no node name",
+          "[kube][integration][slices]") {
     ServerUnderTest server;
     Env env(server);
-    const json theirs = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "NodeSlicePool"},
+    const json theirs = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+                         {"kind", "NodeSlicePool"},
                          {"metadata", {{"name", "kubenet"}}},
                          {"spec", {{"range", "10.73.0.0/16"}, {"sliceSize", "24"}}},
                          {"status", {{"allocations", json::array()}}}};
@@ -155,8 +158,10 @@ TEST_CASE("node slices bad input: a NodeSlicePool of another range or size, no n
     CHECK(server.stats()["requests"].get<int>() == before);
 }
 
-TEST_CASE("node slices through an API-server outage: ADD/DEL keep working, SIGKILLs leave no duplicate, the backlog "
-          "is published in order once the API answers", "[kube][integration][slices][outage][inrepo]") {
+TEST_CASE(
+    "node slices through an API-server outage: ADD/DEL keep working, SIGKILLs leave no duplicate, the backlog "
+    "is published in order once the API answers",
+    "[kube][integration][slices][outage][inrepo]") {
     TestApiServer server;
     Env env(server);
     const json conf = env.conf("10.74.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "red"}});
@@ -184,10 +189,10 @@ TEST_CASE("node slices through an API-server outage: ADD/DEL keep working, SIGKI
         INFO(r.describe());
         REQUIRE(r.exit_code == 0);
         CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
-        CHECK(ips.insert(first_ip(r)).second);   // never handed out twice
+        CHECK(ips.insert(first_ip(r)).second);  // never handed out twice
     }
     CHECK(killed > 0);
-    REQUIRE(call_on(env, "node-a", "DEL", conf, "a0").exit_code == 0);   // DEL works too
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a0").exit_code == 0);  // DEL works too
     const std::string slices = env.data_dir + "/node-a/kubernetes/slices";
     CHECK_FALSE(std::filesystem::is_empty(slices + "/backlog"));
     // A node without a slice cannot claim one now: code 11, saying why.
@@ -208,10 +213,11 @@ TEST_CASE("node slices through an API-server outage: ADD/DEL keep working, SIGKI
     const auto key = rdmanet::ipam::PoolKey{"red-node-a", *rdmanet::base::IpNetwork::parse("10.74.0.0/26")};
     json expected = json::object();
     for (const auto& [offset, owner] : local.dump(key).allocations) {
-        expected[rdmanet::ipam::to_decimal(offset)] = {{"id", owner.container_id}, {"podref", owner.podref}, {"ifname", owner.ifname}};
+        expected[rdmanet::ipam::to_decimal(offset)] = {
+            {"id", owner.container_id}, {"podref", owner.podref}, {"ifname", owner.ifname}};
     }
     CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"] == expected);
-    for (const auto& [offset, entry] : expected.items()) CHECK(entry["id"] != "a0");   // a0's DEL was published
+    for (const auto& [offset, entry] : expected.items()) CHECK(entry["id"] != "a0");  // a0's DEL was published
     CHECK(server.stats()["by_method"].value("PATCH", 0) > writes_before);
 }
 
@@ -234,15 +240,16 @@ TEST_CASE("node slices: after an outage the node agent publishes the backlog, wi
     const std::string node_dir = env.data_dir + "/node-a";
     const std::string backlog = node_dir + "/kubernetes/slices/backlog";
     REQUIRE_FALSE(std::filesystem::is_empty(backlog));
-    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"].size() == 1);   // t0 only: stale
+    CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"].size() == 1);  // t0 only: stale
 
     // The agent's own attachment states in the test's directory, not the node's.
     const std::string agent_policy = server.dir() + "/agent-policy.json";
-    std::ofstream(agent_policy) << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
-    const auto r = rdmanet::test::run_process({rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1",
-                                               "--kubeconfig", env.kubeconfig, "--node-name", "node-a",
-                                               "--ipam-data-dir", node_dir},
-                                              {{"RDMANET_POLICY_FILE", agent_policy}});
+    std::ofstream(agent_policy)
+        << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
+    const auto r =
+        rdmanet::test::run_process({rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1", "--kubeconfig",
+                                    env.kubeconfig, "--node-name", "node-a", "--ipam-data-dir", node_dir},
+                                   {{"RDMANET_POLICY_FILE", agent_policy}});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Catch::Contains("published 3 node-slice change(s)"));
@@ -252,7 +259,8 @@ TEST_CASE("node slices: after an outage the node agent publishes the backlog, wi
     const auto key = rdmanet::ipam::PoolKey{"teal-node-a", *rdmanet::base::IpNetwork::parse("10.75.0.0/26")};
     json expected = json::object();
     for (const auto& [offset, owner] : local.dump(key).allocations)
-        expected[rdmanet::ipam::to_decimal(offset)] = {{"id", owner.container_id}, {"podref", owner.podref}, {"ifname", owner.ifname}};
+        expected[rdmanet::ipam::to_decimal(offset)] = {
+            {"id", owner.container_id}, {"podref", owner.podref}, {"ifname", owner.ifname}};
     CHECK(expected.size() == 2);
     CHECK(get(server, "/ippools/" + pool)["spec"]["allocations"] == expected);
 }
@@ -261,7 +269,9 @@ TEST_CASE("node slices: after an outage the node agent publishes the backlog, wi
 
 namespace {
 
-int ippool_status(const ApiServer& s, const std::string& pool) { return s.request("GET", kApi + "/ippools/" + pool).status; }
+int ippool_status(const ApiServer& s, const std::string& pool) {
+    return s.request("GET", kApi + "/ippools/" + pool).status;
+}
 
 rdmanet::test::ProcessResult reconcile_cluster(const Env& env, std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"reconcile", "--kubeconfig", env.kubeconfig};
@@ -277,10 +287,12 @@ TEST_CASE("Reclaim: a NodeSlicePool entry whose node name no Node can have is le
     Env env(server);
     // Written by hand or by a compromised node: the name would reach GET/DELETE paths.
     const std::string bad = "../../namespaces/" + kNs + "/ippools/victim";
-    const json pool = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "NodeSlicePool"},
-                       {"metadata", {{"name", "gold"}}},
-                       {"spec", {{"range", "10.79.0.0/24"}, {"sliceSize", "/26"}}},
-                       {"status", {{"allocations", json::array({{{"nodeName", bad}, {"sliceRange", "10.79.0.0/26"}}})}}}};
+    const json pool = {
+        {"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+        {"kind", "NodeSlicePool"},
+        {"metadata", {{"name", "gold"}}},
+        {"spec", {{"range", "10.79.0.0/24"}, {"sliceSize", "/26"}}},
+        {"status", {{"allocations", json::array({{{"nodeName", bad}, {"sliceRange", "10.79.0.0/26"}}})}}}};
     REQUIRE(server.request("POST", kApi + "/nodeslicepools", pool.dump()).status == 201);
     const auto gets_and_deletes = [&] {
         const json m = server.stats()["by_method"];
@@ -289,10 +301,11 @@ TEST_CASE("Reclaim: a NodeSlicePool entry whose node name no Node can have is le
     const auto before = gets_and_deletes();
     auto r = reconcile_cluster(env);
     INFO(r.out << r.err);
-    CHECK(r.exit_code == 1);   // a problem for a human
-    CHECK_THAT(r.err, Catch::Contains("lists slice 10.79.0.0/26 for node \"" + bad + "\", which is not a valid node name: left alone"));
+    CHECK(r.exit_code == 1);  // a problem for a human
+    CHECK_THAT(r.err, Catch::Contains("lists slice 10.79.0.0/26 for node \"" + bad +
+                                      "\", which is not a valid node name: left alone"));
     const auto after = gets_and_deletes();
-    CHECK(after.second == before.second);   // nothing patched or deleted
+    CHECK(after.second == before.second);  // nothing patched or deleted
     CHECK(holders(server, "gold") == std::multimap<std::string, std::string>{{bad, "10.79.0.0/26"}});
 }
 
@@ -342,13 +355,13 @@ TEST_CASE("Reclaim: a deleted Node's empty slice is released, a slice with a liv
                                       "allocation of live pod ns/pod-a1"));
     CHECK_THAT(r.out, Catch::Contains("2 slices of deleted nodes released, 1 kept in use, 1 nodes"));
     // Existing nodes keep their slices, deleted nodes keep slices in use.
-    CHECK(holders(server, "gold") == std::multimap<std::string, std::string>{{"node-a", "10.76.0.0/26"},
-                                                                            {"node-d", "10.76.0.192/26"}});
+    CHECK(holders(server, "gold") ==
+          std::multimap<std::string, std::string>{{"node-a", "10.76.0.0/26"}, {"node-d", "10.76.0.192/26"}});
     CHECK(ippool_status(server, "gold-node-b-10.76.0.64-26") == 404);
     CHECK(ippool_status(server, "gold-node-c-10.76.0.128-26") == 404);
     CHECK(allocations(server, "gold-node-a-10.76.0.0-26").size() == 1);
     CHECK(ippool_status(server, "gold-node-d-10.76.0.192-26") == 200);
-    CHECK(allocations(server, "gold-node-d-10.76.0.192-26").empty());   // its dead pod's entry is gone, the slice is not
+    CHECK(allocations(server, "gold-node-d-10.76.0.192-26").empty());  // its dead pod's entry is gone, the slice is not
 
     // Idempotent: a second run releases nothing and writes nothing.
     const auto writes_before = writes();
@@ -375,8 +388,8 @@ TEST_CASE("Reclaim: a deleted Node's empty slice is released, a slice with a liv
     INFO(last.out << last.err);
     REQUIRE(last.exit_code == 0);
     CHECK_THAT(last.out, Catch::Contains("released slice gold 10.76.0.0/26 node-a"));
-    CHECK(holders(server, "gold") == std::multimap<std::string, std::string>{{"node-d", "10.76.0.192/26"},
-                                                                            {"node-e", "10.76.0.64/26"}});
+    CHECK(holders(server, "gold") ==
+          std::multimap<std::string, std::string>{{"node-d", "10.76.0.192/26"}, {"node-e", "10.76.0.64/26"}});
 }
 
 TEST_CASE("Reclaim: a node whose slice was released while it was alive stops allocating from it",
@@ -406,9 +419,9 @@ TEST_CASE("Reclaim: a node whose slice was released while it was alive stops all
     INFO(a2.describe());
     REQUIRE(a2.exit_code == 0);
     CHECK(first_ip(a2) == "10.77.0.65");
-    CHECK(ippool_status(server, "jade-node-a-10.77.0.0-26") == 404);   // not created again
-    CHECK(holders(server, "jade") == std::multimap<std::string, std::string>{{"node-a", "10.77.0.64/26"},
-                                                                            {"node-b", "10.77.0.0/26"}});
+    CHECK(ippool_status(server, "jade-node-a-10.77.0.0-26") == 404);  // not created again
+    CHECK(holders(server, "jade") ==
+          std::multimap<std::string, std::string>{{"node-a", "10.77.0.64/26"}, {"node-b", "10.77.0.0/26"}});
     const auto states = rdmanet::ipam::kube::held_slices(env.data_dir + "/node-a");
     REQUIRE(states.size() == 1);
     CHECK(states[0].pool_name == "jade");
@@ -417,7 +430,8 @@ TEST_CASE("Reclaim: a node whose slice was released while it was alive stops all
     CHECK(states[0].held == std::vector{*rdmanet::base::IpNetwork::parse("10.77.0.64/26")});
     // Nothing of a2 stays in the revoked slice locally.
     rdmanet::ipam::SqliteStore local(env.data_dir + "/node-a/kubernetes/slices");
-    CHECK(local.dump(rdmanet::ipam::PoolKey{"jade-node-a", *rdmanet::base::IpNetwork::parse("10.77.0.0/26")}).allocations.empty());
+    CHECK(local.dump(rdmanet::ipam::PoolKey{"jade-node-a", *rdmanet::base::IpNetwork::parse("10.77.0.0/26")})
+              .allocations.empty());
 }
 
 TEST_CASE("Reclaim: the node agent finds a released slice revoked before any ADD",
@@ -433,10 +447,12 @@ TEST_CASE("Reclaim: the node agent finds a released slice revoked before any ADD
     const std::string node_dir = env.data_dir + "/node-a";
     const auto agent = [&] {
         const std::string agent_policy = server.dir() + "/agent-policy.json";
-        std::ofstream(agent_policy) << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
-        return rdmanet::test::run_process({rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1", "--kubeconfig",
-                                           env.kubeconfig, "--node-name", "node-a", "--ipam-data-dir", node_dir},
-                                          {{"RDMANET_POLICY_FILE", agent_policy}});
+        std::ofstream(agent_policy)
+            << json{{"version", 1}, {"logDir", server.dir()}, {"stateDir", server.dir() + "/state"}}.dump();
+        return rdmanet::test::run_process(
+            {rdmanet::test::bin_dir() + "/rdmanetctl", "agent", "--passes", "1", "--kubeconfig", env.kubeconfig,
+             "--node-name", "node-a", "--ipam-data-dir", node_dir},
+            {{"RDMANET_POLICY_FILE", agent_policy}});
     };
     // While the node holds it, the agent's re-check changes nothing.
     auto quiet = agent();
@@ -476,7 +492,7 @@ TEST_CASE("Reclaim racing a node that is alive: its address published during the
     server.create_node("node-a");
     REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
     REQUIRE(call_on(env, "node-a", "DEL", conf, "a1").exit_code == 0);
-    REQUIRE(server.delete_node("node-a") == 200);   // the Node object goes, the node runs on
+    REQUIRE(server.delete_node("node-a") == 200);  // the Node object goes, the node runs on
     server.create_pod("ns", "pod-a2");
 
     // Every API request takes 700 ms (within the 1 s a CNI call gives publication), so that the
@@ -517,7 +533,8 @@ TEST_CASE("Reclaim racing a node that is alive: its address published during the
         CHECK(held == std::multimap<std::string, std::string>{{"node-a", "10.79.0.64/26"}});
         CHECK(ippool_status(server, "ruby-node-a-10.79.0.0-26") == 404);
     }
-    WARN("reclaim race took the " << (rec.out.find("gave back") != std::string::npos ? "give-back" : "revoked") << " path");
+    WARN("reclaim race took the " << (rec.out.find("gave back") != std::string::npos ? "give-back" : "revoked")
+                                  << " path");
 }
 
 TEST_CASE("Reclaim: a pod of the same name on another node does not keep a deleted node's slice",
@@ -535,8 +552,9 @@ TEST_CASE("Reclaim: a pod of the same name on another node does not keep a delet
     auto kept = reconcile_cluster(env);
     INFO(kept.out << kept.err);
     REQUIRE(kept.exit_code == 0);
-    CHECK_THAT(kept.out, Catch::Contains("kept slice opal 10.80.0.0/26 node-a: IPPool opal-node-a-10.80.0.0-26 holds an "
-                                         "allocation of live pod ns/pod-a1"));
+    CHECK_THAT(kept.out,
+               Catch::Contains("kept slice opal 10.80.0.0/26 node-a: IPPool opal-node-a-10.80.0.0-26 holds an "
+                               "allocation of live pod ns/pod-a1"));
     CHECK(holders(server, "opal").count("node-a") == 1);
 
     // The pod is re-created under the same name on node-b (a StatefulSet pod rescheduled): the

@@ -30,8 +30,11 @@ void create_node(const ApiServer& s, const std::string& name, const json& labels
 }
 
 json nv_conf(const Env& env, const std::string& pool, const std::string& type, json extra = json::object()) {
-    json ipam = {{"type", "rdmanet-ipam"}, {"poolName", pool}, {"poolType", type},
-                 {"kubernetes", {{"kubeconfig", env.kubeconfig}}}, {"data_dir", env.data_dir}};
+    json ipam = {{"type", "rdmanet-ipam"},
+                 {"poolName", pool},
+                 {"poolType", type},
+                 {"kubernetes", {{"kubeconfig", env.kubeconfig}}},
+                 {"data_dir", env.data_dir}};
     for (auto& [k, v] : extra.items()) ipam[k] = v;
     return ipam_plugin_test::net_conf("railnet", ipam);
 }
@@ -52,10 +55,13 @@ TEST_CASE("nv-ipam IPPool: the controller's block for the node, the pool gateway
     ServerUnderTest server;
     Env env(server);
     create_nv_pool(server, "ippools", "pool1",
-                {{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 100}, {"gateway", "192.168.0.1"},
-                 {"routes", {{{"dst", "10.200.0.0/16"}}}}, {"defaultGateway", true}},
-                {{{"nodeName", "node-b"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
-                 {{"nodeName", "node-a"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}});
+                   {{"subnet", "192.168.0.0/24"},
+                    {"perNodeBlockSize", 100},
+                    {"gateway", "192.168.0.1"},
+                    {"routes", {{{"dst", "10.200.0.0/16"}}}},
+                    {"defaultGateway", true}},
+                   {{{"nodeName", "node-b"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
+                    {{"nodeName", "node-a"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}});
     const json before = pool_status(server, "ippools", "pool1");
     const json conf = nv_conf(env, "pool1", "ippool");
     auto a = call_on(env, "node-a", "ADD", conf, "a1");
@@ -67,8 +73,8 @@ TEST_CASE("nv-ipam IPPool: the controller's block for the node, the pool gateway
                                               {"dst":"0.0.0.0/0","gw":"192.168.0.1"}])"));
     auto b = call_on(env, "node-b", "ADD", conf, "b1");
     REQUIRE(b.exit_code == 0);
-    CHECK(first_ip(b) == "192.168.0.2");   // node-b's block holds the gateway: one address less
-    CHECK(pool_status(server, "ippools", "pool1") == before);   // the controller's status untouched
+    CHECK(first_ip(b) == "192.168.0.2");                       // node-b's block holds the gateway: one address less
+    CHECK(pool_status(server, "ippools", "pool1") == before);  // the controller's status untouched
 
     // Steady state: no API request on ADD, DEL, CHECK once the node knows its block (counted on
     // nv-ipam's pools, whereabouts' resources, pods and nodes; on a real server from its /metrics).
@@ -77,7 +83,7 @@ TEST_CASE("nv-ipam IPPool: the controller's block for the node, the pool gateway
     for (int i = 2; i <= 6; ++i) REQUIRE(call_on(env, "node-a", "ADD", conf, "a" + std::to_string(i)).exit_code == 0);
     CHECK(call_on(env, "node-a", "CHECK", conf, "a2").exit_code == 0);
     REQUIRE(call_on(env, "node-a", "DEL", conf, "a3").exit_code == 0);
-    REQUIRE(call_on(env, "node-a", "DEL", conf, "a3").exit_code == 0);   // idempotent
+    REQUIRE(call_on(env, "node-a", "DEL", conf, "a3").exit_code == 0);  // idempotent
     REQUIRE(call_on(env, "node-a", "DEL", conf, "never-added").exit_code == 0);
     CHECK(api_requests(server) == requests);
     // ... and the count does see a read of the pool (the comparison above could fail).
@@ -100,16 +106,20 @@ TEST_CASE("nv-ipam CIDRPool /24 gatewayIndex 1: x.y.z.2/24, gateway .1, routes a
     ServerUnderTest server;
     Env env(server);
     create_nv_pool(server, "cidrpools", "rail1",
-                {{"cidr", "10.10.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1},
-                 {"routes", {{{"dst", "10.10.0.0/16"}}}}, {"defaultGateway", true}},
-                {{{"nodeName", "node-a"}, {"prefix", "10.10.7.0/24"}, {"gateway", "10.10.7.1"}}});
+                   {{"cidr", "10.10.0.0/16"},
+                    {"perNodeNetworkPrefix", 24},
+                    {"gatewayIndex", 1},
+                    {"routes", {{{"dst", "10.10.0.0/16"}}}},
+                    {"defaultGateway", true}},
+                   {{{"nodeName", "node-a"}, {"prefix", "10.10.7.0/24"}, {"gateway", "10.10.7.1"}}});
     const json conf = nv_conf(env, "rail1", "cidrpool");
     auto a = call_on(env, "node-a", "ADD", conf, "a1");
     INFO(a.describe());
     REQUIRE(a.exit_code == 0);
     CHECK(a.json["ips"][0]["address"] == "10.10.7.2/24");
     CHECK(a.json["ips"][0]["gateway"] == "10.10.7.1");
-    CHECK(a.json["routes"] == json::parse(R"([{"dst":"10.10.0.0/16","gw":"10.10.7.1"},{"dst":"0.0.0.0/0","gw":"10.10.7.1"}])"));
+    CHECK(a.json["routes"] ==
+          json::parse(R"([{"dst":"10.10.0.0/16","gw":"10.10.7.1"},{"dst":"0.0.0.0/0","gw":"10.10.7.1"}])"));
     // A node without an entry claims the first free subnet in the controller's order.
     auto b = call_on(env, "node-b", "ADD", conf, "b1");
     INFO(b.describe());
@@ -131,10 +141,13 @@ TEST_CASE("nv-ipam CIDRPool /31 (peer as gateway, and both addresses without one
           "[kube][integration][nvipam]") {
     ServerUnderTest server;
     Env env(server);
-    create_nv_pool(server, "cidrpools", "p2p", {{"cidr", "172.20.0.0/24"}, {"perNodeNetworkPrefix", 31}, {"gatewayIndex", 0}});
+    create_nv_pool(server, "cidrpools", "p2p",
+                   {{"cidr", "172.20.0.0/24"}, {"perNodeNetworkPrefix", 31}, {"gatewayIndex", 0}});
     create_nv_pool(server, "cidrpools", "p2p-nogw", {{"cidr", "172.21.0.0/24"}, {"perNodeNetworkPrefix", 31}});
-    create_nv_pool(server, "cidrpools", "v6", {{"cidr", "fd00:10::/112"}, {"perNodeNetworkPrefix", 120}, {"gatewayIndex", 1}});
-    create_nv_pool(server, "cidrpools", "v4", {{"cidr", "10.30.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
+    create_nv_pool(server, "cidrpools", "v6",
+                   {{"cidr", "fd00:10::/112"}, {"perNodeNetworkPrefix", 120}, {"gatewayIndex", 1}});
+    create_nv_pool(server, "cidrpools", "v4",
+                   {{"cidr", "10.30.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
 
     auto p = call_on(env, "node-a", "ADD", nv_conf(env, "p2p", "cidrpool"), "p1");
     INFO(p.describe());
@@ -164,11 +177,11 @@ TEST_CASE("nv-ipam CIDRPool /31 (peer as gateway, and both addresses without one
     REQUIRE(ds.exit_code == 0);
     REQUIRE(ds.json["ips"].size() == 2);
     CHECK(ds.json["ips"][0]["address"] == "10.30.0.2/24");
-    CHECK(ds.json["ips"][1]["address"] == "fd00:10::102/120");   // node-b: the second /120
+    CHECK(ds.json["ips"][1]["address"] == "fd00:10::102/120");  // node-b: the second /120
     REQUIRE(call_on(env, "node-b", "DEL", nv_conf(env, "v4,v6", "cidrpool"), "ds1").exit_code == 0);
     auto again = call_on(env, "node-b", "ADD", nv_conf(env, "v4,v6", "cidrpool"), "ds2");
     REQUIRE(again.exit_code == 0);
-    CHECK(again.json["ips"][0]["address"] == "10.30.0.2/24");   // released by the DEL
+    CHECK(again.json["ips"][0]["address"] == "10.30.0.2/24");  // released by the DEL
 }
 
 TEST_CASE("nv-ipam: exclusions and perNodeExclusions are never handed out, a full block is a clear error",
@@ -176,9 +189,11 @@ TEST_CASE("nv-ipam: exclusions and perNodeExclusions are never handed out, a ful
     ServerUnderTest server;
     Env env(server);
     create_nv_pool(server, "cidrpools", "small",
-                {{"cidr", "10.40.0.0/24"}, {"perNodeNetworkPrefix", 28}, {"gatewayIndex", 1},
-                 {"perNodeExclusions", {{{"startIndex", 2}, {"endIndex", 3}}}},
-                 {"exclusions", {{{"startIP", "10.40.0.8"}, {"endIP", "10.40.0.9"}}}}});
+                   {{"cidr", "10.40.0.0/24"},
+                    {"perNodeNetworkPrefix", 28},
+                    {"gatewayIndex", 1},
+                    {"perNodeExclusions", {{{"startIndex", 2}, {"endIndex", 3}}}},
+                    {"exclusions", {{{"startIP", "10.40.0.8"}, {"endIP", "10.40.0.9"}}}}});
     const json conf = nv_conf(env, "small", "cidrpool");
     std::vector<std::string> got;
     for (int i = 0;; ++i) {
@@ -199,7 +214,8 @@ TEST_CASE("nv-ipam: exclusions and perNodeExclusions are never handed out, a ful
 TEST_CASE("nv-ipam: an API outage does not stop a node that knows its block", "[kube][integration][nvipam][inrepo]") {
     TestApiServer server;
     Env env(server);
-    create_nv_pool(server, "cidrpools", "rail2", {{"cidr", "10.50.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
+    create_nv_pool(server, "cidrpools", "rail2",
+                   {{"cidr", "10.50.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
     const json conf = nv_conf(env, "rail2", "cidrpool");
     REQUIRE(call_on(env, "node-a", "ADD", conf, "a1").exit_code == 0);
     server.set_outage(TestApiServer::Outage::drop);
@@ -235,10 +251,15 @@ TEST_CASE("nv-ipam claim without a controller: 16 nodes racing, static allocatio
     for (int n = 0; n < kNodes; ++n) create_node(server, "node-" + std::to_string(n), {{"rail", "1"}});
     create_node(server, "other", {{"rail", "2"}});
     create_nv_pool(server, "cidrpools", "race",
-                {{"cidr", "10.60.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1},
-                 {"staticAllocations", {{{"nodeName", "node-7"}, {"prefix", "10.60.200.0/24"}, {"gateway", "10.60.200.254"}},
-                                        {{"prefix", "10.60.3.0/24"}}}},
-                 {"nodeSelector", {{"nodeSelectorTerms", {{{"matchExpressions", {{{"key", "rail"}, {"operator", "In"}, {"values", {"1"}}}}}}}}}}});
+                   {{"cidr", "10.60.0.0/16"},
+                    {"perNodeNetworkPrefix", 24},
+                    {"gatewayIndex", 1},
+                    {"staticAllocations",
+                     {{{"nodeName", "node-7"}, {"prefix", "10.60.200.0/24"}, {"gateway", "10.60.200.254"}},
+                      {{"prefix", "10.60.3.0/24"}}}},
+                    {"nodeSelector",
+                     {{"nodeSelectorTerms",
+                       {{{"matchExpressions", {{{"key", "rail"}, {"operator", "In"}, {"values", {"1"}}}}}}}}}}});
     const json conf = nv_conf(env, "race", "cidrpool");
     std::mutex mu;
     std::map<std::string, std::string> ip_of;
@@ -249,8 +270,10 @@ TEST_CASE("nv-ipam claim without a controller: 16 nodes racing, static allocatio
             const std::string node = "node-" + std::to_string(n);
             auto r = call_on(env, node, "ADD", conf, "c" + std::to_string(n));
             std::lock_guard lock(mu);
-            if (r.exit_code != 0) failures.push_back(node + ": " + r.describe());
-            else ip_of[node] = r.json["ips"][0]["address"];
+            if (r.exit_code != 0)
+                failures.push_back(node + ": " + r.describe());
+            else
+                ip_of[node] = r.json["ips"][0]["address"];
         });
     }
     for (auto& t : threads) t.join();
@@ -263,10 +286,10 @@ TEST_CASE("nv-ipam claim without a controller: 16 nodes racing, static allocatio
         prefixes.insert(e["prefix"].get<std::string>());
         nodes.insert(e["nodeName"].get<std::string>());
     }
-    CHECK(prefixes.size() == kNodes);   // distinct subnets
-    CHECK(nodes.size() == kNodes);      // one entry per node
-    CHECK_FALSE(prefixes.count("10.60.3.0/24"));   // held back
-    CHECK(ip_of["node-7"] == "10.60.200.1/24");     // pinned; .254 is its gateway
+    CHECK(prefixes.size() == kNodes);             // distinct subnets
+    CHECK(nodes.size() == kNodes);                // one entry per node
+    CHECK_FALSE(prefixes.count("10.60.3.0/24"));  // held back
+    CHECK(ip_of["node-7"] == "10.60.200.1/24");   // pinned; .254 is its gateway
     for (const auto& [node, ip] : ip_of) {
         const std::string prefix = ip.substr(0, ip.rfind('.')) + ".0/24";
         CHECK(prefixes.count(prefix));
@@ -288,7 +311,8 @@ TEST_CASE("nv-ipam: nv-ipam's controller writing at the same time as claiming no
     ServerUnderTest server({.extra_args = {"--latency-ms", "2"}});
     Env env(server);
     constexpr int kNodes = 12;
-    create_nv_pool(server, "cidrpools", "both", {{"cidr", "10.61.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
+    create_nv_pool(server, "cidrpools", "both",
+                   {{"cidr", "10.61.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}});
     const std::string path = kNvApi + "/cidrpools/both";
     // A stand-in for nv-ipam's controller: it reconciles the odd-numbered nodes, each a moment
     // before that node's ADD starts, keeping valid entries and writing the status with the
@@ -318,7 +342,7 @@ TEST_CASE("nv-ipam: nv-ipam's controller writing at the same time as claiming no
                     have_node.insert(e["nodeName"].get<std::string>());
                     have_prefix.insert(e["prefix"].get<std::string>());
                 }
-                if (have_node.count(node)) break;   // the node claimed first
+                if (have_node.count(node)) break;  // the node claimed first
                 int k = 0;
                 while (have_prefix.count("10.61." + std::to_string(k) + ".0/24")) ++k;
                 allocs.push_back({{"nodeName", node},
@@ -345,8 +369,10 @@ TEST_CASE("nv-ipam: nv-ipam's controller writing at the same time as claiming no
             const std::string node = "node-" + std::to_string(n);
             auto r = call_on(env, node, "ADD", nv_conf(env, "both", "cidrpool"), "c" + std::to_string(n));
             std::lock_guard lock(mu);
-            if (r.exit_code != 0) failures.push_back(node + ": " + r.describe());
-            else ip_of[node] = r.json["ips"][0]["address"];
+            if (r.exit_code != 0)
+                failures.push_back(node + ": " + r.describe());
+            else
+                ip_of[node] = r.json["ips"][0]["address"];
         });
     }
     for (auto& t : threads) t.join();
@@ -364,17 +390,19 @@ TEST_CASE("nv-ipam: nv-ipam's controller writing at the same time as claiming no
     CHECK(prefix_of.size() == kNodes);
     for (const auto& [node, ip] : ip_of) CHECK(prefix_of[node] == ip.substr(0, ip.rfind('.')) + ".0/24");
     INFO(last_refusal);
-    CHECK(controller_writes > 0);   // both wrote: the controller some entries, the nodes others
+    CHECK(controller_writes > 0);  // both wrote: the controller some entries, the nodes others
     CHECK(controller_writes <= kNodes / 2);
 }
 
-TEST_CASE("nv-ipam bad input: unknown pool, refused spec, no free block, poolType typo", "[kube][integration][nvipam]") {
+TEST_CASE("nv-ipam bad input: unknown pool, refused spec, no free block, poolType typo",
+          "[kube][integration][nvipam]") {
     ServerUnderTest server;
     Env env(server);
     auto unknown = call_on(env, "node-a", "ADD", nv_conf(env, "nope", "cidrpool"), "u1");
     CHECK(unknown.code() == 5);
     CHECK_THAT(unknown.msg(), Catch::Contains("no CIDRPool nope in namespace kube-system"));
-    auto unknown_ns = call_on(env, "node-a", "ADD", nv_conf(env, "nope", "ippool", {{"poolNamespace", "nvidia-network-operator"}}), "u2");
+    auto unknown_ns = call_on(env, "node-a", "ADD",
+                              nv_conf(env, "nope", "ippool", {{"poolNamespace", "nvidia-network-operator"}}), "u2");
     CHECK_THAT(unknown_ns.msg(), Catch::Contains("no IPPool nope in namespace nvidia-network-operator"));
 
     create_nv_pool(server, "cidrpools", "bad", {{"cidr", "10.70.0.0/16"}, {"perNodeNetworkPrefix", 8}});
@@ -384,7 +412,7 @@ TEST_CASE("nv-ipam bad input: unknown pool, refused spec, no free block, poolTyp
 
     // One block of 8 fits in a /28 (a second would end on the broadcast address).
     create_nv_pool(server, "ippools", "tiny", {{"subnet", "10.71.0.0/28"}, {"perNodeBlockSize", 8}},
-                {{{"nodeName", "node-x"}, {"startIP", "10.71.0.1"}, {"endIP", "10.71.0.8"}}});
+                   {{{"nodeName", "node-x"}, {"startIP", "10.71.0.1"}, {"endIP", "10.71.0.8"}}});
     auto none = call_on(env, "node-a", "ADD", nv_conf(env, "tiny", "ippool"), "t1");
     INFO(none.describe());
     CHECK(none.code() == 5);

@@ -58,8 +58,12 @@ TEST_CASE("kube datastore: the pool object lives in the kubeconfig context's nam
     auto r = server.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/rdma/ippools/blue-10.41.0.0-24");
     REQUIRE(r.status == 200);
     CHECK(r.body["spec"]["range"] == "10.41.0.0/24");
-    CHECK(server.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/rdma/overlappingrangeipreservations/blue-10.41.0.1")
-              .status == 200);
+    CHECK(
+        server
+            .request(
+                "GET",
+                "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/rdma/overlappingrangeipreservations/blue-10.41.0.1")
+            .status == 200);
     CHECK(server.list(kNs, "ippools").empty());
 }
 
@@ -68,10 +72,10 @@ TEST_CASE("kube datastore: enable_overlapping_ranges false writes no reservation
     ServerUnderTest server;
     Env env(server);
     const json conf = env.conf("10.42.0.0/24", {{"enable_overlapping_ranges", false}});
-    REQUIRE(env.call("ADD", conf, "c1", "p1").exit_code == 0);   // creates the pool
+    REQUIRE(env.call("ADD", conf, "c1", "p1").exit_code == 0);  // creates the pool
     const auto before = server.stats()["requests"].get<int>();
     REQUIRE(env.call("ADD", conf, "c2", "p2").exit_code == 0);
-    CHECK(server.stats()["requests"].get<int>() - before == 2);   // GET + PATCH
+    CHECK(server.stats()["requests"].get<int>() - before == 2);  // GET + PATCH
     CHECK(reservations(server).empty());
     CHECK(allocations(server, "10.42.0.0-24").size() == 2);
 }
@@ -101,11 +105,20 @@ TEST_CASE("kube datastore: a pool pre-filled by whereabouts is respected, its en
           "1":{"id":"3f9ac1","podref":"ml/trainer-0","ifname":"net1"},
           "2":{"id":"77aa01","podref":"ml/trainer-1","ifname":"net1"},
           "4":{"id":"old","podref":"ml/legacy"}}}})");
-    REQUIRE(server.request("POST", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/ippools", pool.dump()).status == 201);
-    for (const auto& [ip, pod] : std::map<std::string, std::string>{{"blue-10.10.0.1", "ml/trainer-0"}, {"blue-10.10.0.2", "ml/trainer-1"}}) {
-        json orip = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "OverlappingRangeIPReservation"},
-                     {"metadata", {{"name", ip}, {"namespace", "kube-system"}}}, {"spec", {{"podref", pod}, {"ifname", "net1"}}}};
-        REQUIRE(server.request("POST", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/overlappingrangeipreservations", orip.dump()).status == 201);
+    REQUIRE(server.request("POST", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/ippools", pool.dump())
+                .status == 201);
+    for (const auto& [ip, pod] :
+         std::map<std::string, std::string>{{"blue-10.10.0.1", "ml/trainer-0"}, {"blue-10.10.0.2", "ml/trainer-1"}}) {
+        json orip = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+                     {"kind", "OverlappingRangeIPReservation"},
+                     {"metadata", {{"name", ip}, {"namespace", "kube-system"}}},
+                     {"spec", {{"podref", pod}, {"ifname", "net1"}}}};
+        REQUIRE(
+            server
+                .request("POST",
+                         "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/overlappingrangeipreservations",
+                         orip.dump())
+                .status == 201);
     }
     const json conf = env.conf("10.10.0.0/16", {{"network_name", "blue"}});
     auto a = env.call("ADD", conf, "new-1", "new-pod");
@@ -128,7 +141,7 @@ TEST_CASE("kube datastore: a pool pre-filled by whereabouts is respected, its en
     CHECK(first_ip(re) == "10.10.0.1");
     json allocs = allocations(server, "blue-10.10.0.0-16");
     CHECK(allocs["1"]["id"] == "3f9ac2");
-    CHECK(allocs["4"] == json{{"id", "old"}, {"podref", "ml/legacy"}});   // untouched
+    CHECK(allocs["4"] == json{{"id", "old"}, {"podref", "ml/legacy"}});  // untouched
 
     // DEL of whereabouts' other allocation by its container id removes entry and reservation.
     req.command = "DEL";
@@ -194,7 +207,8 @@ TEST_CASE("kube datastore: rdmanetctl pool list/show --kubeconfig", "[kube][inte
     auto list = env.ctl({"pool", "list", "--kubeconfig", env.kubeconfig});
     INFO(list.out << list.err);
     REQUIRE(list.exit_code == 0);
-    CHECK_THAT(list.out, Catch::Contains("red-10.46.0.0-24") && Catch::Contains("10.46.0.0/24") && Catch::Contains("1"));
+    CHECK_THAT(list.out,
+               Catch::Contains("red-10.46.0.0-24") && Catch::Contains("10.46.0.0/24") && Catch::Contains("1"));
     auto show = env.ctl({"pool", "show", "red-10.46.0.0-24", "--kubeconfig", env.kubeconfig});
     REQUIRE(show.exit_code == 0);
     json j = json::parse(show.out);
@@ -216,9 +230,15 @@ TEST_CASE("kube datastore: rdmanetctl reconcile releases allocations of pods tha
     REQUIRE(env.call("ADD", conf, "c-never", "never-existed").exit_code == 0);
     server.delete_pod("ns", "doomed");
     // A stray reservation (a killed whereabouts DEL) is deleted too.
-    json orip = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "OverlappingRangeIPReservation"},
-                 {"metadata", {{"name", "10.47.0.200"}}}, {"spec", {{"podref", "ns/ghost"}, {"ifname", "net1"}}}};
-    REQUIRE(server.request("POST", "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/overlappingrangeipreservations", orip.dump()).status == 201);
+    json orip = {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+                 {"kind", "OverlappingRangeIPReservation"},
+                 {"metadata", {{"name", "10.47.0.200"}}},
+                 {"spec", {{"podref", "ns/ghost"}, {"ifname", "net1"}}}};
+    REQUIRE(server
+                .request("POST",
+                         "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/overlappingrangeipreservations",
+                         orip.dump())
+                .status == 201);
 
     auto dry = env.ctl({"reconcile", "--kubeconfig", env.kubeconfig, "--dry-run"});
     INFO(dry.out << dry.err);

@@ -15,9 +15,10 @@ namespace {
 const std::string kPoolsPath = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/" + kNs + "/ippools";
 // The largest JSON text of IPPool 10.60.0.0-16 in kNs that the in-repo server stores: etcd's
 // 1,572,864 bytes less the key and framing of the kube-apiserver's write (resource_store.hpp).
-const std::size_t kLimit = apiserver::ResourceStore::kMaxObjectBytes -
-                           (3 * std::string("/registry/whereabouts.cni.cncf.io/ippools/" + kNs + "/10.60.0.0-16").size() +
-                            apiserver::ResourceStore::kTxnFraming);
+const std::size_t kLimit =
+    apiserver::ResourceStore::kMaxObjectBytes -
+    (3 * std::string("/registry/whereabouts.cni.cncf.io/ippools/" + kNs + "/10.60.0.0-16").size() +
+     apiserver::ResourceStore::kTxnFraming);
 
 // An IPPool for 10.60.0.0/16 whose serialized size is exactly `size` bytes: entries with 64-hex
 // container ids (as runtimes make them) from offset 1 up, and an annotation padding the rest.
@@ -33,7 +34,7 @@ json pool_of_size(std::size_t size) {
         char id[65];
         std::snprintf(id, sizeof id, "%064x", i);
         const json entry = {{"id", id}, {"podref", "ns/pod-" + std::to_string(i)}, {"ifname", "net1"}};
-        const std::size_t grows = std::to_string(i).size() + 4 + entry.dump().size();   // "i": entry ,
+        const std::size_t grows = std::to_string(i).size() + 4 + entry.dump().size();  // "i": entry ,
         if (text + grows > target) break;
         pool["spec"]["allocations"][std::to_string(i)] = entry;
         text += grows;
@@ -50,8 +51,9 @@ void pad_to(const ApiServer& server, std::size_t size) {
         if (now == size) return;
         std::string pad = r.body["metadata"]["annotations"]["pad"];
         REQUIRE(size > now - pad.size());
-        pad.assign(pad.size() + size - now, 'x');   // resourceVersion digits may shift: re-check
-        auto p = server.request("PATCH", kPoolsPath + "/10.60.0.0-16", json{{"metadata", {{"annotations", {{"pad", pad}}}}}}.dump(),
+        pad.assign(pad.size() + size - now, 'x');  // resourceVersion digits may shift: re-check
+        auto p = server.request("PATCH", kPoolsPath + "/10.60.0.0-16",
+                                json{{"metadata", {{"annotations", {{"pad", pad}}}}}}.dump(),
                                 "application/merge-patch+json");
         REQUIRE(p.status == 200);
     }
@@ -60,23 +62,26 @@ void pad_to(const ApiServer& server, std::size_t size) {
 
 }  // namespace
 
-TEST_CASE("test API server: an object above etcd's 1,572,864 bytes (with its key) is refused with etcd's 500, nothing stored",
-          "[kube][integration][size_limit][inrepo]") {
+TEST_CASE(
+    "test API server: an object above etcd's 1,572,864 bytes (with its key) is refused with etcd's 500, nothing stored",
+    "[kube][integration][size_limit][inrepo]") {
     TestApiServer server;
     auto created = server.request("POST", kPoolsPath, pool_of_size(kLimit).dump());
     REQUIRE(created.status == 201);
-    pad_to(server, kLimit);   // exactly at the limit: still stored
+    pad_to(server, kLimit);  // exactly at the limit: still stored
     auto before = server.request("GET", kPoolsPath + "/10.60.0.0-16");
     REQUIRE(before.text.size() == kLimit);
 
     // One byte more through each write verb: refused, object unchanged.
     auto patch = server.request("PATCH", kPoolsPath + "/10.60.0.0-16",
-                                json::array({{{"op", "add"}, {"path", "/spec/allocations/65000"},
-                                              {"value", {{"id", "c"}, {"podref", "ns/p"}, {"ifname", "net1"}}}}}).dump(),
+                                json::array({{{"op", "add"},
+                                              {"path", "/spec/allocations/65000"},
+                                              {"value", {{"id", "c"}, {"podref", "ns/p"}, {"ifname", "net1"}}}}})
+                                    .dump(),
                                 "application/json-patch+json");
     CHECK(patch.status == 500);
     CHECK(patch.body["kind"] == "Status");
-    CHECK_FALSE(patch.body.contains("reason"));   // the kube-apiserver relays etcd's error without one
+    CHECK_FALSE(patch.body.contains("reason"));  // the kube-apiserver relays etcd's error without one
     CHECK(patch.body["message"] == "etcdserver: request is too large");
     json bigger = before.body;
     bigger["metadata"]["annotations"]["pad2"] = "y";
@@ -91,7 +96,7 @@ TEST_CASE("test API server: an object above etcd's 1,572,864 bytes (with its key
     CHECK(server.request("GET", kPoolsPath + "/10.61.0.0-16").status == 404);
 
     auto after = server.request("GET", kPoolsPath + "/10.60.0.0-16");
-    CHECK(after.text == before.text);   // same content and resourceVersion
+    CHECK(after.text == before.text);  // same content and resourceVersion
     CHECK(server.stats()["largest_object"] == kLimit);
 }
 
@@ -100,7 +105,7 @@ TEST_CASE("kube datastore: an ADD refused as too large fails within 2 s with cod
     TestApiServer server;
     Env env(server);
     REQUIRE(server.request("POST", kPoolsPath, pool_of_size(kLimit).dump()).status == 201);
-    pad_to(server, kLimit - 30);   // the next entry (~70 bytes) does not fit
+    pad_to(server, kLimit - 30);  // the next entry (~70 bytes) does not fit
     const std::string before = server.request("GET", kPoolsPath + "/10.60.0.0-16").text;
     const auto patches_before = server.stats()["by_method"].value("PATCH", 0);
 
@@ -133,7 +138,8 @@ json whereabouts_pool(const std::string& ns, int entries) {
         std::snprintf(id, sizeof id, "%064x", i);
         allocs[std::to_string(i)] = {{"id", id}, {"podref", "default/pod-" + std::to_string(i)}, {"ifname", "net1"}};
     }
-    return {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "IPPool"},
+    return {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+            {"kind", "IPPool"},
             {"metadata", {{"name", "10.60.0.0-16"}, {"namespace", ns}}},
             {"spec", {{"range", "10.60.0.0/16"}, {"allocations", allocs}}}};
 }
@@ -153,9 +159,10 @@ CniOutcome call_default_ns(const Env& env, const std::string& command, const std
 
 }  // namespace
 
-TEST_CASE("kube datastore: an IPPool holds at most 12,556 allocations of whereabouts' shape, the next ADD fails at "
-          "once with code 5 and writes nothing",
-          "[kube][integration][size_limit]") {
+TEST_CASE(
+    "kube datastore: an IPPool holds at most 12,556 allocations of whereabouts' shape, the next ADD fails at "
+    "once with code 5 and writes nothing",
+    "[kube][integration][size_limit]") {
     ServerUnderTest server;
     INFO("against the " << server.name());
     Env env(server, apiserver_test::KubeconfigOptions{.ns = "default"});

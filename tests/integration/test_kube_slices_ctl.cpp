@@ -40,8 +40,8 @@ json slice_line(const json& report, const std::string& pool, const std::string& 
 
 // The doctor findings of `check` for a node's data dir (the machine's other findings ignored).
 std::vector<json> doctor_findings(const Env& env, const std::string& node, const std::string& check, bool api) {
-    std::vector<std::string> args{"doctor", "--json", "--ipam-data-dir", env.data_dir + "/" + node, "--kubeconfig",
-                                  env.kubeconfig, "--api-timeout-ms", "1500"};
+    std::vector<std::string> args{"doctor",       "--json",       "--ipam-data-dir",  env.data_dir + "/" + node,
+                                  "--kubeconfig", env.kubeconfig, "--api-timeout-ms", "1500"};
     if (api) args.push_back("--check-api");
     const auto r = env.ctl(args);
     INFO(r.out << r.err);
@@ -55,8 +55,9 @@ std::vector<json> doctor_findings(const Env& env, const std::string& node, const
 
 }  // namespace
 
-TEST_CASE("rdmanetctl pool slices and doctor: slices held, used and free, the backlog through an outage, a revoked slice",
-          "[kube][integration][slices][ctl][inrepo]") {
+TEST_CASE(
+    "rdmanetctl pool slices and doctor: slices held, used and free, the backlog through an outage, a revoked slice",
+    "[kube][integration][slices][ctl][inrepo]") {
     TestApiServer server;
     Env env(server);
     const json conf = env.conf("10.76.0.0/24", {{"node_slice_size", "/26"}, {"network_name", "navy"}});
@@ -94,8 +95,12 @@ TEST_CASE("rdmanetctl pool slices and doctor: slices held, used and free, the ba
     REQUIRE(text.exit_code == 0);
     CHECK_THAT(text.out, Catch::Contains("NodeSlicePool navy: range 10.76.0.0/24, slices /26, this node node-a"));
     CHECK_THAT(text.out, Catch::Matches(R"((.|\n)*SLICE +NODE +STATE +IPPOOL +USED +FREE +LOCAL +PENDING(.|\n)*)"));
-    CHECK_THAT(text.out, Catch::Matches(R"((.|\n)*10\.76\.0\.0/26 +node-a +held +navy-node-a-10\.76\.0\.0-26 +2 +60 +2 +0\n(.|\n)*)"));
-    CHECK_THAT(text.out, Catch::Matches(R"((.|\n)*10\.76\.0\.64/26 +node-b +other +navy-node-b-10\.76\.0\.64-26 +1 +61 +- +-\n(.|\n)*)"));
+    CHECK_THAT(
+        text.out,
+        Catch::Matches(R"((.|\n)*10\.76\.0\.0/26 +node-a +held +navy-node-a-10\.76\.0\.0-26 +2 +60 +2 +0\n(.|\n)*)"));
+    CHECK_THAT(text.out,
+               Catch::Matches(
+                   R"((.|\n)*10\.76\.0\.64/26 +node-b +other +navy-node-b-10\.76\.0\.64-26 +1 +61 +- +-\n(.|\n)*)"));
     CHECK_THAT(text.out, Catch::Contains("backlog: 0 unpublished change(s)"));
 
     auto slices_check = doctor_findings(env, "node-a", "ipam.slices", true);
@@ -110,11 +115,11 @@ TEST_CASE("rdmanetctl pool slices and doctor: slices held, used and free, the ba
     server.set_outage(TestApiServer::Outage::drop);
     add_ok(env, "node-a", conf, "a3");
     REQUIRE(call_on(env, "node-a", "DEL", conf, "a1").exit_code == 0);
-    r = slices_json(env, "node-a", false);   // this node's own record: no API needed
+    r = slices_json(env, "node-a", false);  // this node's own record: no API needed
     CHECK(r["apiRead"] == false);
     mine = slice_line(r, "navy", "10.76.0.0/26");
     CHECK(mine["state"] == "held");
-    CHECK(mine["localUsed"] == 2);   // a2, a3
+    CHECK(mine["localUsed"] == 2);  // a2, a3
     CHECK(mine["used"].is_null());
     CHECK(mine["pending"] == 2);
     CHECK(r["backlog"]["changes"] == 2);
@@ -181,21 +186,23 @@ TEST_CASE("rdmanetctl pool slices and doctor: slices held, used and free, the ba
     mine = slice_line(r, "navy", "10.76.0.0/26");
     CHECK(mine["state"] == "revoked");
     CHECK(mine["revokedLocally"] == true);
-    CHECK(mine["localUsed"] == 4);   // a2..a5
+    CHECK(mine["localUsed"] == 4);  // a2..a5
     json next = slice_line(r, "navy", "10.76.0.128/26");
     CHECK(next["state"] == "held");
-    CHECK(next["localUsed"] == 1);   // a6
+    CHECK(next["localUsed"] == 1);  // a6
     slices_check = doctor_findings(env, "node-a", "ipam.slices", false);
     REQUIRE(slices_check.size() == 1);
     CHECK(slices_check[0]["status"] == "fail");
     CHECK_THAT(slices_check[0]["message"].get<std::string>(),
                Catch::Contains("10.76.0.0/26 is no longer this node's (this node stopped allocating from it, 4 used)"));
     // After those pods' DELs nothing of the revoked slice is used here: doctor passes again.
-    for (const std::string id : {"a2", "a3", "a4", "a5"}) REQUIRE(call_on(env, "node-a", "DEL", conf, id).exit_code == 0);
+    for (const std::string id : {"a2", "a3", "a4", "a5"})
+        REQUIRE(call_on(env, "node-a", "DEL", conf, id).exit_code == 0);
     slices_check = doctor_findings(env, "node-a", "ipam.slices", true);
     REQUIRE(slices_check.size() == 1);
     CHECK(slices_check[0]["status"] == "ok");
-    CHECK_THAT(slices_check[0]["message"].get<std::string>(), Catch::Contains("holds 10.76.0.128/26 (1 used, 61 free)"));
+    CHECK_THAT(slices_check[0]["message"].get<std::string>(),
+               Catch::Contains("holds 10.76.0.128/26 (1 used, 61 free)"));
 }
 
 TEST_CASE("rdmanetctl pool slices: a data dir without node slices reports none and creates nothing",
@@ -206,7 +213,8 @@ TEST_CASE("rdmanetctl pool slices: a data dir without node slices reports none a
     const auto r = env.ctl({"pool", "slices", "--data-dir", dir});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
-    CHECK_THAT(r.out, Catch::Contains("no node slices held by this node") && Catch::Contains("backlog: 0 unpublished change(s)"));
+    CHECK_THAT(r.out, Catch::Contains("no node slices held by this node") &&
+                          Catch::Contains("backlog: 0 unpublished change(s)"));
     CHECK_FALSE(std::filesystem::exists(dir));
     // Nor does doctor report slices for it.
     CHECK(doctor_findings(env, "empty-node-none", "ipam.slices.backlog", false).empty());

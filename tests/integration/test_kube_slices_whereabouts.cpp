@@ -24,13 +24,15 @@ json fixture(const std::string& name) {
 
 // The object as stored minus what the API server adds (resourceVersion, uid, ...).
 json without_server_fields(json o) {
-    for (const char* k : {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"}) o["metadata"].erase(k);
+    for (const char* k : {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"})
+        o["metadata"].erase(k);
     return o;
 }
 
 void require_valid(const json& schema, const json& object) {
     const auto problems = rdmanet::test::schema_problems(schema, object);
-    for (const auto& p : problems) UNSCOPED_INFO(object.value("kind", "?") << " " << object["metadata"].value("name", "?") << ": " << p);
+    for (const auto& p : problems)
+        UNSCOPED_INFO(object.value("kind", "?") << " " << object["metadata"].value("name", "?") << ": " << p);
     CHECK(problems.empty());
 }
 
@@ -58,9 +60,10 @@ TEST_CASE("CRD schema check: catches what the API server would refuse or prune",
           std::vector<std::string>{"spec.sliceSize: required", "status.allocations.1.nodeName: required"});
 }
 
-TEST_CASE("node slices with whereabouts v0.9's objects: a listed free slice is claimed in place, whereabouts' entries "
-          "are kept and never handed out again, rdmanet's objects pass the CRD schemas",
-          "[kube][integration][slices][whereabouts]") {
+TEST_CASE(
+    "node slices with whereabouts v0.9's objects: a listed free slice is claimed in place, whereabouts' entries "
+    "are kept and never handed out again, rdmanet's objects pass the CRD schemas",
+    "[kube][integration][slices][whereabouts]") {
     ServerUnderTest server;
     Env env(server);
     const json nsp_in = fixture("nodeslicepool-green.json");
@@ -125,6 +128,6 @@ TEST_CASE("node slices with whereabouts v0.9's objects: a listed free slice is c
     CHECK(nsps.size() == 2);
     for (const auto& o : nsps) require_valid(nsp_schema, o);
     const auto pools = server.list(kNs, "ippools");
-    CHECK(pools.size() == 5);   // green: node-a, node-w1, node-b; fresh: node-a, node-b
+    CHECK(pools.size() == 5);  // green: node-a, node-w1, node-b; fresh: node-a, node-b
     for (const auto& o : pools) require_valid(pool_schema, o);
 }

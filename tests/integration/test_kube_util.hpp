@@ -36,17 +36,25 @@ struct Env {
 
     explicit Env(const ApiServer& s, const apiserver_test::KubeconfigOptions& kc = {},
                  const std::string& kubeconfig_name = "kubeconfig")
-        : server(s), kubeconfig(s.write_kubeconfig(kubeconfig_name, kc)), data_dir(s.dir() + "/ipam"),
+        : server(s),
+          kubeconfig(s.write_kubeconfig(kubeconfig_name, kc)),
+          data_dir(s.dir() + "/ipam"),
           policy(s.dir() + "/policy.json") {
         if (!kc.ns.empty()) s.ensure_namespace(kc.ns);
-        std::ofstream(policy) << json{{"version", 1}, {"logDir", s.dir()}, {"kubeconfigDirs", {s.dir()}},
-                                      {"ipamConfigDirs", {s.dir()}}, {"ipamDataDirs", {s.dir()}}}
-                                     .dump();
+        std::ofstream(policy) << json{
+            {"version", 1},
+            {"logDir", s.dir()},
+            {"kubeconfigDirs", {s.dir()}},
+            {"ipamConfigDirs", {s.dir()}},
+            {"ipamDataDirs",
+             {s.dir()}}}.dump();
     }
 
     // An IPAM config on the Kubernetes datastore.
     json conf(const std::string& range, json extra = json::object(), const std::string& kubeconfig_path = "") const {
-        json ipam = {{"type", "rdmanet-ipam"}, {"range", range}, {"datastore", "kubernetes"},
+        json ipam = {{"type", "rdmanet-ipam"},
+                     {"range", range},
+                     {"datastore", "kubernetes"},
                      {"kubernetes", {{"kubeconfig", kubeconfig_path.empty() ? kubeconfig : kubeconfig_path}}},
                      {"data_dir", data_dir}};
         for (auto& [k, v] : extra.items()) ipam[k] = v;
@@ -109,7 +117,8 @@ inline std::vector<std::string> consistency_problems(const ApiServer& s, const s
             problems.push_back("allocation " + offset + " (" + ip + ") has no reservation");
         } else if (it->second.value("podref", "") != owner.value("podref", "") ||
                    it->second.value("ifname", "") != owner.value("ifname", "")) {
-            problems.push_back("reservation " + ip + " belongs to " + it->second.dump() + ", pool says " + owner.dump());
+            problems.push_back("reservation " + ip + " belongs to " + it->second.dump() + ", pool says " +
+                               owner.dump());
         }
     }
     for (const auto& [name, spec] : res) {
@@ -163,7 +172,7 @@ inline CniOutcome call_on(const Env& env, const std::string& node, const std::st
     req.args = ipam_plugin_test::pod_args("ns", "pod-" + id);
     req.path = rdmanet::test::bin_dir();
     json c = conf;
-    c["ipam"]["data_dir"] = env.data_dir + "/" + node;   // each node its own local store
+    c["ipam"]["data_dir"] = env.data_dir + "/" + node;  // each node its own local store
     req.stdin_data = c.dump();
     auto e = env.env();
     e["NODENAME"] = node;

@@ -28,8 +28,7 @@ bool has_address(const std::vector<IpNetwork>& list, const char* text) {
     return std::find(list.begin(), list.end(), cidr(text)) != list.end();
 }
 
-const RouteInfo* find_route(const std::vector<RouteInfo>& routes, const std::optional<IpNetwork>& dst,
-                            int family) {
+const RouteInfo* find_route(const std::vector<RouteInfo>& routes, const std::optional<IpNetwork>& dst, int family) {
     for (const auto& r : routes)
         if (r.dst == dst && r.family == family) return &r;
     return nullptr;
@@ -60,24 +59,25 @@ TEST_CASE("Addresses", "[netns][rtnl][addr]") {
         CHECK_FALSE(has_address(rtnl.addresses(t.b), "10.20.0.5/24"));
         CHECK_THAT(t.ns.ip({"-4", "addr", "show", "dev", t.veth.name_a()}),
                    Catch::Contains("inet 10.20.0.5/24 brd 10.20.0.255"));
-        rtnl.add_address(t.a, cidr("10.21.0.1/31"));     // no broadcast on /31
+        rtnl.add_address(t.a, cidr("10.21.0.1/31"));  // no broadcast on /31
         rtnl.add_address(t.a, cidr("10.22.0.1/32"));
         const auto list = rtnl.addresses(t.a);
         CHECK(has_address(list, "10.21.0.1/31"));
         CHECK(has_address(list, "10.22.0.1/32"));
-        CHECK_THAT(t.ns.ip({"-4", "addr", "show", "dev", t.veth.name_a()}),
-                   Catch::Contains("inet 10.21.0.1/31 scope"));
+        CHECK_THAT(t.ns.ip({"-4", "addr", "show", "dev", t.veth.name_a()}), Catch::Contains("inet 10.21.0.1/31 scope"));
     }
     SECTION("IPv6 with and without DAD") {
-        rtnl.add_address(t.a, cidr("2001:db8:5::5/64"));              // nodad by default
+        rtnl.add_address(t.a, cidr("2001:db8:5::5/64"));  // nodad by default
         rtnl.add_address(t.b, cidr("2001:db8:5::6/64"), false);
         CHECK(has_address(rtnl.addresses(t.a), "2001:db8:5::5/64"));
         CHECK(has_address(rtnl.addresses(t.b), "2001:db8:5::6/64"));
         // `ip -o`: one line per address, flags on the same line.
-        const std::string a_line = t.ns.ip({"-o", "-6", "addr", "show", "dev", t.veth.name_a(), "to", "2001:db8:5::5/128"});
+        const std::string a_line =
+            t.ns.ip({"-o", "-6", "addr", "show", "dev", t.veth.name_a(), "to", "2001:db8:5::5/128"});
         CHECK_THAT(a_line, Catch::Contains("2001:db8:5::5/64") && Catch::Contains("nodad"));
-        CHECK_THAT(a_line, !Catch::Contains("tentative"));   // usable at once
-        const std::string b_line = t.ns.ip({"-o", "-6", "addr", "show", "dev", t.veth.name_b(), "to", "2001:db8:5::6/128"});
+        CHECK_THAT(a_line, !Catch::Contains("tentative"));  // usable at once
+        const std::string b_line =
+            t.ns.ip({"-o", "-6", "addr", "show", "dev", t.veth.name_b(), "to", "2001:db8:5::6/128"});
         CHECK_THAT(b_line, Catch::Contains("2001:db8:5::6/64"));
         CHECK_THAT(b_line, !Catch::Contains("nodad"));
     }
@@ -143,7 +143,7 @@ TEST_CASE("Routes of the main table", "[netns][rtnl][route]") {
         const RouteInfo* d6 = find_route(routes, std::nullopt, AF_INET6);
         REQUIRE(d6);
         CHECK(d6->gateway == addr("2001:db8:30::1"));
-        CHECK(d6->priority == 1024);                          // the kernel's IPv6 default metric
+        CHECK(d6->priority == 1024);  // the kernel's IPv6 default metric
         CHECK_THAT(t.ns.ip({"-4", "route", "show", "default"}),
                    Catch::Contains("default via 10.30.0.1 dev " + t.veth.name_a()));
         CHECK(errno_of([&] { rtnl.add_route(v4); }) == EEXIST);
@@ -178,8 +178,7 @@ TEST_CASE("Routes of the main table", "[netns][rtnl][route]") {
         CHECK(got6->mtu == 1300);
         CHECK(got6->advmss == 0);
         CHECK_THAT(t.ns.ip({"-4", "route", "show", "192.168.50.0/24"}),
-                   Catch::Contains("metric 100") && Catch::Contains("mtu 1400") &&
-                       Catch::Contains("advmss 1360"));
+                   Catch::Contains("metric 100") && Catch::Contains("mtu 1400") && Catch::Contains("advmss 1360"));
     }
     SECTION("a link-scope route without gateway") {
         RouteInfo r;
@@ -204,7 +203,7 @@ TEST_CASE("Routes of the main table", "[netns][rtnl][route]") {
         CHECK(find_route(all, cidr("10.40.0.0/24"), AF_INET));
         CHECK(find_route(all, cidr("10.30.0.0/24"), AF_INET));
         for (const auto* list : {&on_a, &on_b, &all}) {
-            CHECK_FALSE(find_route(*list, cidr("10.99.0.0/16"), AF_INET));   // table 100
+            CHECK_FALSE(find_route(*list, cidr("10.99.0.0/16"), AF_INET));  // table 100
             for (const auto& r : *list) CHECK(r.table == RT_TABLE_MAIN);
         }
         for (const auto& r : on_b) CHECK(r.ifindex == t.b);
@@ -212,7 +211,7 @@ TEST_CASE("Routes of the main table", "[netns][rtnl][route]") {
     SECTION("errors") {
         RouteInfo unreachable;
         unreachable.dst = cidr("192.168.60.0/24");
-        unreachable.gateway = addr("10.77.0.1");                // not on any link's subnet
+        unreachable.gateway = addr("10.77.0.1");  // not on any link's subnet
         unreachable.ifindex = t.a;
         CHECK(errno_of([&] { rtnl.add_route(unreachable); }) == ENETUNREACH);
 
@@ -221,7 +220,7 @@ TEST_CASE("Routes of the main table", "[netns][rtnl][route]") {
         mixed.gateway = addr("2001:db8:30::1");
         CHECK(errno_of([&] { rtnl.add_route(mixed); }) == EINVAL);
 
-        RouteInfo nothing;                                      // no family to derive
+        RouteInfo nothing;  // no family to derive
         nothing.ifindex = t.a;
         CHECK(errno_of([&] { rtnl.add_route(nothing); }) == EINVAL);
 

@@ -20,7 +20,7 @@ using rdmanet::test::ScopedNetns;
 
 namespace {
 
-constexpr int kPairs = 40;   // enough entries for every dump to span several messages
+constexpr int kPairs = 40;  // enough entries for every dump to span several messages
 
 // kPairs veth pairs d<i>a/d<i>b, each a-end holding 10.8.<i>.1/24, in one `ip -batch`.
 void populate(const ScopedNetns& ns) {
@@ -77,7 +77,7 @@ TEST_CASE("Address dumps are whole snapshots while addresses change", "[netns][r
                 CHECK(std::set<IpNetwork>(all.begin(), all.end()).size() == all.size());
                 ++complete;
             } catch (const KernelError& e) {
-                CHECK(e.errno_value() == EINTR);   // 5 interrupted attempts in a row
+                CHECK(e.errno_value() == EINTR);  // 5 interrupted attempts in a row
                 ++gave_up;
             }
         }
@@ -102,8 +102,8 @@ TEST_CASE("Link dumps are whole snapshots while links change", "[netns][rtnl][du
             const auto links = rtnl->links();
             std::set<int> indexes;
             for (const auto& l : links) indexes.insert(l.index);
-            CHECK(indexes.size() == links.size());   // no link twice
-            CHECK(links.size() == 2 * kPairs + 1);   // none missing
+            CHECK(indexes.size() == links.size());  // no link twice
+            CHECK(links.size() == 2 * kPairs + 1);  // none missing
             ++complete;
         }
     }

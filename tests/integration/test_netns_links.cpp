@@ -52,7 +52,7 @@ TEST_CASE("Link lookups", "[netns][rtnl][links]") {
         REQUIRE(a);
         REQUIRE(b);
         CHECK(a->kind == "veth");
-        CHECK(a->parent_index == b->index);   // IFLA_LINK of a veth is its peer
+        CHECK(a->parent_index == b->index);  // IFLA_LINK of a veth is its peer
         CHECK(b->parent_index == a->index);
         CHECK(a->mtu == 1500);
         CHECK(is_valid_mac(a->mac));
@@ -96,7 +96,7 @@ TEST_CASE("Link changes", "[netns][rtnl][links]") {
     SECTION("up and down") {
         rtnl->set_up(a, true);
         CHECK(rtnl->link_by_index(a)->up);
-        rtnl->set_up(a, true);   // idempotent
+        rtnl->set_up(a, true);  // idempotent
         CHECK(rtnl->link_by_index(a)->up);
         rtnl->set_up(a, false);
         CHECK_FALSE(rtnl->link_by_index(a)->up);
@@ -107,8 +107,8 @@ TEST_CASE("Link changes", "[netns][rtnl][links]") {
         CHECK(rtnl->link_by_index(a)->mtu == 1400);
         rtnl->set_mtu(a, 9000);
         CHECK(rtnl->link_by_index(a)->mtu == 9000);
-        CHECK(errno_of([&] { rtnl->set_mtu(a, 70000); }) == EINVAL);   // above veth's max
-        CHECK(errno_of([&] { rtnl->set_mtu(a, 10); }) == EINVAL);      // below ETH_MIN_MTU
+        CHECK(errno_of([&] { rtnl->set_mtu(a, 70000); }) == EINVAL);  // above veth's max
+        CHECK(errno_of([&] { rtnl->set_mtu(a, 10); }) == EINVAL);     // below ETH_MIN_MTU
         CHECK(rtnl->link_by_index(a)->mtu == 9000);
     }
     SECTION("MAC") {
@@ -127,12 +127,12 @@ TEST_CASE("Link changes", "[netns][rtnl][links]") {
         rtnl->set_alias(a, "");
         CHECK(rtnl->link_by_index(a)->alias.empty());
         CHECK_THAT(ns.ip({"link", "show", "dev", veth.name_a()}), !Catch::Contains("alias"));
-        rtnl->set_alias(a, "");   // clearing twice is fine
+        rtnl->set_alias(a, "");  // clearing twice is fine
     }
     SECTION("delete") {
         rtnl->delete_link(a);
         CHECK_FALSE(rtnl->link_by_index(a));
-        CHECK_FALSE(rtnl->link_by_name(veth.name_b()));   // a veth goes as a pair
+        CHECK_FALSE(rtnl->link_by_name(veth.name_b()));  // a veth goes as a pair
         CHECK(errno_of([&] { rtnl->delete_link(a); }) == ENODEV);
         CHECK(errno_of([&] { rtnl->delete_link(1); }) == EOPNOTSUPP);  // loopback is not deletable
     }
@@ -176,8 +176,8 @@ TEST_CASE("Alternative names", "[netns][rtnl][altname]") {
         rtnl->delete_altname(a, "oldname0");
         CHECK(rtnl->link_by_index(a)->altnames == std::vector<std::string>{long_alt});
         CHECK_FALSE(rtnl->link_by_name("oldname0"));
-        rtnl->delete_altname(a, "oldname0");      // kernel: ENOENT
-        rtnl->delete_altname(a, "neverthere");    // kernel: ENOENT
+        rtnl->delete_altname(a, "oldname0");    // kernel: ENOENT
+        rtnl->delete_altname(a, "neverthere");  // kernel: ENOENT
         rtnl->delete_altname(a, long_alt);
         CHECK(rtnl->link_by_index(a)->altnames.empty());
         // Now the name is free again.
@@ -185,9 +185,9 @@ TEST_CASE("Alternative names", "[netns][rtnl][altname]") {
         CHECK(rtnl->link_by_name("oldname0")->index == b);
     }
     SECTION("names that are not this link's altnames are no-ops too") {
-        rtnl->delete_altname(a, veth.name_b());   // kernel: EINVAL (another link's name)
-        rtnl->delete_altname(a, veth.name_a());   // kernel: EINVAL (its own primary name)
-        rtnl->delete_altname(b, "oldname0");      // kernel: EINVAL (an altname of another link)
+        rtnl->delete_altname(a, veth.name_b());  // kernel: EINVAL (another link's name)
+        rtnl->delete_altname(a, veth.name_a());  // kernel: EINVAL (its own primary name)
+        rtnl->delete_altname(b, "oldname0");     // kernel: EINVAL (an altname of another link)
         CHECK(rtnl->link_by_index(a)->altnames.size() == 2);
         CHECK(rtnl->link_by_index(b)->name == veth.name_b());
     }

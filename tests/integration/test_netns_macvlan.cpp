@@ -85,7 +85,7 @@ TEST_CASE("create_macvlan into another namespace", "[netns][rtnl][macvlan]") {
         spec.target_netns_fd = pod_ns.fd();
 
         MacvlanSpec too_big = spec;
-        too_big.mtu = 9000;                     // above the master's 1500
+        too_big.mtu = 9000;  // above the master's 1500
         CHECK(errno_of([&] { host_rtnl->create_macvlan(too_big); }) == EINVAL);
 
         MacvlanSpec no_master = spec;

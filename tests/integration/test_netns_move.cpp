@@ -70,7 +70,7 @@ TEST_CASE("move_link moves and renames in one call, both directions", "[netns][r
 TEST_CASE("move_link when the target name is taken", "[netns][rtnl][move]") {
     ScopedNetns host("takenh"), pod("takenp");
     ScopedVeth veth(&host, &host);
-    ScopedVeth occupant(&pod, &pod);            // provides a taken name in the pod
+    ScopedVeth occupant(&pod, &pod);  // provides a taken name in the pod
     auto host_rtnl = rtnl_in(host);
     auto pod_rtnl = rtnl_in(pod);
     const NetNamespace pod_ns = pod.open();

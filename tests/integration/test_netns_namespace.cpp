@@ -56,7 +56,7 @@ TEST_CASE("probe_netns tells live namespaces from missing paths and other files"
     CHECK(probe_netns("/proc/thread-self/ns/net") == NetnsStatus::ok);
 
     TempFile file;
-    CHECK(probe_netns(file.path) == NetnsStatus::not_nsfs);   // what a dead bind mount leaves
+    CHECK(probe_netns(file.path) == NetnsStatus::not_nsfs);  // what a dead bind mount leaves
     CHECK(probe_netns(file.dir) == NetnsStatus::not_nsfs);
     // nsfs, but a mount namespace: not something to setns(CLONE_NEWNET) into.
     CHECK(probe_netns("/proc/self/ns/mnt") == NetnsStatus::not_nsfs);
@@ -138,8 +138,7 @@ TEST_CASE("NetnsGuard enters and always returns", "[netns][namespace]") {
         });
         REQUIRE(only_lo.size() == 1);
         CHECK(only_lo[0].name == "lo");
-        CHECK_THROWS_AS(in_netns(target, []() -> int { throw std::logic_error("inside"); }),
-                        std::logic_error);
+        CHECK_THROWS_AS(in_netns(target, []() -> int { throw std::logic_error("inside"); }), std::logic_error);
         CHECK(NetNamespace::current().same_as(home));
     }
     SECTION("only the calling thread moves") {

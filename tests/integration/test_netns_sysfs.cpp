@@ -14,7 +14,8 @@
 using namespace rdmanet;
 using namespace rdmanet::test;
 
-TEST_CASE("with_netns_sysfs shows the namespace's own class entries, privately", "[netns][integration][rdma-gids-names]") {
+TEST_CASE("with_netns_sysfs shows the namespace's own class entries, privately",
+          "[netns][integration][rdma-gids-names]") {
     HostAndPod hp("sh", "sp");
     ScopedVeth veth{&hp.pod, &hp.pod, "sy"};
     const std::string mounts_before = [] {

@@ -34,7 +34,8 @@ struct Rig : HostAndPod {
     FakeRdmaKernel rdma{netns_id_of_fd(host_ns.fd())};
     RdmaAccess access{[this](const netns::NetNamespace& ns) { return rdma.open_in(ns); }, {}};
     netns::RdmaCmConfigfs rdma_cm{sys.configfs_root()};
-    Kernel kernel{host_ns, *host_rtnl, &pod_ns, pod_rtnl.get(), sysfs, {}};   // .services.rdma, .rdma_cm set in the constructor
+    Kernel kernel{host_ns,        *host_rtnl, &pod_ns,
+                  pod_rtnl.get(), sysfs,      {}};  // .services.rdma, .rdma_cm set in the constructor
     NetConf conf;
     Environment env;
     AttachmentState state;
@@ -158,9 +159,9 @@ TEST_CASE("hostdev, exclusive mode: RDMA device moves first, returns on DEL", "[
     rollback.commit();
     CHECK(rig.netdev_in_pod());
     CHECK(rig.state.rdma_device == "mlx5_7");
-    CHECK(rig.saves >= 2);   // saved with the RDMA device name before it moved
+    CHECK(rig.saves >= 2);  // saved with the RDMA device name before it moved
     CHECK(rig.rdma.owner_of("mlx5_7") == netns_id_of_fd(rig.pod_ns.fd()));
-    CHECK(netns::rdma_devices(rig.sysfs) == std::vector<std::string>{});   // gone from the host view
+    CHECK(netns::rdma_devices(rig.sysfs) == std::vector<std::string>{});  // gone from the host view
     CHECK(rig.rdma.owner_of("other0") == rig.rdma.init_id());
 
     rig.del();
@@ -217,7 +218,8 @@ TEST_CASE("hostdev, exclusive mode, a hardware device that cannot disassociate",
 // Soft-RoCE (rxe) registers without a parent device and is deleted by its driver when its netdev
 // leaves the namespace; Linux 7.x lets the RDMA device itself move (6.1: EOPNOTSUPP). Moving the
 // RDMA device and then the netdev used to report success for `required` with the device gone.
-TEST_CASE("hostdev, rxe bound to the netdev: required refuses before anything changes", "[rdma][hostdev][integration][rxe]") {
+TEST_CASE("hostdev, rxe bound to the netdev: required refuses before anything changes",
+          "[rdma][hostdev][integration][rxe]") {
     Rig rig("rxe0", /*movable=*/true, /*parent=*/"");
     rig.bind_device_to_veth("rxe0");
     rig.conf.rdma.isolation = RdmaIsolation::required;
@@ -322,7 +324,7 @@ TEST_CASE("rdma.tos: set on the moved device after the move reset it", "[rdma][h
         CHECK(rig.sys.rdma_cm_tos("mlx5_7", 1) == "106");
         CHECK(rig.sys.rdma_cm_tos("mlx5_7", 2) == "106");
         CHECK(rig.rdma_cm.default_roce_tos("mlx5_7", 1) == 106u);
-        rig.del();   // back in the host: the kernel's reset, nothing of ours to undo
+        rig.del();  // back in the host: the kernel's reset, nothing of ours to undo
         CHECK(rig.rdma.owner_of("mlx5_7") == rig.rdma.init_id());
     }
     SECTION("shared mode: the device is the node's, its value is left alone") {
@@ -362,10 +364,13 @@ TEST_CASE("macvlan with isolation required: refused before anything is created",
     rig.conf.settings.edit<MacvlanConf>().master = rig.veth.name_a();
     rig.conf.rdma.isolation = RdmaIsolation::required;
     Rollback rollback;
-    const auto e = cni::testing::expect_cni_error([&] { macvlan_add(AddRequest{rig.conf, rig.env, rig.ctx.policy, rig.ctx.states, rig.kernel, rollback, rig.state, [] {}}); });
+    const auto e = cni::testing::expect_cni_error([&] {
+        macvlan_add(
+            AddRequest{rig.conf, rig.env, rig.ctx.policy, rig.ctx.states, rig.kernel, rollback, rig.state, [] {}});
+    });
     CHECK(e.code() == static_cast<int>(ErrorCode::invalid_config));
     CHECK_THAT(e.msg(), Catch::Contains("cannot own its parent's RDMA device"));
-    CHECK(rig.pod_rtnl->links().size() == 1);   // only lo
+    CHECK(rig.pod_rtnl->links().size() == 1);  // only lo
 
     SECTION("auto in exclusive mode: created, with the device left in the host") {
         rig.conf.rdma.isolation = RdmaIsolation::auto_;
@@ -444,7 +449,8 @@ TEST_CASE("hostdev writes Multus' device-info file for a PCI netdev", "[rdma][ho
         rig.conf.settings.edit<HostdevConf>().device = rig.veth.name_a();
         // Multus copied the device plugin's file here first: its extra keys survive.
         std::filesystem::create_directories(std::filesystem::path(rig.devinfo).parent_path());
-        std::ofstream(rig.devinfo) << R"({"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:af:00.4","vhost-net":"/dev/vhost-net"}})";
+        std::ofstream(rig.devinfo)
+            << R"({"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:af:00.4","vhost-net":"/dev/vhost-net"}})";
         rig.add();
         const auto info = rig.read_devinfo();
         CHECK(info["pci"]["pci-address"] == "0000:af:00.4");
@@ -462,7 +468,8 @@ TEST_CASE("hostdev writes Multus' device-info file for a PCI netdev", "[rdma][ho
         rig.conf.settings.edit<HostdevConf>().device = rig.veth.name_a();
         {
             Rollback rollback;
-            hostdev_add(AddRequest{rig.conf, rig.env, rig.ctx.policy, rig.ctx.states, rig.kernel, rollback, rig.state, [] {}});
+            hostdev_add(
+                AddRequest{rig.conf, rig.env, rig.ctx.policy, rig.ctx.states, rig.kernel, rollback, rig.state, [] {}});
             CHECK(std::filesystem::exists(rig.devinfo));
         }
         CHECK_FALSE(std::filesystem::exists(rig.devinfo));

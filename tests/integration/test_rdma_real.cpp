@@ -51,7 +51,10 @@ TEST_CASE("real kernel: RDMA netlink scenarios", "[.][rdma-real]") {
     const std::string device = lab_env("RDMANET_LAB_RDMA_DEVICE");
     auto host = netns::open_rdma_netlink();
     const auto host_ns = netns::NetNamespace::current();
-    sc::Env env{*host, host_ns.fd(), device, /*device_can_move=*/false,
+    sc::Env env{*host,
+                host_ns.fd(),
+                device,
+                /*device_can_move=*/false,
                 [] { return std::make_unique<RealNetns>(); },
                 [](const sc::ScenarioNetns& ns) {
                     return netns::in_netns(static_cast<const RealNetns&>(ns).handle(),
@@ -72,7 +75,10 @@ TEST_CASE("real kernel: moving the netdev deletes its rxe device", "[.][rdma-rea
     auto host = netns::open_rdma_netlink();
     const auto host_ns = netns::NetNamespace::current();
     netns::Rtnl host_rtnl;
-    sc::Env env{*host, host_ns.fd(), device, /*device_can_move=*/false,
+    sc::Env env{*host,
+                host_ns.fd(),
+                device,
+                /*device_can_move=*/false,
                 [] { return std::make_unique<RealNetns>(); },
                 [](const sc::ScenarioNetns& ns) {
                     return netns::in_netns(static_cast<const RealNetns&>(ns).handle(),
@@ -142,8 +148,9 @@ TEST_CASE("real kernel: hostdev with rdma.isolation on the rxe netdev", "[.][rdm
             conf.rdma.isolation = RdmaIsolation::required;
             {
                 Rollback rollback;
-                const auto e = cni::testing::expect_cni_error(
-                    [&] { hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}}); });
+                const auto e = cni::testing::expect_cni_error([&] {
+                    hostdev_add(AddRequest{conf, env, ctx.policy, ctx.states, kernel, rollback, state, [] {}});
+                });
                 CHECK(e.code() == static_cast<int>(ErrorCode::invalid_config));
                 CHECK_THAT(e.msg(), Catch::Contains("RDMA device " + device));
                 CHECK_THAT(e.msg(), Catch::Contains("software device bound to " + netdev));
@@ -193,7 +200,7 @@ TEST_CASE("real kernel: rdma_cm configfs default_roce_tos", "[.][rdma-real]") {
     REQUIRE(configfs.available());
     CHECK(configfs.set_default_roce_tos(device, 106) == 1);
     CHECK(configfs.default_roce_tos(device, 1) == 106u);
-    CHECK(configfs.set_default_roce_tos(device, 0) == 1);   // again: the group exists now
+    CHECK(configfs.set_default_roce_tos(device, 0) == 1);  // again: the group exists now
     CHECK(configfs.default_roce_tos(device, 1) == 0u);
     CHECK(::rmdir((configfs.root() + "/rdma_cm/" + device).c_str()) == 0);
 }

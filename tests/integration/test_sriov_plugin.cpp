@@ -18,8 +18,8 @@ using Field = VfChange::Field;
 namespace {
 
 nlohmann::json full_settings() {
-    return {{"mac", "0a:58:0a:01:00:05"}, {"vlan", 100},        {"vlanQoS", 3},          {"vlanProto", "802.1ad"},
-            {"spoofchk", "off"},          {"trust", "on"},      {"link_state", "enable"}, {"min_tx_rate", 100},
+    return {{"mac", "0a:58:0a:01:00:05"}, {"vlan", 100},   {"vlanQoS", 3},           {"vlanProto", "802.1ad"},
+            {"spoofchk", "off"},          {"trust", "on"}, {"link_state", "enable"}, {"min_tx_rate", 100},
             {"max_tx_rate", 1000},        {"mtu", 1400}};
 }
 
@@ -71,8 +71,8 @@ TEST_CASE("sriov: ADD -> CHECK -> DEL restores every original setting", "[integr
     CHECK(vf.link_state == netns::VfLinkState::enable);
     std::vector<Field> order;
     for (const auto& [pf, change] : bed.fake.log) order.push_back(change.field);
-    CHECK(order == std::vector<Field>{Field::vlan, Field::mac, Field::rate, Field::spoofchk, Field::trust,
-                                      Field::link_state});
+    CHECK(order ==
+          std::vector<Field>{Field::vlan, Field::mac, Field::rate, Field::spoofchk, Field::trust, Field::link_state});
 
     // Ownership record and Multus device-info file.
     CHECK(bed.vf_record_exists(kVfPci));
@@ -272,14 +272,14 @@ TEST_CASE("sriov: a late DEL of an old pod does not reset a VF given to a new po
         const auto late = bed.call("DEL", bed.conf({{"vlan", 10}}), old_id, "", old_path);
         INFO(late.raw);
         CHECK(late.rc == 0);
-        CHECK(bed.fake.log.size() == log_size);   // not a single PF-side write
+        CHECK(bed.fake.log.size() == log_size);  // not a single PF-side write
         CHECK(bed.fake.vf(bed.pf, 0).vlan == 20);
         CHECK(bed.vf_record_exists(kVfPci));
         auto in_fresh = rtnl_in(fresh)->link_by_name("net1");
         CHECK(in_fresh);
 
         REQUIRE(bed.call("DEL", bed.conf({{"vlan", 20}}), new_id, "", fresh.path()).rc == 0);
-        CHECK(bed.fake.vf(bed.pf, 0).vlan == 10);   // the new pod found it at vlan 10 and restores that
+        CHECK(bed.fake.vf(bed.pf, 0).vlan == 10);  // the new pod found it at vlan 10 and restores that
         CHECK_FALSE(bed.vf_record_exists(kVfPci));
     }
 }
@@ -402,8 +402,9 @@ TEST_CASE("sriov: args.cni.guid sets the IB VF GUID over CNI_ARGS and config", "
 
     SECTION("a bad args.cni.guid is refused before the VF is touched") {
         bed.fake.log.clear();
-        const auto bad = bed.call("ADD", bed.conf({{"deviceID", kIbVfPci}, {"args", {{"cni", {{"guid", "ff:ff:ff:ff:ff:ff:ff:ff"}}}}}}),
-                                  id("ibb"));
+        const auto bad = bed.call(
+            "ADD", bed.conf({{"deviceID", kIbVfPci}, {"args", {{"cni", {{"guid", "ff:ff:ff:ff:ff:ff:ff:ff"}}}}}}),
+            id("ibb"));
         CHECK(bad.code() == 7);
         CHECK_THAT(bad.msg(), Catch::Matchers::Contains("args.cni.guid"));
         CHECK(bed.fake.log.empty());

@@ -16,7 +16,7 @@ using rdmanet::test::ScopedVeth;
 TEST_CASE("netlink VfControl: the kernel accepts every VF request shape", "[integration][vf][netlink]") {
     ScopedNetns ns("vfnl");
     ScopedVeth veth(&ns, &ns);
-    NetnsGuard guard(ns.open());   // the VfControl's socket binds to this netns
+    NetnsGuard guard(ns.open());  // the VfControl's socket binds to this netns
     auto vfs = make_netlink_vf_control();
 
     SECTION("reading VFs of a link without SR-IOV gives none") { CHECK(vfs->list(veth.name_a()).empty()); }

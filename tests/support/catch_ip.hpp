@@ -12,9 +12,7 @@
 namespace Catch {
 template <>
 struct StringMaker<rdmanet::base::IpAddress> {
-    static std::string convert(const rdmanet::base::IpAddress& ip) {
-        return (ip.is_v4() ? "v4 " : "v6 ") + ip.str();
-    }
+    static std::string convert(const rdmanet::base::IpAddress& ip) { return (ip.is_v4() ? "v4 " : "v6 ") + ip.str(); }
 };
 template <>
 struct StringMaker<rdmanet::base::IpNetwork> {

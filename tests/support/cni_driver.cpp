@@ -29,8 +29,7 @@ std::string rdmanet_path() { return bin_dir() + "/rdmanet"; }
 std::string default_cni_path() { return bin_dir() + ":/usr/lib/cni"; }
 
 int CniOutcome::code() const {
-    if (json.is_object() && json.contains("code") && json["code"].is_number_integer())
-        return json["code"].get<int>();
+    if (json.is_object() && json.contains("code") && json["code"].is_number_integer()) return json["code"].get<int>();
     return -1;
 }
 std::string CniOutcome::msg() const { return string_field(json, "msg"); }
@@ -43,12 +42,10 @@ std::string CniOutcome::describe() const {
 
 CniOutcome run_driver(const DriverRequest& req, const std::map<std::string, std::string>& env,
                       std::chrono::milliseconds timeout) {
-    std::vector<std::string> argv = {bin_dir() + "/cni-driver", req.verb,
-                                     req.single_plugin ? "--conf" : "--conflist", req.conflist,
-                                     "--netns", req.netns,
-                                     "--ifname", req.ifname,
-                                     "--container-id", req.container_id,
-                                     "--cni-path", req.cni_path.empty() ? default_cni_path() : req.cni_path,
+    std::vector<std::string> argv = {bin_dir() + "/cni-driver", req.verb, req.single_plugin ? "--conf" : "--conflist",
+                                     req.conflist, "--netns", req.netns, "--ifname", req.ifname, "--container-id",
+                                     req.container_id, "--cni-path",
+                                     req.cni_path.empty() ? default_cni_path() : req.cni_path,
                                      // The driver's own deadline sits inside ours so it reports first.
                                      "--timeout", std::to_string(timeout.count() * 9 / 10) + "ms"};
     if (!req.cap_args.empty()) argv.insert(argv.end(), {"--cap-args", req.cap_args});
@@ -58,7 +55,7 @@ CniOutcome run_driver(const DriverRequest& req, const std::map<std::string, std:
 }
 
 CniOutcome invoke_plugin(const std::string& plugin_path, const PluginRequest& req,
-                      const std::map<std::string, std::string>& env, std::chrono::milliseconds timeout) {
+                         const std::map<std::string, std::string>& env, std::chrono::milliseconds timeout) {
     auto full = current_environment();
     // Inherited CNI_* would make "variable missing" tests pass or fail by accident.
     for (auto it = full.begin(); it != full.end();)

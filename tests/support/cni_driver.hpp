@@ -21,8 +21,8 @@ std::string default_cni_path();
 
 struct CniOutcome {
     int exit_code = -1;
-    nlohmann::json json;        // parsed stdout; null when stdout is empty, discarded if not JSON
-    std::string out, err;       // raw stdout/stderr, for failure messages
+    nlohmann::json json;   // parsed stdout; null when stdout is empty, discarded if not JSON
+    std::string out, err;  // raw stdout/stderr, for failure messages
     bool timed_out = false;
 
     bool ok() const { return exit_code == 0; }
@@ -38,16 +38,16 @@ struct CniOutcome {
 // One libcni call. Empty strings are passed through as empty flags so that tests can probe
 // libcni's own validation (an empty netns on DEL, say).
 struct DriverRequest {
-    std::string verb;           // add | check | del
-    std::string conflist;       // path of the conflist file
-    bool single_plugin = false; // `conflist` names ONE plugin configuration: AddNetwork, not AddNetworkList
+    std::string verb;            // add | check | del
+    std::string conflist;        // path of the conflist file
+    bool single_plugin = false;  // `conflist` names ONE plugin configuration: AddNetwork, not AddNetworkList
     std::string netns;
     std::string ifname = "net1";
     std::string container_id;
-    std::string cni_path;       // default_cni_path() when empty
-    std::string cap_args;       // JSON object, optional
-    std::string args;           // K=V;K=V, optional
-    std::string cache_dir;      // libcni result cache; tests always pass a temp dir
+    std::string cni_path;   // default_cni_path() when empty
+    std::string cap_args;   // JSON object, optional
+    std::string args;       // K=V;K=V, optional
+    std::string cache_dir;  // libcni result cache; tests always pass a temp dir
 };
 
 // Runs bin/cni-driver; `env` is added to the driver's environment and libcni passes it on to the
@@ -68,8 +68,8 @@ struct PluginRequest {
 };
 
 CniOutcome invoke_plugin(const std::string& plugin_path, const PluginRequest& request,
-                      const std::map<std::string, std::string>& env = {},
-                      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+                         const std::map<std::string, std::string>& env = {},
+                         std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // <bin_dir>/rdmanet.
 std::string rdmanet_path();

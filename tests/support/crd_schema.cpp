@@ -39,7 +39,7 @@ void check(const json& schema, const json& value, const std::string& at, std::ve
         }
         const bool has_properties = schema.contains("properties");
         const bool has_additional = schema.contains("additionalProperties");
-        if (!has_properties && !has_additional) return;   // free-form (metadata)
+        if (!has_properties && !has_additional) return;  // free-form (metadata)
         for (const auto& [key, v] : value.items()) {
             if (has_properties && schema["properties"].contains(key)) {
                 check(schema["properties"][key], v, child(key), problems);
@@ -50,7 +50,8 @@ void check(const json& schema, const json& value, const std::string& at, std::ve
             }
         }
     } else if (value.is_array() && schema.contains("items")) {
-        for (std::size_t i = 0; i < value.size(); ++i) check(schema["items"], value[i], child(std::to_string(i)), problems);
+        for (std::size_t i = 0; i < value.size(); ++i)
+            check(schema["items"], value[i], child(std::to_string(i)), problems);
     }
 }
 

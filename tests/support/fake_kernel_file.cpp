@@ -29,7 +29,7 @@ std::string test_bin_dir() { return RDMANET_TEST_BIN_DIR; }
 namespace {
 
 std::optional<ino_t> inode_of(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return std::nullopt;
     return st.st_ino;
 }
@@ -84,8 +84,7 @@ std::vector<ino_t> live_netns_ids() {
 // The lock is a separate file so that the state file itself can be replaced by rename.
 class FileLockGuard {
 public:
-    explicit FileLockGuard(const std::string& path)
-        : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+    explicit FileLockGuard(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
         if (!fd_) throw netns::KernelError(errno, "fake kernel: open " + path);
         while (::flock(fd_.get(), LOCK_EX) != 0)
             if (errno != EINTR) throw netns::KernelError(errno, "fake kernel: flock " + path);
@@ -188,7 +187,9 @@ void FakeKernelFile::update(const std::function<void(Model&)>& fn) const {
     // A device bound to a netdev (soft-RoCE) is deleted by its driver once that netdev has left
     // the caller's namespace (the plugin's and the test's: the initial one of this fake).
     model.rdma.netdev_in_init = [](const std::string& netdev) { return ::if_nametoindex(netdev.c_str()) != 0; };
-    model.rdma.on_deleted = [&](const std::string& device) { set_rdma_visible(device, pci_of[index_of[device]], false); };
+    model.rdma.on_deleted = [&](const std::string& device) {
+        set_rdma_visible(device, pci_of[index_of[device]], false);
+    };
     model.rdma.reap_dead_namespaces(live_netns_ids());
 
     fn(model);
@@ -196,7 +197,8 @@ void FakeKernelFile::update(const std::function<void(Model&)>& fn) const {
     state["vf"] = model.vf.pfs_json();
     json& vf_log = state["vfLog"];
     if (!vf_log.is_array()) vf_log = json::array();
-    for (const auto& [pf, change] : model.vf.log) vf_log.push_back(pf + ": vf " + std::to_string(change.vf) + " " + change.describe());
+    for (const auto& [pf, change] : model.vf.log)
+        vf_log.push_back(pf + ": vf " + std::to_string(change.vf) + " " + change.describe());
     json rdma = model.rdma.to_json();
     for (auto& d : rdma["devices"])
         if (auto it = pci_of.find(d.value("index", std::uint64_t{0})); it != pci_of.end()) d["pci"] = it->second;

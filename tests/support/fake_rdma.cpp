@@ -13,7 +13,7 @@ using netns::KernelError;
 using netns::RdmaNetnsMode;
 
 ino_t netns_id_of_fd(int fd) {
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd, &st) != 0) throw KernelError(EBADF, "fake RDMA: fd " + std::to_string(fd));
     return st.st_ino;
 }
@@ -52,7 +52,7 @@ void FakeRdmaKernel::netns_destroyed(ino_t id) {
     others_.erase(std::remove(others_.begin(), others_.end(), id), others_.end());
     for (auto& d : devices_)
         if (d.owner == id) {
-            d.owner = init_;   // the kernel returns a dying namespace's devices to init_net
+            d.owner = init_;  // the kernel returns a dying namespace's devices to init_net
             if (on_host_visibility) on_host_visibility(d.name, true);
         }
 }
@@ -144,7 +144,8 @@ public:
     void rename_device(std::uint32_t index, const std::string& name) override {
         auto it = std::find_if(k_.devices_.begin(), k_.devices_.end(),
                                [&](const auto& d) { return d.index == index && visible(d); });
-        k_.calls_.push_back("rename " + (it == k_.devices_.end() ? "#" + std::to_string(index) : it->name) + " " + name);
+        k_.calls_.push_back("rename " + (it == k_.devices_.end() ? "#" + std::to_string(index) : it->name) + " " +
+                            name);
         if (it == k_.devices_.end() || name.empty()) throw KernelError(EINVAL, "rename RDMA device (fake)");
         if (it->name == name) return;
         for (const auto& d : k_.devices_)
@@ -155,9 +156,7 @@ public:
     }
 
 private:
-    bool visible(const FakeRdmaKernel::Device& d) const {
-        return k_.mode_ == RdmaNetnsMode::shared || d.owner == ns_;
-    }
+    bool visible(const FakeRdmaKernel::Device& d) const { return k_.mode_ == RdmaNetnsMode::shared || d.owner == ns_; }
     FakeRdmaKernel& k_;
     ino_t ns_;
 };

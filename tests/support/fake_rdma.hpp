@@ -65,11 +65,13 @@ public:
 
     // Namespaces other than the initial one that exist (SYS_SET's EBUSY condition).
     void netns_created(ino_t id) { others_.push_back(id); }
-    void netns_destroyed(ino_t id);   // also returns its devices to the initial namespace
+    void netns_destroyed(ino_t id);  // also returns its devices to the initial namespace
 
     // A view (socket) from the namespace `id` / of `ns` / of the calling thread.
     std::unique_ptr<netns::RdmaNetlink> open_view(ino_t id);
-    std::unique_ptr<netns::RdmaNetlink> open_in(const netns::NetNamespace& ns) { return open_view(netns_id_of_fd(ns.fd())); }
+    std::unique_ptr<netns::RdmaNetlink> open_in(const netns::NetNamespace& ns) {
+        return open_view(netns_id_of_fd(ns.fd()));
+    }
 
     ino_t init_id() const { return init_; }
     // Owner namespace of a device by name; 0 when unknown.
@@ -102,7 +104,7 @@ private:
         std::string name;
         bool can_disassociate;
         ino_t owner;
-        std::string bound_netdev;   // "" = a hardware device
+        std::string bound_netdev;  // "" = a hardware device
     };
     // The driver's NETDEV_UNREGISTER: deletes bound devices whose netdev has left.
     void run_netdev_notifier();

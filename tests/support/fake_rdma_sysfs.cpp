@@ -48,7 +48,8 @@ void FakeRdmaSysfs::add_rdma_device(const std::string& name, const std::string& 
         write(port / "state", p.state);
         write(port / "link_layer", p.link_layer);
         fs::create_directories(port / "gid_attrs/ndevs");
-        for (std::size_t i = 0; i < p.netdevs.size(); ++i) write(port / "gid_attrs/ndevs" / std::to_string(i), p.netdevs[i]);
+        for (std::size_t i = 0; i < p.netdevs.size(); ++i)
+            write(port / "gid_attrs/ndevs" / std::to_string(i), p.netdevs[i]);
     }
     if (parent.empty()) return;
     const bool pci = parent.find(':') != std::string::npos;
@@ -118,7 +119,8 @@ void FakeRdmaSysfs::reset_rdma_cm(const std::string& device) {
 }
 
 std::string FakeRdmaSysfs::rdma_cm_tos(const std::string& device, unsigned port) const {
-    std::ifstream in(fs::path(configfs_root()) / "rdma_cm" / device / "ports" / std::to_string(port) / "default_roce_tos");
+    std::ifstream in(fs::path(configfs_root()) / "rdma_cm" / device / "ports" / std::to_string(port) /
+                     "default_roce_tos");
     std::string value;
     in >> value;
     return value;

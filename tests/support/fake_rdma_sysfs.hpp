@@ -11,7 +11,7 @@ struct FakeRdmaPort {
     unsigned port = 1;
     std::string state = "4: ACTIVE";
     std::string link_layer = "Ethernet";
-    std::vector<std::string> netdevs;   // gid_attrs/ndevs/0.. (one per GID)
+    std::vector<std::string> netdevs;  // gid_attrs/ndevs/0.. (one per GID)
 };
 
 class FakeRdmaSysfs {
@@ -49,7 +49,7 @@ public:
     void add_rdma_cm(const std::string& device = "", unsigned ports = 1);
     // What a namespace move does to the device's rdma_cm values: back to 0.
     void reset_rdma_cm(const std::string& device);
-    std::string rdma_cm_tos(const std::string& device, unsigned port) const;   // "" = no such file
+    std::string rdma_cm_tos(const std::string& device, unsigned port) const;  // "" = no such file
 
 private:
     std::string root_;

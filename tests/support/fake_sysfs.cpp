@@ -73,11 +73,11 @@ void FakeSysfs::add_pf(const std::string& pci, const std::string& netdev, bool i
 void FakeSysfs::add_vf(const std::string& pf_pci, unsigned index, const std::string& pci,
                        const std::optional<std::string>& netdev, const std::string& driver) {
     const bool infiniband = read("class/net/" + [&] {
-                                     // the PF's first netdev decides the VF's link type
-                                     for (const auto& e : fs::directory_iterator(fs::path(function_dir(pf_pci)) / "net"))
-                                         return e.path().filename().string();
-                                     return std::string();
-                                 }() + "/type") == "32\n";
+                                // the PF's first netdev decides the VF's link type
+                                for (const auto& e : fs::directory_iterator(fs::path(function_dir(pf_pci)) / "net"))
+                                    return e.path().filename().string();
+                                return std::string();
+                            }() + "/type") == "32\n";
     add_function(pci, netdev, driver, infiniband);
     symlink_to(function_dir(pf_pci), fs::path(function_dir(pci)) / "physfn");
     symlink_to(function_dir(pci), fs::path(function_dir(pf_pci)) / ("virtfn" + std::to_string(index)));

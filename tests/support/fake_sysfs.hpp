@@ -49,8 +49,8 @@ public:
     void add_vf(const std::string& pf_pci, unsigned index, const std::string& pci,
                 const std::optional<std::string>& netdev, const std::string& driver = "mlx5_core");
     // An auxiliary device (mlx5 SF) below `parent_pci`, with an optional netdev and RDMA device.
-    void add_aux_sf(const std::string& parent_pci, const std::string& aux_id,
-                    const std::optional<std::string>& netdev, const std::optional<std::string>& rdma_device);
+    void add_aux_sf(const std::string& parent_pci, const std::string& aux_id, const std::optional<std::string>& netdev,
+                    const std::optional<std::string>& rdma_device);
     // An RDMA device of the PCI function `pci` (infiniband/<name> and class/infiniband/<name>).
     void add_rdma_device(const std::string& pci, const std::string& name);
     void remove_rdma_device(const std::string& pci, const std::string& name);

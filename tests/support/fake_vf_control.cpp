@@ -50,7 +50,7 @@ void FakeVfControl::load_pfs_json(const nlohmann::json& pfs) {
         unsigned index = 0;
         for (const auto& vf : j.value("vfs", nlohmann::json::array())) {
             pf.vfs.push_back(cni::vf_info_from_json(vf));
-            pf.vfs.back().index = index++;   // a VF's index is its position, as the kernel lists them
+            pf.vfs.back().index = index++;  // a VF's index is its position, as the kernel lists them
         }
         pfs_[name] = std::move(pf);
     }

@@ -29,7 +29,7 @@ class FakeVfControl : public netns::VfControl {
 public:
     struct Pf {
         bool infiniband = false;
-        std::string driver;   // "" (mlx5-like: accepts every VF setting) or "igb"
+        std::string driver;  // "" (mlx5-like: accepts every VF setting) or "igb"
         std::vector<netns::VfInfo> vfs;
     };
 
@@ -56,17 +56,21 @@ public:
     nlohmann::json pfs_json() const;
     void load_pfs_json(const nlohmann::json& pfs);
 
-    std::vector<std::pair<std::string, netns::VfChange>> log;   // accepted changes, in order
+    std::vector<std::pair<std::string, netns::VfChange>> log;  // accepted changes, in order
     int list_calls = 0;
 
 private:
     Pf& pf_or_throw(const std::string& pf);
     std::map<std::string, Pf> pfs_;
-    struct FieldFailure { netns::VfChange::Field field; int err; int skip; };
+    struct FieldFailure {
+        netns::VfChange::Field field;
+        int err;
+        int skip;
+    };
     std::vector<FieldFailure> field_failures_;
-    std::optional<std::pair<int, int>> call_failure_;   // (remaining calls, errno)
+    std::optional<std::pair<int, int>> call_failure_;  // (remaining calls, errno)
     int mac_lag_ = 0;
-    std::map<std::pair<std::string, unsigned>, std::pair<std::string, int>> pending_mac_;   // shown after n reads
+    std::map<std::pair<std::string, unsigned>, std::pair<std::string, int>> pending_mac_;  // shown after n reads
 };
 
 }  // namespace rdmanet::test

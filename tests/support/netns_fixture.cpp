@@ -75,21 +75,20 @@ CommandResult run_command(const std::vector<std::string>& argv) {
 std::string run_command_checked(const std::vector<std::string>& argv) {
     CommandResult r = run_command(argv);
     if (r.exit_code != 0)
-        throw std::runtime_error("command failed (exit " + std::to_string(r.exit_code) +
-                                 "): " + joined(argv) + ": " + r.output);
+        throw std::runtime_error("command failed (exit " + std::to_string(r.exit_code) + "): " + joined(argv) + ": " +
+                                 r.output);
     return r.output;
 }
 
 std::string unique_name(std::string_view prefix) {
-    const std::string suffix = base36(static_cast<unsigned long>(::getpid())) + "-" +
-                               base36(g_counter.fetch_add(1));
+    const std::string suffix = base36(static_cast<unsigned long>(::getpid())) + "-" + base36(g_counter.fetch_add(1));
     const std::size_t room = suffix.size() < kMaxIfnameLen ? kMaxIfnameLen - suffix.size() : 0;
     return std::string(prefix.substr(0, room)) + suffix;
 }
 
 ScopedNetns::ScopedNetns(std::string_view tag)
-    : name_("rdmt-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1)) +
-            "-" + std::string(tag)) {
+    : name_("rdmt-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1)) + "-" +
+            std::string(tag)) {
     static std::once_flag swept;
     std::call_once(swept, sweep_orphans);
     run_command_checked({"ip", "netns", "add", name_});

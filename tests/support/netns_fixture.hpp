@@ -12,8 +12,8 @@
 namespace rdmanet::test {
 
 struct CommandResult {
-    int exit_code = -1;   // exit status; 128 + signal when killed; 127 when it could not be run
-    std::string output;   // stdout followed by stderr
+    int exit_code = -1;  // exit status; 128 + signal when killed; 127 when it could not be run
+    std::string output;  // stdout followed by stderr
 };
 
 // fork/execvp of argv (no shell), stdout and stderr captured, bounded in time (60 s).

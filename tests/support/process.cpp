@@ -15,9 +15,7 @@ extern char** environ;
 namespace rdmanet::test {
 namespace {
 
-[[noreturn]] void throw_errno(const char* what) {
-    throw std::system_error(errno, std::generic_category(), what);
-}
+[[noreturn]] void throw_errno(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
 
 // Owns one file descriptor; closing early is how EOF is signalled to the child.
 class Fd {
@@ -62,8 +60,7 @@ void set_nonblocking(int fd) {
 }
 
 // Only async-signal-safe calls between fork and exec: everything is prepared beforehand.
-[[noreturn]] void exec_child(Pipe& in, Pipe& out, Pipe& err, Pipe& exec_status, char* const* argv,
-                             char* const* envp) {
+[[noreturn]] void exec_child(Pipe& in, Pipe& out, Pipe& err, Pipe& exec_status, char* const* argv, char* const* envp) {
     ::setpgid(0, 0);
     ::signal(SIGPIPE, SIG_DFL);
     if (::dup2(in.read.get(), STDIN_FILENO) < 0 || ::dup2(out.write.get(), STDOUT_FILENO) < 0 ||
@@ -120,23 +117,22 @@ ProcessResult run(const std::vector<std::string>& argv, const std::map<std::stri
         return result;
     }
 
-    if (stdin_data.empty()) in.write.reset();
-    else set_nonblocking(in.write.get());
+    if (stdin_data.empty())
+        in.write.reset();
+    else
+        set_nonblocking(in.write.get());
     std::size_t written = 0;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     char buf[65536];
 
     while (out.read.get() >= 0 || err.read.get() >= 0 || in.write.get() >= 0) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
             result.timed_out = true;
             ::kill(-pid, SIGKILL);
             break;
         }
-        pollfd fds[3] = {{out.read.get(), POLLIN, 0},
-                         {err.read.get(), POLLIN, 0},
-                         {in.write.get(), POLLOUT, 0}};
+        pollfd fds[3] = {{out.read.get(), POLLIN, 0}, {err.read.get(), POLLIN, 0}, {in.write.get(), POLLOUT, 0}};
         int n = ::poll(fds, 3, static_cast<int>(left.count()));
         if (n < 0) {
             if (errno == EINTR) continue;
@@ -147,15 +143,16 @@ ProcessResult run(const std::vector<std::string>& argv, const std::map<std::stri
         for (int i = 0; i < 2; ++i) {
             if (fds[i].fd < 0 || fds[i].revents == 0) continue;
             ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
-            if (r > 0) sinks[i]->append(buf, static_cast<std::size_t>(r));
-            else if (r == 0 || (errno != EINTR && errno != EAGAIN)) readers[i]->reset();
+            if (r > 0)
+                sinks[i]->append(buf, static_cast<std::size_t>(r));
+            else if (r == 0 || (errno != EINTR && errno != EAGAIN))
+                readers[i]->reset();
         }
         if (fds[2].fd >= 0 && fds[2].revents != 0) {
             ssize_t w = ::write(in.write.get(), stdin_data.data() + written, stdin_data.size() - written);
             if (w > 0) written += static_cast<std::size_t>(w);
             // EPIPE/POLLERR: the child does not read stdin (VERSION, say); that is its business.
-            if ((w < 0 && errno != EINTR && errno != EAGAIN) || written == stdin_data.size())
-                in.write.reset();
+            if ((w < 0 && errno != EINTR && errno != EAGAIN) || written == stdin_data.size()) in.write.reset();
         }
     }
 
@@ -163,8 +160,7 @@ ProcessResult run(const std::vector<std::string>& argv, const std::map<std::stri
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     result.exit_code = decode_status(status);
-    if (result.timed_out)
-        result.err += "\n[run_process: killed after " + std::to_string(timeout.count()) + " ms]";
+    if (result.timed_out) result.err += "\n[run_process: killed after " + std::to_string(timeout.count()) + " ms]";
     return result;
 }
 
@@ -181,16 +177,14 @@ std::map<std::string, std::string> current_environment() {
     return env;
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& extra_env,
+ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env,
                           const std::string& stdin_data, std::chrono::milliseconds timeout) {
     auto env = current_environment();
     for (const auto& [k, v] : extra_env) env[k] = v;
     return run(argv, env, stdin_data, timeout);
 }
 
-ProcessResult run_process_exact_env(const std::vector<std::string>& argv,
-                                    const std::map<std::string, std::string>& env,
+ProcessResult run_process_exact_env(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                                     const std::string& stdin_data, std::chrono::milliseconds timeout) {
     return run(argv, env, stdin_data, timeout);
 }

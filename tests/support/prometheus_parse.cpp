@@ -61,7 +61,8 @@ PromExposition parse_prometheus_text(const std::string& text) {
             std::string kind, family, type;
             words >> kind >> family >> type;
             if (kind == "TYPE") {
-                if (type != "counter" && type != "gauge" && type != "histogram" && type != "summary" && type != "untyped")
+                if (type != "counter" && type != "gauge" && type != "histogram" && type != "summary" &&
+                    type != "untyped")
                     throw std::runtime_error("bad TYPE: " + line);
                 if (out.types.count(family)) throw std::runtime_error("family announced twice: " + line);
                 out.types[family] = type;
@@ -93,17 +94,17 @@ PromExposition parse_prometheus_text(const std::string& text) {
                     ++i;
                 }
                 if (i >= line.size()) throw std::runtime_error("unterminated label value in: " + line);
-                ++i;   // closing quote
+                ++i;  // closing quote
                 if (s.labels.count(label)) throw std::runtime_error("duplicate label in: " + line);
                 s.labels[label] = value;
                 if (i < line.size() && line[i] == ',') ++i;
             }
             if (i >= line.size()) throw std::runtime_error("unterminated label set in: " + line);
-            ++i;   // '}'
+            ++i;  // '}'
         }
         if (i >= line.size() || line[i] != ' ') throw std::runtime_error("no value in: " + line);
         std::string rest = line.substr(i + 1);
-        const auto space = rest.find(' ');   // an optional timestamp follows
+        const auto space = rest.find(' ');  // an optional timestamp follows
         s.value = parse_value(rest.substr(0, space), line);
         if (family_of(s.name, out.types).empty()) throw std::runtime_error("sample without # TYPE: " + line);
         out.samples.push_back(std::move(s));

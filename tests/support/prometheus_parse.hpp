@@ -17,7 +17,7 @@ struct PromSample {
 };
 
 struct PromExposition {
-    std::map<std::string, std::string> types;   // family -> counter/gauge/histogram/...
+    std::map<std::string, std::string> types;  // family -> counter/gauge/histogram/...
     std::vector<PromSample> samples;
 
     // The value of the one sample with `name` and exactly `labels`; nullopt when absent.

@@ -53,15 +53,13 @@ void set_mode_when_idle(netns::RdmaNetlink& nl, RdmaNetnsMode mode, int seconds)
     }
 }
 
-void mode_read(Env& env) {
-    CHECK(env.host.netns_mode() == RdmaNetnsMode::shared);
-}
+void mode_read(Env& env) { CHECK(env.host.netns_mode() == RdmaNetnsMode::shared); }
 
 void mode_set_roundtrip(Env& env) {
     BackToShared guard{env.host};
     set_mode_when_idle(env.host, RdmaNetnsMode::exclusive);
     CHECK(env.host.netns_mode() == RdmaNetnsMode::exclusive);
-    env.host.set_netns_mode(RdmaNetnsMode::exclusive);   // same mode: a no-op, never EBUSY
+    env.host.set_netns_mode(RdmaNetnsMode::exclusive);  // same mode: a no-op, never EBUSY
     CHECK(env.host.netns_mode() == RdmaNetnsMode::exclusive);
     env.host.set_netns_mode(RdmaNetnsMode::shared);
     CHECK(env.host.netns_mode() == RdmaNetnsMode::shared);
@@ -99,7 +97,7 @@ void move_refused_in_shared_mode(Env& env) {
     REQUIRE(env.host.netns_mode() == RdmaNetnsMode::shared);
     auto ns = env.make_netns();
     auto inside = env.open_in(*ns);
-    CHECK(sees(*inside, env.device));   // shared: compat devices everywhere
+    CHECK(sees(*inside, env.device));  // shared: compat devices everywhere
     auto device = env.host.device_by_name(env.device);
     REQUIRE(device);
     CHECK(errno_of([&] { env.host.move_device(device->index, ns->fd()); }) == EOPNOTSUPP);
@@ -112,7 +110,7 @@ void exclusive_isolation(Env& env) {
     {
         auto ns = env.make_netns();
         auto inside = env.open_in(*ns);
-        CHECK(inside->devices().empty());   // a fresh namespace owns no RDMA device
+        CHECK(inside->devices().empty());  // a fresh namespace owns no RDMA device
         CHECK(inside->netns_mode() == RdmaNetnsMode::exclusive);
         REQUIRE(sees(env.host, env.device));
         auto device = env.host.device_by_name(env.device);
@@ -147,7 +145,7 @@ void bound_device_deleted_with_netdev(Env& env, const std::function<void()>& net
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     CHECK_FALSE(sees(env.host, env.device));
     auto ns = env.make_netns();
-    CHECK_FALSE(sees(*env.open_in(*ns), env.device));   // gone from every view, not just moved
+    CHECK_FALSE(sees(*env.open_in(*ns), env.device));  // gone from every view, not just moved
     netdev_returns();
     CHECK_FALSE(sees(env.host, env.device));
 }

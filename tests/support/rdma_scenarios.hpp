@@ -21,10 +21,10 @@ public:
 };
 
 struct Env {
-    netns::RdmaNetlink& host;            // opened in the initial namespace
-    int host_netns_fd = -1;              // fd of the initial namespace (to move devices back)
-    std::string device;                  // an RDMA device of the host, e.g. "rxe0"
-    bool device_can_move = false;        // false for rxe: it cannot disassociate (EOPNOTSUPP)
+    netns::RdmaNetlink& host;      // opened in the initial namespace
+    int host_netns_fd = -1;        // fd of the initial namespace (to move devices back)
+    std::string device;            // an RDMA device of the host, e.g. "rxe0"
+    bool device_can_move = false;  // false for rxe: it cannot disassociate (EOPNOTSUPP)
     std::function<std::unique_ptr<ScenarioNetns>()> make_netns;
     std::function<std::unique_ptr<netns::RdmaNetlink>(const ScenarioNetns&)> open_in;
 };

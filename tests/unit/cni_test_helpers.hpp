@@ -24,9 +24,9 @@ Error expect_cni_error(F&& f) {
 }  // namespace rdmanet::cni::testing
 
 // Asserts that `expr` throws cni::Error with `expected_code` and a msg containing `fragment`.
-#define REQUIRE_CNI_ERROR(expr, expected_code, fragment)                                   \
-    do {                                                                                   \
+#define REQUIRE_CNI_ERROR(expr, expected_code, fragment)                                    \
+    do {                                                                                    \
         auto cni_error_ = ::rdmanet::cni::testing::expect_cni_error([&] { (void)(expr); }); \
-        CHECK(cni_error_.code() == static_cast<int>(expected_code));                       \
-        CHECK_THAT(cni_error_.msg(), Catch::Matchers::Contains(fragment));                 \
+        CHECK(cni_error_.code() == static_cast<int>(expected_code));                        \
+        CHECK_THAT(cni_error_.msg(), Catch::Matchers::Contains(fragment));                  \
     } while (false)

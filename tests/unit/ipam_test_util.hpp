@@ -38,11 +38,13 @@ inline rdmanet::ipam::IpamConfig config(nlohmann::json ipam) {
 }
 
 // An allocation request for the first range of `c`; podref defaults to "ns/<container id>".
-inline rdmanet::ipam::AllocateRequest request(const rdmanet::ipam::IpamConfig& c, const std::string& container_id, const std::string& ifname = "net1",
-                                              std::string podref = "", const std::string& network = "testnet") {
+inline rdmanet::ipam::AllocateRequest request(const rdmanet::ipam::IpamConfig& c, const std::string& container_id,
+                                              const std::string& ifname = "net1", std::string podref = "",
+                                              const std::string& network = "testnet") {
     if (podref.empty()) podref = "ns/" + container_id;
-    return rdmanet::ipam::AllocateRequest{c.ranges.at(0), c.network_name, c.enable_overlapping_ranges,
-                                          rdmanet::ipam::Owner{container_id, podref, ifname}, network, std::nullopt};
+    return rdmanet::ipam::AllocateRequest{
+        c.ranges.at(0), c.network_name, c.enable_overlapping_ranges, rdmanet::ipam::Owner{container_id, podref, ifname},
+        network,        std::nullopt};
 }
 
 }  // namespace ipam_test

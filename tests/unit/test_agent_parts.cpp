@@ -38,16 +38,16 @@ TEST_CASE("agent: a sandbox whose directory is not visible is unknown, never gon
 TEST_CASE("agent: call records survive a torn tail and aggregate into histograms", "[unit][agent]") {
     CallRecord a;
     a.verb = static_cast<std::uint8_t>(Command::add);
-    a.duration_us = 3000;   // 3 ms -> bucket le=0.005
+    a.duration_us = 3000;  // 3 ms -> bucket le=0.005
     CallRecord b = a;
     b.code = 101;
-    b.duration_us = 20000000;   // 20 s -> only +Inf
+    b.duration_us = 20000000;  // 20 s -> only +Inf
     std::string bytes(sizeof a * 2 + 5, '\0');
     std::memcpy(bytes.data(), &a, sizeof a);
     std::memcpy(bytes.data() + sizeof a, &b, sizeof b);
     const auto records = parse_call_records(bytes);
     REQUIRE(records.size() == 2);
-    CHECK(parse_call_records(std::string(sizeof a, 'x')).empty());   // not ours: nothing read
+    CHECK(parse_call_records(std::string(sizeof a, 'x')).empty());  // not ours: nothing read
 
     AgentMetrics m;
     m.record_calls(records);
@@ -56,7 +56,8 @@ TEST_CASE("agent: call records survive a torn tail and aggregate into histograms
     report.failed.push_back(RepairItem{"n", "d", "net1", "sriov", "/run/netns/y", "netns_gone", "busy"});
     m.record_pass(report, 1700000000);
     m.set_attachments({{"macvlan", 3}});
-    const auto text = m.render({PoolUsage{"blue", "10.0.0.0/24", "", 254, 10}, PoolUsage{"we\"ird\\", "fd00::/120", "", 254, 0}});
+    const auto text =
+        m.render({PoolUsage{"blue", "10.0.0.0/24", "", 254, 10}, PoolUsage{"we\"ird\\", "fd00::/120", "", 254, 0}});
     const auto p = rdmanet::test::parse_prometheus_text(text);
     CHECK(p.value("rdmanet_pool_free", {{"network", "blue"}, {"range", "10.0.0.0/24"}}) == 244.0);
     CHECK(p.value("rdmanet_pool_size", {{"network", "we\"ird\\"}, {"range", "fd00::/120"}}) == 254.0);
@@ -77,12 +78,12 @@ TEST_CASE("agent metrics: refused Kubernetes credentials show as a gauge and a c
     AgentMetrics m;
     auto scrape = [&] { return rdmanet::test::parse_prometheus_text(m.render({})); };
     CHECK(scrape().value("rdmanet_kube_access_denied") == 0.0);
-    m.record_kube_access(2, false);   // two requests of a pass refused
+    m.record_kube_access(2, false);  // two requests of a pass refused
     CHECK(scrape().value("rdmanet_kube_access_denied") == 1.0);
     CHECK(scrape().value("rdmanet_kube_access_denied_total") == 2.0);
-    m.record_kube_access(0, true);    // the agent's pass fine, but a CNI call was refused since
+    m.record_kube_access(0, true);  // the agent's pass fine, but a CNI call was refused since
     CHECK(scrape().value("rdmanet_kube_access_denied") == 1.0);
-    m.record_kube_access(0, false);   // both fine again: the gauge drops, the counter stays
+    m.record_kube_access(0, false);  // both fine again: the gauge drops, the counter stays
     CHECK(scrape().value("rdmanet_kube_access_denied") == 0.0);
     CHECK(scrape().value("rdmanet_kube_access_denied_total") == 2.0);
 }
@@ -91,7 +92,7 @@ TEST_CASE("agent metrics: single-pool releases DEL deferred show as a gauge and 
     AgentMetrics m;
     auto scrape = [&] { return rdmanet::test::parse_prometheus_text(m.render({})); };
     CHECK(scrape().value("rdmanet_ipam_deferred_releases") == 0.0);
-    m.record_deferred_releases(0, 3);   // the API server still refuses: three wait
+    m.record_deferred_releases(0, 3);  // the API server still refuses: three wait
     CHECK(scrape().value("rdmanet_ipam_deferred_releases") == 3.0);
     m.record_deferred_releases(2, 1);
     m.record_deferred_releases(1, 0);
@@ -107,8 +108,8 @@ TEST_CASE("agent: label values are escaped as the text format requires", "[unit]
 }
 
 TEST_CASE("agent: an attachment's pod is present, missing or replaced in the node's pod list", "[unit][agent]") {
-    const auto pods = parse_pod_list(
-        R"({"kind":"PodList","items":[{"metadata":{"namespace":"default","name":"a","uid":"u1"}}]})");
+    const auto pods =
+        parse_pod_list(R"({"kind":"PodList","items":[{"metadata":{"namespace":"default","name":"a","uid":"u1"}}]})");
     AttachmentState s;
     s.cni_args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=a;K8S_POD_UID=u1";
     CHECK(pod_presence(s, pods) == PodPresence::present);

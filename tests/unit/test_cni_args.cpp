@@ -10,7 +10,7 @@ TEST_CASE("CNI_ARGS as Multus sends them", "[cni][args]") {
         "IgnoreUnknown=true;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;"
         "K8S_POD_INFRA_CONTAINER_ID=abc123;K8S_POD_UID=0b1c-22;IgnoreUnknown=1;"
         "K8S_POD_NAMESPACE=other;MAC=c2:b0:57:49:47:f1;IP=192.168.100.7/24");
-    CHECK(args.pod_namespace() == "default");   // the first value wins over the duplicate
+    CHECK(args.pod_namespace() == "default");  // the first value wins over the duplicate
     CHECK(args.pod_name() == "web-0");
     CHECK(args.infra_container_id() == "abc123");
     CHECK(args.pod_uid() == "0b1c-22");

@@ -72,7 +72,7 @@ TEST_CASE("config: a full macvlan config as Multus delivers it", "[cni][config]"
     CHECK(conf.settings.get<MacvlanConf>().master == "ens1f0");
     CHECK(conf.settings.get<MacvlanConf>().mode == "vepa");
     CHECK(conf.settings.get<MacvlanConf>().mtu == 9000);
-    CHECK(conf.settings.get<MacvlanConf>().mac == "0a:58:0a:01:00:05");   // lower-cased
+    CHECK(conf.settings.get<MacvlanConf>().mac == "0a:58:0a:01:00:05");  // lower-cased
     CHECK(conf.ipam.type == "rdmanet-ipam");
     CHECK(conf.ipam.raw == j["ipam"]);
     CHECK(conf.dns.nameservers == Strings{"10.0.0.10"});
@@ -89,7 +89,7 @@ TEST_CASE("config: a full macvlan config as Multus delivers it", "[cni][config]"
     CHECK(conf.prev_result->ips.at(0).address.str() == "10.244.1.7/24");
     CHECK_FALSE(conf.valid_attachments);
     CHECK(conf.raw == j);
-    CHECK(conf.settings.get<HostdevConf>().pci_address.empty());   // hostdev keys are not read in macvlan mode
+    CHECK(conf.settings.get<HostdevConf>().pci_address.empty());  // hostdev keys are not read in macvlan mode
 }
 
 TEST_CASE("config: defaults of a minimal macvlan config", "[cni][config]") {
@@ -136,14 +136,14 @@ TEST_CASE("config: hostdev selectors", "[cni][config]") {
         CHECK(conf.settings.get<HostdevConf>().hwaddr == "0a:58:0a:01:00:05");
         CHECK(conf.settings.get<HostdevConf>().kernelpath == "/sys/devices/pci0000:00/0000:00:02.0/0000:01:00.0");
         CHECK(conf.settings.get<HostdevConf>().pci_address.empty());
-        CHECK(conf.settings.get<MacvlanConf>().master.empty());   // macvlan keys are not read in hostdev mode
+        CHECK(conf.settings.get<MacvlanConf>().master.empty());  // macvlan keys are not read in hostdev mode
     }
     SECTION("PCI precedence runtimeConfig.deviceID > deviceID > pciBusID") {
         json j = without(hostdev_config(), "device");
         j["pciBusID"] = "0000:03:00.1";
         CHECK(parse(j).settings.get<HostdevConf>().pci_address == "0000:03:00.1");
         j["deviceID"] = "0000:AF:06.0";
-        CHECK(parse(j).settings.get<HostdevConf>().pci_address == "0000:af:06.0");   // lower-cased
+        CHECK(parse(j).settings.get<HostdevConf>().pci_address == "0000:af:06.0");  // lower-cased
         j["runtimeConfig"] = {{"deviceID", "0000:af:06.7"}};
         CHECK(parse(j).settings.get<HostdevConf>().pci_address == "0000:af:06.7");
     }
@@ -183,7 +183,7 @@ TEST_CASE("config: JSON that does not parse or is not an object is code 6", "[cn
     CHECK(config_error_text("\"text\"").code() == 6);
     CHECK(config_error_text(std::string(100000, '[')).code() == 6);
     CHECK(config_error_text("{\"a\":" + std::string(200, '[') + std::string(200, ']') + "}").code() == 6);
-    CHECK(config_error_text("", Command::del).code() == 6);   // DEL needs JSON too
+    CHECK(config_error_text("", Command::del).code() == 6);  // DEL needs JSON too
 }
 
 TEST_CASE("config: unsupported or missing cniVersion is code 1 with skel's details", "[cni][config]") {
@@ -204,18 +204,16 @@ TEST_CASE("config: unsupported or missing cniVersion is code 1 with skel's detai
 TEST_CASE("config: verb gates by version", "[cni][config]") {
     json prev = json::parse(R"({"cniVersion":"0.4.0","ips":[{"address":"10.1.0.5/24"}]})");
     SECTION("CHECK needs 0.4.0") {
-        auto e = config_error(with(with(macvlan_config(), "cniVersion", "0.3.1"), "prevResult", prev),
-                              Command::check);
+        auto e = config_error(with(with(macvlan_config(), "cniVersion", "0.3.1"), "prevResult", prev), Command::check);
         CHECK(e.code() == 1);
         CHECK(e.msg() == "config version does not allow CHECK");
         CHECK(e.details() == "config is \"0.3.1\", CHECK needs cniVersion 0.4.0 or later");
         CHECK(config_error(with(macvlan_config(), "cniVersion", "0.3.0"), Command::check).code() == 1);
-        CHECK_NOTHROW(parse(with(with(macvlan_config(), "cniVersion", "0.4.0"), "prevResult", prev),
-                            Command::check));
+        CHECK_NOTHROW(parse(with(with(macvlan_config(), "cniVersion", "0.4.0"), "prevResult", prev), Command::check));
     }
     SECTION("GC and STATUS need 1.1.0") {
         for (auto command : {Command::gc, Command::status}) {
-            auto e = config_error(macvlan_config(), command);   // 1.0.0
+            auto e = config_error(macvlan_config(), command);  // 1.0.0
             CHECK(e.code() == 1);
             CHECK_THAT(e.msg(), Catch::Matchers::StartsWith("config version does not allow"));
             CHECK(config_error(with(macvlan_config(), "cniVersion", "0.4.0"), command).code() == 1);
@@ -260,7 +258,8 @@ TEST_CASE("config: mode", "[cni][config]") {
 
     auto unknown = config_error(with(macvlan_config(), "mode", "bridge"));
     CHECK(unknown.code() == 7);
-    CHECK(unknown.msg() == "mode \"bridge\" is not supported: use one of \"macvlan\", \"hostdev\", \"sriov\", \"ipoib\"");
+    CHECK(unknown.msg() ==
+          "mode \"bridge\" is not supported: use one of \"macvlan\", \"hostdev\", \"sriov\", \"ipoib\"");
     CHECK_THAT(unknown.details(), Catch::Matchers::Contains("macvlanMode"));
     CHECK(config_error(with(macvlan_config(), "mode", "MACVLAN")).code() == 7);
     auto wrong_type = config_error(with(macvlan_config(), "mode", json::array({"macvlan"})));
@@ -280,13 +279,16 @@ TEST_CASE("config: macvlan keys", "[cni][config]") {
         CHECK_THAT(missing.msg(), Catch::Matchers::StartsWith("master is required in macvlan mode"));
         auto slash = config_error(with(macvlan_config(), "master", "a/b"));
         CHECK(slash.code() == 7);
-        CHECK(slash.msg() == "master \"a/b\" is not a valid interface name: it contains '/' "
-                             "(an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters)");
+        CHECK(
+            slash.msg() ==
+            "master \"a/b\" is not a valid interface name: it contains '/' "
+            "(an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters)");
         // No device can bear a '%': the kernel expands "%d" when it creates or renames one.
         auto percent = config_error(with(macvlan_config(), "master", "eth%d"));
         CHECK(percent.code() == 7);
-        CHECK_THAT(percent.msg(), Catch::Matchers::StartsWith("master \"eth%d\" is not a valid interface name: it "
-                                                              "contains '%', which the kernel expands as a name template"));
+        CHECK_THAT(percent.msg(),
+                   Catch::Matchers::StartsWith("master \"eth%d\" is not a valid interface name: it "
+                                               "contains '%', which the kernel expands as a name template"));
         CHECK(config_error(with(macvlan_config(), "master", "abcdefghijklmnop")).code() == 7);
         CHECK(config_error(with(macvlan_config(), "master", "")).code() == 7);
         CHECK(config_error(with(macvlan_config(), "master", 3)).msg() == "master must be a string, got 3");
@@ -296,8 +298,9 @@ TEST_CASE("config: macvlan keys", "[cni][config]") {
             CHECK(parse(with(macvlan_config(), "macvlanMode", mode)).settings.get<MacvlanConf>().mode == mode);
         auto e = config_error(with(macvlan_config(), "macvlanMode", "source"));
         CHECK(e.code() == 7);
-        CHECK(e.msg() == "macvlanMode \"source\" is not supported: use one of \"bridge\", \"private\", "
-                         "\"vepa\", \"passthru\"");
+        CHECK(e.msg() ==
+              "macvlanMode \"source\" is not supported: use one of \"bridge\", \"private\", "
+              "\"vepa\", \"passthru\"");
     }
     SECTION("mtu") {
         CHECK(parse(with(macvlan_config(), "mtu", 1500)).settings.get<MacvlanConf>().mtu == 1500);
@@ -313,7 +316,8 @@ TEST_CASE("config: macvlan keys", "[cni][config]") {
         CHECK(huge.code() == 7);
         CHECK(huge.msg() == "mtu 2147483648 is too large: at most 2147483647");
         CHECK(config_error_text(R"({"cniVersion":"1.0.0","name":"n","mode":"macvlan","master":"m",
-                                    "mtu":99999999999999999999999})").code() == 7);
+                                    "mtu":99999999999999999999999})")
+                  .code() == 7);
     }
     SECTION("mac must be assignable") {
         CHECK(config_error(with(macvlan_config(), "mac", "zz:58:0a:01:00:05")).code() == 7);
@@ -323,7 +327,8 @@ TEST_CASE("config: macvlan keys", "[cni][config]") {
         CHECK(multicast.code() == 7);
         CHECK_THAT(multicast.msg(), Catch::Matchers::Contains("not multicast"));
         CHECK(config_error(with(macvlan_config(), "mac", "00:00:00:00:00:00")).code() == 7);
-        CHECK(parse(with(macvlan_config(), "mac", "02:00:00:00:00:01")).settings.get<MacvlanConf>().mac == "02:00:00:00:00:01");
+        CHECK(parse(with(macvlan_config(), "mac", "02:00:00:00:00:01")).settings.get<MacvlanConf>().mac ==
+              "02:00:00:00:00:01");
     }
     SECTION("device plugin keys are ignored in macvlan mode, whatever they hold") {
         json j = macvlan_config();
@@ -339,8 +344,9 @@ TEST_CASE("config: hostdev keys", "[cni][config]") {
     CHECK_THAT(no_selector.msg(), Catch::Matchers::StartsWith("hostdev mode needs a device"));
     CHECK(config_error(without(hostdev_config(), "device"), Command::check).code() == 7);
 
-    CHECK(config_error(with(hostdev_config(), "device", "a/b")).msg() ==
-          "device \"a/b\" is not a valid interface name: it contains '/' (an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters)");
+    CHECK(
+        config_error(with(hostdev_config(), "device", "a/b")).msg() ==
+        "device \"a/b\" is not a valid interface name: it contains '/' (an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters)");
     CHECK(config_error(with(hostdev_config(), "device", "net%d")).code() == 7);
     CHECK(config_error(with(hostdev_config(), "device", "abcdefghijklmnop")).code() == 7);
     CHECK(config_error(with(hostdev_config(), "hwaddr", "0a:58:0a:01:00")).code() == 7);
@@ -379,7 +385,7 @@ TEST_CASE("config: ipam and dns", "[cni][config]") {
           "host-local");
 
     auto dns = config_error(with(macvlan_config(), "dns", {{"nameservers", "10.0.0.10"}}));
-    CHECK(dns.code() == 7);   // 7 in a config, not the decode failure of a result
+    CHECK(dns.code() == 7);  // 7 in a config, not the decode failure of a result
     CHECK(dns.msg() == "dns.nameservers must be a JSON list, got \"10.0.0.10\"");
     CHECK(config_error(with(macvlan_config(), "dns", "8.8.8.8")).code() == 7);
 }
@@ -405,7 +411,8 @@ TEST_CASE("config: runtimeConfig and args", "[cni][config]") {
     CHECK(config_error(args({{"cni", 1}})).msg() == "args.cni must be a JSON object, got 1");
     CHECK(config_error(args({{"cni", {{"ips", json::array({"300.1.1.1"})}}}})).msg() ==
           "args.cni.ips entry \"300.1.1.1\" is not an IP address or CIDR");
-    CHECK(parse(args({{"cni", {{"ips", json::array({"fd00::1/64"})}}}, {"other", 1}})).args_cni_ips == Strings{"fd00::1/64"});
+    CHECK(parse(args({{"cni", {{"ips", json::array({"fd00::1/64"})}}}, {"other", 1}})).args_cni_ips ==
+          Strings{"fd00::1/64"});
 }
 
 TEST_CASE("config: logging keys", "[cni][config]") {
@@ -413,8 +420,9 @@ TEST_CASE("config: logging keys", "[cni][config]") {
         CHECK(parse(with(macvlan_config(), "logLevel", level)).log_level == level);
     auto e = config_error(with(macvlan_config(), "logLevel", "verbose"));
     CHECK(e.code() == 7);
-    CHECK(e.msg() == "logLevel \"verbose\" is not supported: use one of \"trace\", \"debug\", \"info\", "
-                     "\"warn\", \"error\", \"off\"");
+    CHECK(e.msg() ==
+          "logLevel \"verbose\" is not supported: use one of \"trace\", \"debug\", \"info\", "
+          "\"warn\", \"error\", \"off\"");
     CHECK(config_error(with(macvlan_config(), "logFile", "rdmanet.log")).code() == 7);
     CHECK(config_error(with(macvlan_config(), "logFile", 1)).code() == 7);
 }
@@ -429,7 +437,7 @@ TEST_CASE("config: prevResult", "[cni][config]") {
     auto missing = config_error(macvlan_config(), Command::check);
     CHECK(missing.code() == 7);
     CHECK_THAT(missing.msg(), Catch::Matchers::StartsWith("prevResult is required for CHECK"));
-    CHECK_NOTHROW(parse(macvlan_config(), Command::add));   // the first plugin of a chain has none
+    CHECK_NOTHROW(parse(macvlan_config(), Command::add));  // the first plugin of a chain has none
 
     json bad = prev;
     bad["ips"][0]["address"] = "10.1.0.5";
@@ -464,8 +472,7 @@ TEST_CASE("config: GC valid attachments", "[cni][config]") {
     }
     SECTION("a malformed list fails GC rather than being guessed at") {
         CHECK(config_error(with(base, "cni.dev/valid-attachments", "c1"), Command::gc).code() == 7);
-        CHECK(config_error(with(base, "cni.dev/valid-attachments", json::parse(R"([{"ifname":"net1"}])")),
-                           Command::gc)
+        CHECK(config_error(with(base, "cni.dev/valid-attachments", json::parse(R"([{"ifname":"net1"}])")), Command::gc)
                   .msg() == "cni.dev/valid-attachments[0].containerID is required");
         CHECK(config_error(with(base, "cni.dev/attachments", json::parse("[1]")), Command::gc).code() == 7);
     }
@@ -485,15 +492,15 @@ TEST_CASE("config: DEL, GC and STATUS are lenient beyond name and version", "[cn
     for (auto command : {Command::del, Command::gc, Command::status}) {
         NetConf conf = parse(broken, command);
         CHECK(conf.name == "rdma-net");
-        CHECK(conf.mode.empty());   // mode was invalid: no mode, no settings
+        CHECK(conf.mode.empty());  // mode was invalid: no mode, no settings
         CHECK(conf.settings.get<MacvlanConf>().master.empty());
         CHECK(conf.settings.get<MacvlanConf>().mtu == 0);
         CHECK(conf.log_level == "info");
         CHECK_FALSE(conf.runtime.mac);
-        CHECK(conf.runtime.ips == Strings{"10.0.0.9/24"});   // one bad key does not lose its neighbours
+        CHECK(conf.runtime.ips == Strings{"10.0.0.9/24"});  // one bad key does not lose its neighbours
         CHECK_FALSE(conf.prev_result);
         CHECK(conf.dns.empty());
-        CHECK(conf.ipam.type == "rdmanet-ipam");   // what teardown needs survives
+        CHECK(conf.ipam.type == "rdmanet-ipam");  // what teardown needs survives
     }
     CHECK(config_error(broken, Command::add).code() == 7);
 
@@ -503,8 +510,9 @@ TEST_CASE("config: DEL, GC and STATUS are lenient beyond name and version", "[cn
     NetConf hostdev = parse(without(hostdev_config(), "device"), Command::del);
     CHECK(hostdev.mode == "hostdev");
     // A valid prevResult on DEL is read.
-    CHECK(parse(with(macvlan_config(), "prevResult", json::parse(R"({"ips":[{"address":"10.0.0.1/8"}]})")), Command::del)
-              .prev_result);
+    CHECK(
+        parse(with(macvlan_config(), "prevResult", json::parse(R"({"ips":[{"address":"10.0.0.1/8"}]})")), Command::del)
+            .prev_result);
 }
 
 // --- MAC precedence and reply version ---------------------------------------------------------

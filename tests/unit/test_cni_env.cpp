@@ -28,8 +28,10 @@ Vars full_add() {
 }
 
 Vars with(Vars vars, const std::string& name, std::optional<std::string> value) {
-    if (value) vars[name] = *value;
-    else vars.erase(name);
+    if (value)
+        vars[name] = *value;
+    else
+        vars.erase(name);
     return vars;
 }
 
@@ -47,7 +49,7 @@ TEST_CASE("env: a full ADD environment is parsed", "[cni][env]") {
     CHECK(env.ifname == "net1");
     CHECK(env.cni_args_raw == "IgnoreUnknown=1;K8S_POD_NAME=web-0");
     CHECK(env.args.pod_name() == "web-0");
-    CHECK(env.path == std::vector<std::string>{"/opt/cni/bin", "/usr/libexec/cni"});   // empties dropped
+    CHECK(env.path == std::vector<std::string>{"/opt/cni/bin", "/usr/libexec/cni"});  // empties dropped
 }
 
 TEST_CASE("env: $NODENAME is read with the CNI variables (node-slice IPAM), unset or empty is none", "[cni][env]") {
@@ -62,7 +64,7 @@ TEST_CASE("env: no CNI_COMMAND means command none, whatever else is missing", "[
 }
 
 TEST_CASE("env: unknown CNI_COMMAND is code 4", "[cni][env]") {
-    auto e = env_error(with(full_add(), "CNI_COMMAND", "add"));   // verbs are upper case
+    auto e = env_error(with(full_add(), "CNI_COMMAND", "add"));  // verbs are upper case
     CHECK(e.code() == 4);
     CHECK_THAT(e.msg(), Catch::Matchers::Contains("unknown CNI_COMMAND \"add\""));
     CHECK(env_error(with(full_add(), "CNI_COMMAND", "DELETE")).code() == 4);
@@ -118,8 +120,8 @@ TEST_CASE("env: container id validation", "[cni][env]") {
         for (const char* bad : {"-leading-dash", ".hidden", "a/b", "a b", "ü", "a:b", "_x"}) {
             auto e = env_error(with(full_add(), "CNI_CONTAINERID", bad));
             CHECK(e.code() == 4);
-            CHECK_THAT(e.msg(), Catch::Matchers::Contains("CNI_CONTAINERID") &&
-                                    Catch::Matchers::Contains("is invalid"));
+            CHECK_THAT(e.msg(),
+                       Catch::Matchers::Contains("CNI_CONTAINERID") && Catch::Matchers::Contains("is invalid"));
         }
     }
     SECTION("the charset itself is accepted") {
@@ -131,10 +133,12 @@ TEST_CASE("env: container id validation", "[cni][env]") {
 TEST_CASE("env: CNI_IFNAME validation says what is wrong", "[cni][env]") {
     auto e = env_error(with(full_add(), "CNI_IFNAME", "a/b"));
     CHECK(e.code() == 4);
-    CHECK(e.msg() == "CNI_IFNAME \"a/b\" is invalid: it contains '/' (an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters)");
+    CHECK(
+        e.msg() ==
+        "CNI_IFNAME \"a/b\" is invalid: it contains '/' (an interface name is 1-15 bytes, not \".\" or \"..\", without '/', ':', '%', whitespace or control characters)");
     CHECK(e.details() == "CNI_IFNAME: it contains '/'");
 
-    auto long_name = env_error(with(full_add(), "CNI_IFNAME", "abcdefghijklmnop"));   // 16
+    auto long_name = env_error(with(full_add(), "CNI_IFNAME", "abcdefghijklmnop"));  // 16
     CHECK(long_name.code() == 4);
     CHECK(long_name.details() == "CNI_IFNAME: it is 16 characters long");
 
@@ -159,14 +163,14 @@ TEST_CASE("env: CNI_IFNAME validation says what is wrong", "[cni][env]") {
     auto del = parse_environment(lookup_in(with(with(full_add(), "CNI_COMMAND", "DEL"), "CNI_IFNAME", "net%d")));
     CHECK(del.ifname == "net%d");
 
-    auto ok = parse_environment(lookup_in(with(full_add(), "CNI_IFNAME", "abcdefghijklmno")));   // 15
+    auto ok = parse_environment(lookup_in(with(full_add(), "CNI_IFNAME", "abcdefghijklmno")));  // 15
     CHECK(ok.ifname == "abcdefghijklmno");
 }
 
 TEST_CASE("identifier checks", "[cni][env]") {
     CHECK(is_valid_ifname("net1"));
     CHECK(is_valid_ifname("eth0.100"));
-    CHECK(is_valid_ifname("...") );
+    CHECK(is_valid_ifname("..."));
     CHECK_FALSE(is_valid_ifname(""));
     CHECK_FALSE(is_valid_ifname(std::string("a\0b", 3)));
     CHECK_FALSE(is_valid_ifname("a\x7f"));

@@ -30,6 +30,6 @@ TEST_CASE("error JSON stays printable when a message holds invalid UTF-8", "[cni
     auto j = error.to_json("1.0.0");
     std::string printed;
     REQUIRE_NOTHROW(printed = j.dump());
-    CHECK(j["msg"].get<std::string>().find("\xef\xbf\xbd") != std::string::npos);   // U+FFFD
+    CHECK(j["msg"].get<std::string>().find("\xef\xbf\xbd") != std::string::npos);  // U+FFFD
     CHECK(j["details"] == "\xef\xbf\xbd");
 }

@@ -74,8 +74,10 @@ public:
         ::setenv(name, value, 1);
     }
     ~ScopedEnv() {
-        if (old_) ::setenv(name_, old_->c_str(), 1);
-        else ::unsetenv(name_);
+        if (old_)
+            ::setenv(name_, old_->c_str(), 1);
+        else
+            ::unsetenv(name_);
     }
 
 private:
@@ -91,8 +93,8 @@ TEST_CASE("exec_plugin: success passes config on stdin and the CNI environment",
 env > "$DIR/env"
 echo "$#" > "$DIR/argc"
 printf '{"cniVersion":"1.0.0","ips":[{"address":"10.1.0.5/24"}]}')");
-    ScopedEnv stale("CNI_COMMAND", "ADD");             // replaced, not duplicated
-    ScopedEnv marker("RDMANET_TEST_MARKER", "kept");   // the rest of the environment passes through
+    ScopedEnv stale("CNI_COMMAND", "ADD");            // replaced, not duplicated
+    ScopedEnv marker("RDMANET_TEST_MARKER", "kept");  // the rest of the environment passes through
     auto env = plugins.env();
 
     json out = exec_plugin("fake", Command::del, env, kConfig, 5s);
@@ -142,8 +144,8 @@ TEST_CASE("exec_plugin: failure without a CNI error names the plugin and its std
     CHECK(e.msg() == "plugin \"broken\" (ADD) failed (exit status 3): boom: cannot allocate");
 
     plugins.add("silent-fail", "exit 2");
-    auto silent = testing::expect_cni_error(
-        [&] { exec_plugin("silent-fail", Command::del, plugins.env(), kConfig, 5s); });
+    auto silent =
+        testing::expect_cni_error([&] { exec_plugin("silent-fail", Command::del, plugins.env(), kConfig, 5s); });
     CHECK(silent.msg() == "plugin \"silent-fail\" (DEL) failed (exit status 2) without an error message");
 
     plugins.add("odd-code", R"(printf '{"code":"11","msg":"not a number code"}'; exit 1)");
@@ -183,7 +185,7 @@ TEST_CASE("exec_plugin: a plugin past its deadline is killed and reaped", "[cni]
     CHECK(elapsed < 3s);
     pid_t pid = std::stoi(plugins.read("pid"));
     errno = 0;
-    CHECK(::kill(pid, 0) == -1);   // gone: killed and reaped, not a zombie
+    CHECK(::kill(pid, 0) == -1);  // gone: killed and reaped, not a zombie
     CHECK(errno == ESRCH);
 }
 
@@ -200,20 +202,20 @@ TEST_CASE("exec_plugin: large stdin is written completely", "[cni][exec]") {
     FakePluginDir plugins;
     plugins.add("sink", "cat > \"$DIR/got\"\necho '{}'");
     json big = kConfig;
-    big["padding"] = std::string(1 << 20, 'y');   // far beyond a pipe buffer
+    big["padding"] = std::string(1 << 20, 'y');  // far beyond a pipe buffer
     CHECK(exec_plugin("sink", Command::add, plugins.env(), big, 10s) == json::object());
     CHECK(plugins.read("got") == big.dump());
 }
 
 TEST_CASE("exec_plugin: plugin lookup in CNI_PATH", "[cni][exec]") {
     FakePluginDir first, second;
-    first.add("ipam", "echo '{\"from\":\"first\"}'", /*executable=*/false);   // skipped
+    first.add("ipam", "echo '{\"from\":\"first\"}'", /*executable=*/false);  // skipped
     second.add("ipam", "cat >/dev/null; echo '{\"from\":\"second\"}'");
     Environment env = first.env();
     env.path = {first.path(), second.path()};
     CHECK(exec_plugin("ipam", Command::add, env, kConfig, 5s)["from"] == "second");
 
-    fs::create_directory(first.path() + "/dir-plugin");   // a directory is not a plugin
+    fs::create_directory(first.path() + "/dir-plugin");  // a directory is not a plugin
     env.path = {first.path()};
     auto missing = testing::expect_cni_error([&] { exec_plugin("dir-plugin", Command::add, env, kConfig, 5s); });
     CHECK(missing.code() == static_cast<int>(ErrorCode::invalid_config));

@@ -8,9 +8,7 @@
 using namespace rdmanet::cni;
 
 namespace {
-std::string nested_arrays(std::size_t depth) {
-    return std::string(depth, '[') + std::string(depth, ']');
-}
+std::string nested_arrays(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 }  // namespace
 
 TEST_CASE("bounded parse accepts ordinary JSON", "[cni][json]") {
@@ -28,8 +26,7 @@ TEST_CASE("bounded parse allows exactly max depth", "[cni][json]") {
 }
 
 TEST_CASE("a 100000-deep array is rejected without crashing", "[cni][json]") {
-    REQUIRE_CNI_ERROR(parse_json_bounded(nested_arrays(100000)), ErrorCode::decode_failure,
-                      "at byte 65");
+    REQUIRE_CNI_ERROR(parse_json_bounded(nested_arrays(100000)), ErrorCode::decode_failure, "at byte 65");
     // Unbalanced and object-nested forms too.
     REQUIRE_CNI_ERROR(parse_json_bounded(std::string(100000, '[')), ErrorCode::decode_failure, "deeper");
     std::string objects;

@@ -121,24 +121,24 @@ TEST_CASE("results round-trip through every version", "[cni][result]") {
 }
 
 TEST_CASE("0.x to 1.x conversion drops version, 1.x to 0.x derives it", "[cni][result]") {
-    Result from_1x = result_from_json(json::parse(
-        R"({"cniVersion":"1.0.0","ips":[{"address":"fd00::1/64"},{"address":"10.0.0.1/8"}]})"));
+    Result from_1x = result_from_json(
+        json::parse(R"({"cniVersion":"1.0.0","ips":[{"address":"fd00::1/64"},{"address":"10.0.0.1/8"}]})"));
     json as_040 = result_to_json(from_1x, "0.4.0");
     CHECK(as_040["ips"][0]["version"] == "6");
     CHECK(as_040["ips"][1]["version"] == "4");
     // A wrong version in the input is ignored: the address decides.
-    Result lying = result_from_json(json::parse(
-        R"({"cniVersion":"0.4.0","ips":[{"version":"6","address":"10.0.0.1/8"}]})"));
+    Result lying =
+        result_from_json(json::parse(R"({"cniVersion":"0.4.0","ips":[{"version":"6","address":"10.0.0.1/8"}]})"));
     CHECK(result_to_json(lying, "0.4.0")["ips"][0]["version"] == "4");
     CHECK_FALSE(result_to_json(lying, "1.0.0")["ips"][0].contains("version"));
 }
 
 TEST_CASE("0.3.0's \"ip\" spelling is accepted when \"ips\" is absent", "[cni][result]") {
-    Result r = result_from_json(json::parse(
-        R"({"cniVersion":"0.3.0","ip":[{"version":"4","address":"10.1.0.5/24"}]})"));
+    Result r =
+        result_from_json(json::parse(R"({"cniVersion":"0.3.0","ip":[{"version":"4","address":"10.1.0.5/24"}]})"));
     REQUIRE(r.ips.size() == 1);
     CHECK(r.ips[0].address == ip_net("10.1.0.5/24"));
-    CHECK(result_to_json(r, "0.3.0").contains("ips"));   // emitted as libcni does
+    CHECK(result_to_json(r, "0.3.0").contains("ips"));  // emitted as libcni does
     CHECK_FALSE(result_to_json(r, "0.3.0").contains("ip"));
 }
 
@@ -159,10 +159,10 @@ TEST_CASE("malformed results name the field (decode failure)", "[cni][result]") 
                       "result.ips must be a JSON list");
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"ips":["10.0.0.1/8"]})")), ErrorCode::decode_failure,
                       "result.ips[0] must be a JSON object");
-    REQUIRE_CNI_ERROR(result_from_json(bad(R"({"ips":[{"gateway":"10.0.0.1"}]})")),
-                      ErrorCode::decode_failure, "result.ips[0].address is required");
-    REQUIRE_CNI_ERROR(result_from_json(bad(R"({"ips":[{"address":"10.0.0.1"}]})")),
-                      ErrorCode::decode_failure, "result.ips[0].address \"10.0.0.1\" is not an address in CIDR");
+    REQUIRE_CNI_ERROR(result_from_json(bad(R"({"ips":[{"gateway":"10.0.0.1"}]})")), ErrorCode::decode_failure,
+                      "result.ips[0].address is required");
+    REQUIRE_CNI_ERROR(result_from_json(bad(R"({"ips":[{"address":"10.0.0.1"}]})")), ErrorCode::decode_failure,
+                      "result.ips[0].address \"10.0.0.1\" is not an address in CIDR");
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"ips":[{"address":"10.0.0.1/8","gateway":"gw"}]})")),
                       ErrorCode::decode_failure, "result.ips[0].gateway \"gw\" is not an IP address");
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"ips":[{"address":"10.0.0.1/8","interface":-1}]})")),
@@ -172,8 +172,8 @@ TEST_CASE("malformed results name the field (decode failure)", "[cni][result]") 
         ErrorCode::decode_failure, "1 is not an index into interfaces");
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"interfaces":[{"name":7}]})")), ErrorCode::decode_failure,
                       "result.interfaces[0].name must be a string");
-    REQUIRE_CNI_ERROR(result_from_json(bad(R"({"interfaces":[{"name":"a","mtu":"9000"}]})")),
-                      ErrorCode::decode_failure, "result.interfaces[0].mtu must be a non-negative integer");
+    REQUIRE_CNI_ERROR(result_from_json(bad(R"({"interfaces":[{"name":"a","mtu":"9000"}]})")), ErrorCode::decode_failure,
+                      "result.interfaces[0].mtu must be a non-negative integer");
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"routes":[{"gw":"10.0.0.1"}]})")), ErrorCode::decode_failure,
                       "result.routes[0].dst is required");
     REQUIRE_CNI_ERROR(result_from_json(bad(R"({"routes":[{"dst":"default"}]})")), ErrorCode::decode_failure,

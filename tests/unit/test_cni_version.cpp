@@ -15,8 +15,8 @@ TEST_CASE("versions compare semantically, not as text", "[cni][version]") {
     CHECK(compare_versions("0.4.0", "0.3.1") > 0);
     CHECK(compare_versions("0.3.1", "0.4.0") < 0);
     CHECK(compare_versions("1.0.0", "1.0.0") == 0);
-    CHECK(compare_versions("0.10.0", "0.9.0") > 0);   // text order would say less
+    CHECK(compare_versions("0.10.0", "0.9.0") > 0);  // text order would say less
     CHECK(compare_versions("1.1.0", "1.0.0") > 0);
-    CHECK(compare_versions("1.0", "1.0.0") == 0);     // missing part is 0
-    CHECK(compare_versions("x.1.0", "0.1.0") == 0);   // malformed part is 0
+    CHECK(compare_versions("1.0", "1.0.0") == 0);    // missing part is 0
+    CHECK(compare_versions("x.1.0", "0.1.0") == 0);  // malformed part is 0
 }

@@ -41,7 +41,8 @@ std::map<std::string, json> example_nads() {
     std::map<std::string, json> out;
     for (const auto& f : files_under(kConf / "nad"))
         for (const auto& nad : render_documents(slurp(f), {}))
-            out[nad["metadata"]["namespace"].get<std::string>() + "/" + nad["metadata"]["name"].get<std::string>()] = nad;
+            out[nad["metadata"]["namespace"].get<std::string>() + "/" + nad["metadata"]["name"].get<std::string>()] =
+                nad;
     return out;
 }
 
@@ -106,8 +107,11 @@ void check_dranet_profile(const fs::path& file) {
         INFO("profile key " << key);
         CHECK((key == "ipam" || key == "network" || key == "policyRouting" || key == "sysctl"));
     }
-    json config = {{"cniVersion", "1.0.0"}, {"name", profile.value("network", "profile")}, {"type", "rdmanet"},
-                   {"mode", "hostdev"},     {"ipam", object_at(profile, "ipam")}};
+    json config = {{"cniVersion", "1.0.0"},
+                   {"name", profile.value("network", "profile")},
+                   {"type", "rdmanet"},
+                   {"mode", "hostdev"},
+                   {"ipam", object_at(profile, "ipam")}};
     if (profile.contains("policyRouting")) config["policyRouting"] = profile["policyRouting"];
     REQUIRE_NOTHROW(validate_cni_config(config, kInjectedDeviceId));
 }
@@ -117,7 +121,7 @@ void check_dranet_profile(const fs::path& file) {
 // claim templates and container claims, a VfConfig's NAD, the Multus networks annotation (whose
 // NAD carries the resourceName its DeviceClass selects on).
 void check_dra_manifests(const fs::path& file) {
-    std::map<std::string, std::map<std::string, json>> by_kind;   // kind -> name -> object
+    std::map<std::string, std::map<std::string, json>> by_kind;  // kind -> name -> object
     for (const auto& doc : yaml_documents_to_json(slurp(file))) {
         REQUIRE(doc.is_object());
         const std::string kind = string_at(doc, "kind");
@@ -180,8 +184,9 @@ void check_dra_manifests(const fs::path& file) {
         bool selected = false;
         for (const auto& [name, dc] : by_kind["DeviceClass"])
             for (const auto& sel : dc["spec"]["selectors"])
-                selected = selected || sel["cel"].value("expression", "").find("resourceName == \"" + resource + "\"") !=
-                                           std::string::npos;
+                selected =
+                    selected || sel["cel"].value("expression", "").find("resourceName == \"" + resource + "\"") !=
+                                    std::string::npos;
         CHECK(selected);
     }
 }

@@ -42,12 +42,11 @@ std::string b64url(const std::string& in) {
 }
 
 std::string jwt_expiring_in(std::chrono::seconds delta) {
-    const auto exp = std::chrono::duration_cast<std::chrono::seconds>(
-                         (std::chrono::system_clock::now() + delta).time_since_epoch())
-                         .count();
-    return b64url(R"({"alg":"RS256"})") + "." + b64url(R"({"sub":"system:serviceaccount:x:y","exp":)" +
-                                                        std::to_string(exp) + "}") +
-           ".c2ln";
+    const auto exp =
+        std::chrono::duration_cast<std::chrono::seconds>((std::chrono::system_clock::now() + delta).time_since_epoch())
+            .count();
+    return b64url(R"({"alg":"RS256"})") + "." +
+           b64url(R"({"sub":"system:serviceaccount:x:y","exp":)" + std::to_string(exp) + "}") + ".c2ln";
 }
 
 // A node where everything is right; tests break one thing each.
@@ -84,12 +83,15 @@ struct FakeNode {
         write(p / "link_layer", layer + "\n");
     }
     void kubeconfig(const std::string& token, unsigned mode = 0600) {
-        write(root / "etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig",
-              "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.96.0.1:443\n"
-              "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=\n"
-              "users:\n- name: u\n  user:\n    token: \"" + token + "\"\n"
-              "contexts:\n- name: x\n  context: {cluster: c, user: u, namespace: kube-system}\ncurrent-context: x\n",
-              mode);
+        write(
+            root / "etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.96.0.1:443\n"
+            "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=\n"
+            "users:\n- name: u\n  user:\n    token: \"" +
+                token +
+                "\"\n"
+                "contexts:\n- name: x\n  context: {cluster: c, user: u, namespace: kube-system}\ncurrent-context: x\n",
+            mode);
     }
     void base_spec(const std::string& rlimits) {
         write(root / "etc/containerd/cri-base.json", R"({"ociVersion":"1.1.0","process":{"rlimits":)" + rlimits + "}}");
@@ -130,8 +132,8 @@ TEST_CASE("doctor: a healthy node passes, exit 0", "[ctl][doctor]") {
     INFO(describe(all));
     CHECK(with_status(all, Status::fail).empty());
     CHECK(with_status(all, Status::warn).empty());
-    for (const char* check : {"node.sysfs", "rdma.ports", "rdma.netns", "sriov.vfs", "cni.binary", "cni.config", "node.policy",
-                              "ipam.kubeconfig", "runtime.memlock"})
+    for (const char* check : {"node.sysfs", "rdma.ports", "rdma.netns", "sriov.vfs", "cni.binary", "cni.config",
+                              "node.policy", "ipam.kubeconfig", "runtime.memlock"})
         CHECK_FALSE(with_status(all, Status::ok, check).empty());
     std::ostringstream out, err;
     CHECK(doctor(node.options, out, err) == 0);
@@ -194,7 +196,7 @@ TEST_CASE("doctor: a node in the wrong netns mode fails when a mode is expected"
     FakeNode node;
     write(node.root / "sys/module/ib_core/parameters/netns_mode", "Y\n");
     fs::remove(node.root / "etc/modprobe.d/rdma.conf");
-    CHECK(with_status(node.run(), Status::fail).empty());   // shared, persisted by default
+    CHECK(with_status(node.run(), Status::fail).empty());  // shared, persisted by default
     node.options.expect_netns_mode = "exclusive";
     auto f = only_failure(node, "rdma.netns");
     CHECK_THAT(f.message, Catch::Contains("should run exclusive") && Catch::Contains("--rdma-netns-mode exclusive"));
@@ -224,7 +226,8 @@ TEST_CASE("doctor: each configured VF with its PCI address and PF-side settings"
     vfs.vf("ens1f0", 1).qos = 3;
     vfs.vf("ens1f0", 1).trust = true;
     vfs.vf("ens1f0", 1).max_tx_rate = 1000;
-    fs::create_directory_symlink("../../../devices/pci0000:00/0000:01:10.2", node.root / "sys/class/net/ens1f0/device/virtfn1");
+    fs::create_directory_symlink("../../../devices/pci0000:00/0000:01:10.2",
+                                 node.root / "sys/class/net/ens1f0/device/virtfn1");
     node.options.vf_control = &vfs;
 
     const auto all = node.run();
@@ -349,10 +352,11 @@ TEST_CASE("doctor: IPAM kubeconfig problems", "[ctl][doctor]") {
     }
     SECTION("the real probe against a closed port reports the connection error") {
         node.options.check_api = true;
-        write(node.root / "etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig",
-              "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\n"
-              "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
-              0600);
+        write(
+            node.root / "etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig",
+            "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\n"
+            "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
+            0600);
         CHECK_THAT(only_failure(node, "ipam.kubeconfig").message, Catch::Contains("127.0.0.1"));
     }
 }
@@ -417,20 +421,21 @@ TEST_CASE("doctor: JSON report and exit status", "[ctl][doctor]") {
     node.options.json = false;
     std::ostringstream table, err2;
     CHECK(doctor(node.options, table, err2) == 1);
-    CHECK_THAT(table.str(), Catch::StartsWith("STATUS") && Catch::Contains("FAIL    rdma.ports") &&
-                                Catch::Contains("1 problem(s)"));
+    CHECK_THAT(table.str(),
+               Catch::StartsWith("STATUS") && Catch::Contains("FAIL    rdma.ports") && Catch::Contains("1 problem(s)"));
 }
 
 TEST_CASE("doctor: tuning's allowlist is named with its entries as node-policy globs", "[ctl][doctor]") {
     FakeNode node;
     write(node.root / "etc/cni/tuning/allowlist.conf",
-               "^net\\.ipv4\\.conf\\.[^.]+\\.arp_.*$\n\n^net\\.core\\.somaxconn$\nnet.ipv6.conf.IFNAME.accept_dad\n");
+          "^net\\.ipv4\\.conf\\.[^.]+\\.arp_.*$\n\n^net\\.core\\.somaxconn$\nnet.ipv6.conf.IFNAME.accept_dad\n");
     const auto all = node.run();
     INFO(describe(all));
     const auto found = with_status(all, Status::warn, "cni.tuning-allowlist");
     REQUIRE(found.size() == 1);
     CHECK(found[0].subject == "/etc/cni/tuning/allowlist.conf");
-    CHECK_THAT(found[0].message, Catch::Contains(R"("sysctls": ["net.ipv4.conf.IFNAME.arp_*","net.ipv6.conf.IFNAME.accept_dad"])"));
+    CHECK_THAT(found[0].message,
+               Catch::Contains(R"("sysctls": ["net.ipv4.conf.IFNAME.arp_*","net.ipv6.conf.IFNAME.accept_dad"])"));
     CHECK_THAT(found[0].message, Catch::Contains("somaxconn"));
     // Without the file, nothing is said.
     FakeNode plain;

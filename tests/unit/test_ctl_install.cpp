@@ -31,13 +31,13 @@ std::string slurp(const std::string& path) {
 }
 
 unsigned mode_of(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat(path.c_str(), &st) == 0);
     return st.st_mode & 07777;
 }
 
 ino_t inode_of(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat(path.c_str(), &st) == 0);
     return st.st_ino;
 }
@@ -157,7 +157,8 @@ TEST_CASE("install: the kubeconfig is rewritten when the token rotates (--watch)
     const auto s = out.str();
     std::size_t writes = 0;
     const std::string wrote_kubeconfig = "wrote " + t.kubeconfig();
-    for (auto pos = s.find(wrote_kubeconfig); pos != std::string::npos; pos = s.find(wrote_kubeconfig, pos + 1)) ++writes;
+    for (auto pos = s.find(wrote_kubeconfig); pos != std::string::npos; pos = s.find(wrote_kubeconfig, pos + 1))
+        ++writes;
     CHECK(writes == 2);
 }
 
@@ -215,7 +216,7 @@ TEST_CASE("install: the node policy file is written with defaults only when abse
     write(policy_file, R"({"version": 1, "modes": ["macvlan"]})");
     out.str("");
     REQUIRE(install(t.options, out, err) == 0);
-    CHECK(out.str().find(policy_file) == std::string::npos);   // the admin's file: not touched, not reported
+    CHECK(out.str().find(policy_file) == std::string::npos);  // the admin's file: not touched, not reported
     CHECK(slurp(policy_file) == R"({"version": 1, "modes": ["macvlan"]})");
 }
 
@@ -250,7 +251,7 @@ TEST_CASE("install: the node's name from NODE_NAME goes to rdmanet.d/nodename fo
     std::ostringstream out, err;
     REQUIRE(install(t.options, out, err) == 0);
     const auto file = t.options.cni_conf_dir + "/rdmanet.d/nodename";
-    CHECK_FALSE(std::filesystem::exists(file));   // no NODE_NAME: nothing written
+    CHECK_FALSE(std::filesystem::exists(file));  // no NODE_NAME: nothing written
     t.options.getenv = [](const char* name) -> std::optional<std::string> {
         if (std::string(name) == "NODE_NAME") return "gpu-node-7";
         if (std::string(name) == "KUBERNETES_SERVICE_HOST") return "10.96.0.1";
@@ -263,5 +264,5 @@ TEST_CASE("install: the node's name from NODE_NAME goes to rdmanet.d/nodename fo
     CHECK_THAT(out.str(), Catch::Contains("wrote " + file));
     out.str("");
     REQUIRE(install(t.options, out, err) == 0);
-    CHECK(out.str().find(file) == std::string::npos);   // unchanged: not rewritten
+    CHECK(out.str().find(file) == std::string::npos);  // unchanged: not rewritten
 }

@@ -74,7 +74,7 @@ TEST_CASE("render: HostDeviceNetwork round-trips into a NAD with its IPAM kept",
     CHECK(config["ipam"] == kHostDeviceIpam);
     CHECK(config["capabilities"] == json({{"deviceID", true}, {"CNIDeviceInfoFile", true}}));
     CHECK_FALSE(config.contains("plugins"));
-    CHECK_FALSE(config.contains("deviceID"));   // the validation placeholder is never rendered
+    CHECK_FALSE(config.contains("deviceID"));  // the validation placeholder is never rendered
 }
 
 TEST_CASE("render: --ipam rdmanet switches whereabouts to rdmanet-ipam, same keys", "[ctl][render]") {
@@ -84,7 +84,7 @@ TEST_CASE("render: --ipam rdmanet switches whereabouts to rdmanet-ipam, same key
     json expected = kHostDeviceIpam;
     expected["type"] = "rdmanet-ipam";
     expected["kubernetes"]["kubeconfig"] = "/etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig";
-    expected["log_file"] = "/var/log/rdmanet/whereabouts.log";   // the node policy's log dir
+    expected["log_file"] = "/var/log/rdmanet/whereabouts.log";  // the node policy's log dir
     CHECK(config["ipam"] == expected);
 
     options.ipam_kubeconfig = "/etc/cni/net.d/custom/kc";
@@ -92,7 +92,8 @@ TEST_CASE("render: --ipam rdmanet switches whereabouts to rdmanet-ipam, same key
           "/etc/cni/net.d/custom/kc");
 }
 
-TEST_CASE("render: --ipam rdmanet refuses to convert an IPAM that is neither whereabouts nor nv-ipam", "[ctl][render]") {
+TEST_CASE("render: --ipam rdmanet refuses to convert an IPAM that is neither whereabouts nor nv-ipam",
+          "[ctl][render]") {
     RenderOptions options;
     options.ipam = "rdmanet";
     auto message = render_error(R"(
@@ -100,7 +101,8 @@ apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork
 metadata: {name: hl}
 spec: {resourceName: hostdev, ipam: '{"type":"host-local","subnet":"10.1.0.0/24"}'}
-)", options);
+)",
+                                options);
     CHECK_THAT(message, Catch::Contains("\"host-local\"") && Catch::Contains("drop --ipam"));
     // Without the flag the operator's IPAM is kept as written.
     auto nad = render_one(R"(
@@ -148,7 +150,8 @@ kind: MacvlanNetwork
 metadata: {name: rail1}
 spec: {networkNamespace: ai, master: eth1, mode: bridge, mtu: 9000,
        ipam: '{"type":"nv-ipam","poolName":"rail1-v4,rail1-v6","poolType":"cidrpool","daemonSocket":"unix:///var/lib/cni/nv-ipam/daemon.sock","daemonCallTimeoutSeconds":5}'}
-)", options);
+)",
+                                       options);
     REQUIRE(nads.size() == 2);
     CHECK(config_of(nads[0])["ipam"] == json::parse(R"({"type": "rdmanet-ipam", "poolName": "pool1",
       "kubernetes": {"kubeconfig": "/etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig"}})"));
@@ -162,7 +165,7 @@ TEST_CASE("render: --ipam rdmanet converts nv-ipam and its IPPool to rdmanet-ipa
     options.ipam = "rdmanet";
     options.nv_ipam_to_slices = true;
     const auto nads = render_documents(std::string(kNvIpamNetwork) + "---\n" + kNvIpamPool, options);
-    REQUIRE(nads.size() == 1);   // the IPPool is an input, not a network
+    REQUIRE(nads.size() == 1);  // the IPPool is an input, not a network
     const auto ipam = config_of(nads.front())["ipam"];
     CHECK(ipam == json::parse(R"({
       "type": "rdmanet-ipam", "datastore": "kubernetes",
@@ -181,13 +184,17 @@ TEST_CASE("render: nv-ipam conversion refuses what rdmanet-ipam cannot express",
     options.nv_ipam_to_slices = true;
     const std::string network = kNvIpamNetwork;
     const auto with_pool = [&](const std::string& spec) {
-        return render_error(network + "---\napiVersion: nv-ipam.nvidia.com/v1alpha1\nkind: IPPool\n"
-                                      "metadata: {name: pool1}\nspec: " + spec + "\n", options);
+        return render_error(network +
+                                "---\napiVersion: nv-ipam.nvidia.com/v1alpha1\nkind: IPPool\n"
+                                "metadata: {name: pool1}\nspec: " +
+                                spec + "\n",
+                            options);
     };
     CHECK_THAT(render_error(network, options), Catch::Contains("IPPool \"pool1\" is not in the input") &&
                                                    Catch::Contains("kubectl get ippools.nv-ipam.nvidia.com pool1"));
-    CHECK_THAT(with_pool("{subnet: 10.0.0.0/24, perNodeBlockSize: 16, perNodeExclusions: [{startIndex: 0, endIndex: 1}]}"),
-               Catch::Contains("perNodeExclusions has no rdmanet equivalent"));
+    CHECK_THAT(
+        with_pool("{subnet: 10.0.0.0/24, perNodeBlockSize: 16, perNodeExclusions: [{startIndex: 0, endIndex: 1}]}"),
+        Catch::Contains("perNodeExclusions has no rdmanet equivalent"));
     CHECK_THAT(with_pool("{subnet: 10.0.0.0/24, perNodeBlockSize: 1000}"), Catch::Contains("larger than the subnet"));
     CHECK_THAT(with_pool("{subnet: 10.0.0.0/33, perNodeBlockSize: 16}"), Catch::Contains("is not a CIDR"));
     CHECK_THAT(with_pool("{subnet: 10.0.0.0/24, perNodeBlockSize: 16, defaultGateway: true}"),
@@ -198,13 +205,17 @@ apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork
 metadata: {name: two}
 spec: {resourceName: hostdev, ipam: '{"type":"nv-ipam","poolName":"pool1,pool2"}'}
-)", options), Catch::Contains("names two pools"));
+)",
+                            options),
+               Catch::Contains("names two pools"));
     CHECK_THAT(render_error(R"(
 apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork
 metadata: {name: cidr}
 spec: {resourceName: hostdev, ipam: '{"type":"nv-ipam","poolName":"pool1","poolType":"cidrpool"}'}
-)", options), Catch::Contains("only IPPool pools convert"));
+)",
+                            options),
+               Catch::Contains("only IPPool pools convert"));
 }
 
 TEST_CASE("render: nv-ipam IPv6 pool, block size a power of two, poolName defaulting to the network", "[ctl][render]") {
@@ -221,7 +232,8 @@ apiVersion: nv-ipam.nvidia.com/v1alpha1
 kind: IPPool
 metadata: {name: v6net}
 spec: {subnet: "fd00:10::/64", perNodeBlockSize: 256, exclusions: [{startIP: "fd00:10::", endIP: "fd00:10::ff"}]}
-)", options);
+)",
+                                       options);
     const auto ipam = config_of(nads.front())["ipam"];
     CHECK(ipam["range"] == "fd00:10::/64");
     CHECK(ipam["node_slice_size"] == "/120");
@@ -268,7 +280,8 @@ apiVersion: mellanox.com/v1alpha1
 kind: MacvlanNetwork
 metadata: {name: badmode}
 spec: {master: ens1f0, mode: bogus}
-)"), Catch::Contains("macvlanMode"));
+)"),
+               Catch::Contains("macvlanMode"));
 }
 
 TEST_CASE("render: IPoIBNetwork round-trips master", "[ctl][render]") {
@@ -314,7 +327,8 @@ apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork
 metadata: {name: chained}
 spec: {resourceName: hostdev, metaPlugins: '{"mtu": 4000}'}
-)"), Catch::Contains("metaPlugins"));
+)"),
+               Catch::Contains("metaPlugins"));
 }
 
 TEST_CASE("render: the project's own kind passes plugin keys through to the plugin's parser", "[ctl][render]") {
@@ -346,8 +360,7 @@ spec:
 TEST_CASE("render: bad networks fail at render time with the plugin's message", "[ctl][render]") {
     const std::string head = "apiVersion: rdmanet.dev/v1alpha1\nkind: RdmaNetwork\nmetadata: {name: bad}\n";
     // Plugin key errors.
-    CHECK_THAT(render_error(head + "spec: {resourceName: a.b/c, mode: sriov, vlan: 5000}\n"),
-               Catch::Contains("vlan"));
+    CHECK_THAT(render_error(head + "spec: {resourceName: a.b/c, mode: sriov, vlan: 5000}\n"), Catch::Contains("vlan"));
     CHECK_THAT(render_error(head + "spec: {mode: tunnel}\n"), Catch::Contains("\"tunnel\" is not supported"));
     CHECK_THAT(render_error(head + "spec: {mode: macvlan, master: ens1f0, rdma: {isolation: always}}\n"),
                Catch::Contains("isolation"));
@@ -401,7 +414,8 @@ apiVersion: k8s.cni.cncf.io/v1
 kind: NetworkAttachmentDefinition
 metadata: {name: other}
 spec: {config: '{"cniVersion":"1.0.0","name":"other","type":"host-device"}'}
-)"), Catch::Contains("no plugin of type \"rdmanet\""));
+)"),
+               Catch::Contains("no plugin of type \"rdmanet\""));
 }
 
 TEST_CASE("render: YAML output reads back as the same NAD", "[ctl][render]") {
@@ -415,8 +429,9 @@ TEST_CASE("render: YAML output reads back as the same NAD", "[ctl][render]") {
 }
 
 TEST_CASE("render: YAML scalars are typed like Kubernetes types them", "[ctl][render]") {
-    const auto j = yaml_to_json("a: true\nb: 'true'\nc: 0000:af:06.0\nd: 9000\ne: \"9000\"\nf: ~\ng: -3\nh: 1.5\n"
-                                "i: 0x10\nj: [1, two]\n");
+    const auto j = yaml_to_json(
+        "a: true\nb: 'true'\nc: 0000:af:06.0\nd: 9000\ne: \"9000\"\nf: ~\ng: -3\nh: 1.5\n"
+        "i: 0x10\nj: [1, two]\n");
     CHECK(j["a"] == true);
     CHECK(j["b"] == "true");
     CHECK(j["c"] == "0000:af:06.0");
@@ -430,8 +445,9 @@ TEST_CASE("render: YAML scalars are typed like Kubernetes types them", "[ctl][re
 }
 
 TEST_CASE("render: several documents and kubectl Lists", "[ctl][render]") {
-    std::string two = std::string(kHostDeviceNet) + "---\n" +
-                      "apiVersion: mellanox.com/v1alpha1\nkind: IPoIBNetwork\nmetadata: {name: ib}\nspec: {master: ib0}\n";
+    std::string two =
+        std::string(kHostDeviceNet) + "---\n" +
+        "apiVersion: mellanox.com/v1alpha1\nkind: IPoIBNetwork\nmetadata: {name: ib}\nspec: {master: ib0}\n";
     CHECK(render_documents(two, {}).size() == 2);
     auto list = render_documents(
         "apiVersion: v1\nkind: List\nitems:\n- apiVersion: mellanox.com/v1alpha1\n  kind: IPoIBNetwork\n"
@@ -529,7 +545,8 @@ apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork
 metadata: {name: rail-2}
 spec: {resourceName: hostdev, metaPlugins: '{"type":"tuning","sysctl":["net.ipv4.conf.IFNAME.arp_ignore"]}'}
-)"), Catch::Contains("sysctl"));
+)"),
+               Catch::Contains("sysctl"));
 }
 
 // tuning takes any key under /proc/sys/net (its README's example is net.core.somaxconn); rdmanet's
@@ -547,6 +564,7 @@ spec:
     REQUIRE(config["plugins"].size() == 2);
     CHECK(config["plugins"][0]["policyRouting"] == true);
     CHECK_FALSE(config["plugins"][0].contains("sysctl"));
-    CHECK(config["plugins"][1] == json({{"type", "tuning"},
-                                        {"sysctl", {{"net.core.somaxconn", "500"}, {"net.ipv4.conf.IFNAME.arp_ignore", "1"}}}}));
+    CHECK(config["plugins"][1] ==
+          json({{"type", "tuning"},
+                {"sysctl", {{"net.core.somaxconn", "500"}, {"net.ipv4.conf.IFNAME.arp_ignore", "1"}}}}));
 }

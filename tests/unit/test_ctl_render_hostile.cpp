@@ -15,13 +15,19 @@ namespace {
 
 json macvlan_cr(json spec) {
     spec["master"] = "eth1";
-    return {{"apiVersion", "mellanox.com/v1alpha1"}, {"kind", "MacvlanNetwork"}, {"metadata", {{"name", "n1"}}}, {"spec", spec}};
+    return {{"apiVersion", "mellanox.com/v1alpha1"},
+            {"kind", "MacvlanNetwork"},
+            {"metadata", {{"name", "n1"}}},
+            {"spec", spec}};
 }
 
 json own_cr(json spec) {
     spec["mode"] = "macvlan";
     spec["master"] = "eth1";
-    return {{"apiVersion", "rdmanet.dev/v1alpha1"}, {"kind", "RdmaNetwork"}, {"metadata", {{"name", "n1"}}}, {"spec", spec}};
+    return {{"apiVersion", "rdmanet.dev/v1alpha1"},
+            {"kind", "RdmaNetwork"},
+            {"metadata", {{"name", "n1"}}},
+            {"spec", spec}};
 }
 
 std::string render_error(const json& doc, RenderOptions options = {}) {
@@ -65,34 +71,43 @@ TEST_CASE("render: JSON strings of a CR nested past the limit are refused, not a
 TEST_CASE("render: a value of the wrong type is named by its field", "[ctl][render][hostile]") {
     CHECK(render_error(macvlan_cr({{"ipam", R"({"type": 5})"}}), RenderOptions{.ipam = "rdmanet"}) ==
           "MacvlanNetwork n1: spec.ipam.type must be a string, got 5");
-    CHECK(render_error(macvlan_cr({{"networkNamespace", 7}})) == "MacvlanNetwork n1: spec.networkNamespace must be a string, got 7");
+    CHECK(render_error(macvlan_cr({{"networkNamespace", 7}})) ==
+          "MacvlanNetwork n1: spec.networkNamespace must be a string, got 7");
     json bad_kind = macvlan_cr({});
     bad_kind["metadata"]["name"] = json::array({"n1"});
     CHECK_THAT(render_error(bad_kind), Catch::Contains("metadata.name must be a string, got [\"n1\"]"));
     // A NAD whose config names itself with a number, converted with --ipam.
-    const json nad = {{"apiVersion", "k8s.cni.cncf.io/v1"},
-                      {"kind", "NetworkAttachmentDefinition"},
-                      {"metadata", {{"name", "n1"}}},
-                      {"spec", {{"config", R"({"cniVersion":"1.0.0","name":5,"type":"rdmanet","mode":"macvlan","master":"eth1"})"}}}};
-    CHECK(render_error(nad, RenderOptions{.ipam = "rdmanet"}) == "NetworkAttachmentDefinition n1: spec.config.name must be a string, got 5");
+    const json nad = {
+        {"apiVersion", "k8s.cni.cncf.io/v1"},
+        {"kind", "NetworkAttachmentDefinition"},
+        {"metadata", {{"name", "n1"}}},
+        {"spec", {{"config", R"({"cniVersion":"1.0.0","name":5,"type":"rdmanet","mode":"macvlan","master":"eth1"})"}}}};
+    CHECK(render_error(nad, RenderOptions{.ipam = "rdmanet"}) ==
+          "NetworkAttachmentDefinition n1: spec.config.name must be a string, got 5");
     CHECK_THAT(render_error(nad), Catch::Contains("name must be a string, got 5"));
     // A plugin whose type is not a string, inside a list of meta plugins that stays chained.
-    CHECK_THAT(render_error(own_cr({{"ipam", {{"type", json::array()}}}})), Catch::Contains("must be a string, got []"));
+    CHECK_THAT(render_error(own_cr({{"ipam", {{"type", json::array()}}}})),
+               Catch::Contains("must be a string, got []"));
     // Documents of a kubectl List with a numeric kind.
-    CHECK_THAT(render_error(json{{"apiVersion", 1}, {"kind", "List"}}), Catch::Contains("apiVersion must be a string, got 1"));
+    CHECK_THAT(render_error(json{{"apiVersion", 1}, {"kind", "List"}}),
+               Catch::Contains("apiVersion must be a string, got 1"));
 }
 
 TEST_CASE("render: spec.sysctl and a meta plugin tuning's sysctl are merged", "[ctl][render][hostile]") {
     const auto nad = render_network(
-        own_cr({{"sysctl", {{"net.ipv4.conf.IFNAME.arp_ignore", "1"}}},
-                {"metaPlugins", R"({"type":"tuning","sysctl":{"net.ipv4.conf.IFNAME.rp_filter":"0","net.ipv4.conf.IFNAME.arp_ignore":"1"}})"}}),
+        own_cr(
+            {{"sysctl", {{"net.ipv4.conf.IFNAME.arp_ignore", "1"}}},
+             {"metaPlugins",
+              R"({"type":"tuning","sysctl":{"net.ipv4.conf.IFNAME.rp_filter":"0","net.ipv4.conf.IFNAME.arp_ignore":"1"}})"}}),
         {});
     const auto config = config_of(nad);
-    CHECK_FALSE(config.contains("plugins"));   // tuning folded: nothing left to chain
-    CHECK(config["sysctl"] == json({{"net.ipv4.conf.IFNAME.arp_ignore", "1"}, {"net.ipv4.conf.IFNAME.rp_filter", "0"}}));
+    CHECK_FALSE(config.contains("plugins"));  // tuning folded: nothing left to chain
+    CHECK(config["sysctl"] ==
+          json({{"net.ipv4.conf.IFNAME.arp_ignore", "1"}, {"net.ipv4.conf.IFNAME.rp_filter", "0"}}));
 
-    CHECK(render_error(own_cr({{"sysctl", {{"net.ipv4.conf.IFNAME.arp_ignore", "1"}}},
-                               {"metaPlugins", R"({"type":"tuning","sysctl":{"net.ipv4.conf.IFNAME.arp_ignore":"2"}})"}})) ==
+    CHECK(render_error(
+              own_cr({{"sysctl", {{"net.ipv4.conf.IFNAME.arp_ignore", "1"}}},
+                      {"metaPlugins", R"({"type":"tuning","sysctl":{"net.ipv4.conf.IFNAME.arp_ignore":"2"}})"}})) ==
           "RdmaNetwork n1: sysctl net.ipv4.conf.IFNAME.arp_ignore is \"1\" in spec.sysctl but \"2\" in metaPlugins' "
           "tuning: set it in one place");
     // An sbr next to the network's own policyRouting stays chained, as written.

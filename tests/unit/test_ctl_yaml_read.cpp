@@ -32,11 +32,12 @@ std::string error_of(const std::string& text) {
 }  // namespace
 
 TEST_CASE("yaml: anchors and aliases expand to copies, on scalars, lists and maps", "[ctl][yaml]") {
-    const auto j = yaml_to_json("base: &b {mtu: 9000, tags: &t [a, b]}\n"
-                                "copy: *b\n"
-                                "tags: *t\n"
-                                "name: &n ib0\n"
-                                "again: *n\n");
+    const auto j = yaml_to_json(
+        "base: &b {mtu: 9000, tags: &t [a, b]}\n"
+        "copy: *b\n"
+        "tags: *t\n"
+        "name: &n ib0\n"
+        "again: *n\n");
     CHECK(j["copy"] == json({{"mtu", 9000}, {"tags", {"a", "b"}}}));
     CHECK(j["tags"] == json({"a", "b"}));
     CHECK(j["again"] == "ib0");

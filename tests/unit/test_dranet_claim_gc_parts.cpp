@@ -15,7 +15,8 @@ namespace {
 
 json group(std::initializer_list<const char*> versions, const char* preferred) {
     json j = {{"kind", "APIGroup"}, {"name", "resource.k8s.io"}, {"versions", json::array()}};
-    for (const char* v : versions) j["versions"].push_back({{"groupVersion", std::string("resource.k8s.io/") + v}, {"version", v}});
+    for (const char* v : versions)
+        j["versions"].push_back({{"groupVersion", std::string("resource.k8s.io/") + v}, {"version", v}});
     if (preferred) j["preferredVersion"] = {{"version", preferred}};
     return j;
 }
@@ -45,9 +46,8 @@ TEST_CASE("claim GC: only a complete ResourceClaim list with a uid per item is t
 }
 
 TEST_CASE("claim GC: every device of a claim missing from the list is released, nothing else", "[unit][dranet]") {
-    const std::map<ClaimKey, ClaimRecord> recorded{{{"a", "eth1"}, {"rail", {100}}},
-                                                   {{"b", "eth1"}, {"rail", {101}}},
-                                                   {{"b", "eth2"}, {"rail", {102}}}};
+    const std::map<ClaimKey, ClaimRecord> recorded{
+        {{"a", "eth1"}, {"rail", {100}}}, {{"b", "eth1"}, {"rail", {101}}}, {{"b", "eth2"}, {"rail", {102}}}};
     CHECK(claims_to_release(recorded, {"a", "b"}).empty());
     CHECK(claims_to_release(recorded, {"a"}) == std::vector<ClaimKey>{{"b", "eth1"}, {"b", "eth2"}});
     CHECK(claims_to_release(recorded, {}).size() == 3);

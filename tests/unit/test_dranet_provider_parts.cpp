@@ -40,8 +40,9 @@ IpConfig ip(const std::string& cidr, const std::string& gw) {
 }  // namespace
 
 TEST_CASE("http request parser: a request fed byte by byte, the body by Content-Length", "[dranet]") {
-    const std::string raw = "POST /GetProfileConfig HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                            "Content-Length: 7\r\n\r\n{\"a\":1}EXTRA";
+    const std::string raw =
+        "POST /GetProfileConfig HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        "Content-Length: 7\r\n\r\n{\"a\":1}EXTRA";
     RequestParser p;
     for (char c : raw) p.feed(std::string_view(&c, 1));
     REQUIRE(p.state() == RequestParser::State::done);
@@ -91,7 +92,8 @@ TEST_CASE("http response: status line, length and close", "[dranet]") {
 }
 
 TEST_CASE("DRANET request: the JSON of pkg/apis and the webhook's ProfileRequest", "[dranet]") {
-    const auto r = parse_profile_request(R"({"device":{"name":"eth1","pci_address":"0000:3b:00.1","mac_address":"aa:bb:cc:dd:ee:01"},
+    const auto r = parse_profile_request(
+        R"({"device":{"name":"eth1","pci_address":"0000:3b:00.1","mac_address":"aa:bb:cc:dd:ee:01"},
         "claim_uid":"5c2e9b9a-0a51-4a38-9f6d-3f0f4f8b1c11",
         "config":{"profile":"rail","interface":{"name":"net1","addresses":["10.9.0.7/24"]},"routes":[],"rules":null}})");
     CHECK(r.device.name == "eth1");
@@ -102,13 +104,13 @@ TEST_CASE("DRANET request: the JSON of pkg/apis and the webhook's ProfileRequest
 }
 
 TEST_CASE("DRANET request: malformed or unsafe requests are 400", "[dranet]") {
-    for (const std::string& body : std::vector<std::string>{R"({)", R"([])", R"({"claim_uid":"u1"})", R"({"device":{"name":"eth1"}})",
-                                   R"({"device":{"name":"eth1"},"claim_uid":"../x"})",
-                                   R"({"device":{"name":"../../etc"},"claim_uid":"u1"})",
-                                   R"({"device":{"name":5},"claim_uid":"u1"})",
-                                   R"({"device":{"name":"eth1"},"claim_uid":"u1","config":{"interface":{"addresses":"10.0.0.1/24"}}})",
-                                   R"({"device":{"name":"eth1"},"claim_uid":"u1","config":{"interface":{"addresses":[7]}}})",
-                                   std::string(5000, '[')}) {
+    for (const std::string& body : std::vector<std::string>{
+             R"({)", R"([])", R"({"claim_uid":"u1"})", R"({"device":{"name":"eth1"}})",
+             R"({"device":{"name":"eth1"},"claim_uid":"../x"})", R"({"device":{"name":"../../etc"},"claim_uid":"u1"})",
+             R"({"device":{"name":5},"claim_uid":"u1"})",
+             R"({"device":{"name":"eth1"},"claim_uid":"u1","config":{"interface":{"addresses":"10.0.0.1/24"}}})",
+             R"({"device":{"name":"eth1"},"claim_uid":"u1","config":{"interface":{"addresses":[7]}}})",
+             std::string(5000, '[')}) {
         INFO(body.substr(0, 80));
         CHECK(status_of([&] { parse_profile_request(body); }) == 400);
     }
@@ -128,7 +130,8 @@ TEST_CASE("profile names: only a file name inside the profiles directory", "[dra
 }
 
 TEST_CASE("profile: parsed by the CNI path's parsers, ARP from policyRouting's defaults", "[dranet]") {
-    const Profile p = profile_of(R"({"ipam":{"range":"10.9.0.0/24","gateway":"10.9.0.1"},"policyRouting":{"priority":1000}})");
+    const Profile p =
+        profile_of(R"({"ipam":{"range":"10.9.0.0/24","gateway":"10.9.0.1"},"policyRouting":{"priority":1000}})");
     CHECK(p.network == "rail");
     REQUIRE(p.ipam.ranges.size() == 1);
     CHECK(p.ipam.ranges[0].cidr.str() == "10.9.0.0/24");
@@ -165,7 +168,8 @@ TEST_CASE("profile: what the CNI path refuses, and what DRANET cannot apply, is 
     CHECK_THAT(message(R"({"policyRouting":true})"), Catch::Contains("ipam"));
     CHECK_THAT(message(R"({"ipam":{"range":"10.9.0.0/33"}})"), Catch::Contains("10.9.0.0/33"));
     CHECK_THAT(message(R"({"ipam":{"type":"whereabouts","range":"10.9.0.0/24"}})"), Catch::Contains("rdmanet-ipam"));
-    CHECK_THAT(message(R"({"ipam":{"range":"10.9.0.0/24"},"policyRouting":{"priority":0}})"), Catch::Contains("priority"));
+    CHECK_THAT(message(R"({"ipam":{"range":"10.9.0.0/24"},"policyRouting":{"priority":0}})"),
+               Catch::Contains("priority"));
     CHECK_THAT(message(R"({"ipam":{"range":"10.9.0.0/24"},"sysctl":{"net.ipv4.conf.IFNAME.rp_filter":"2"}})"),
                Catch::Contains("arp_ignore and arp_announce"));
     CHECK_THAT(message(R"({"ipam":{"range":"10.9.0.0/24"},"sysctl":{"net.ipv4.conf.IFNAME.arp_ignore":"5"}})"),
@@ -198,7 +202,8 @@ TEST_CASE("answer: a table per address, its gateway in it, a rule per address", 
 }
 
 TEST_CASE("answer: without policyRouting the IPAM's routes go to the main table, no rules", "[dranet]") {
-    const Profile p = profile_of(R"({"ipam":{"range":"10.9.0.0/24","gateway":"10.9.0.1","routes":[{"dst":"10.20.0.0/16"}]}})");
+    const Profile p =
+        profile_of(R"({"ipam":{"range":"10.9.0.0/24","gateway":"10.9.0.1","routes":[{"dst":"10.20.0.0/16"}]}})");
     base::Route r{*base::IpNetwork::parse("10.20.0.0/16"), std::nullopt, {}, {}, {}, {}, {}};
     const auto a = plan_answer(p, {ip("10.9.0.5/24", "10.9.0.1")}, {r}, {});
     CHECK(a.rules.empty());
@@ -206,7 +211,8 @@ TEST_CASE("answer: without policyRouting the IPAM's routes go to the main table,
     CHECK_FALSE(a.to_json()["interface"].contains("arpIgnore"));
 }
 
-TEST_CASE("render -o profile: an RdmaNetwork and a HostDeviceNetwork become profiles the provider accepts", "[dranet]") {
+TEST_CASE("render -o profile: an RdmaNetwork and a HostDeviceNetwork become profiles the provider accepts",
+          "[dranet]") {
     ctl::RenderOptions options;
     options.ipam = "rdmanet";
     const auto rdma = ctl::render_documents(R"(
@@ -220,7 +226,8 @@ spec:
   policyRouting: {priority: 1000}
   sysctl: {net.ipv4.conf.IFNAME.arp_ignore: "2"}
   ipam: {type: rdmanet-ipam, range: 10.80.0.0/24, gateway: 10.80.0.1}
-)", options);
+)",
+                                            options);
     REQUIRE(rdma.size() == 1);
     const json profile = ctl::dranet_profile_of(rdma[0]);
     CHECK(profile["network"] == "rail0");
@@ -238,7 +245,8 @@ spec:
   resourceName: hostdev
   ipam: |
     {"type": "whereabouts", "range": "192.168.10.152/27", "exclude": ["192.168.10.151/32"]}
-)", options);
+)",
+                                               options);
     const json hd = ctl::dranet_profile_of(hostdev.at(0));
     CHECK(hd["network"] == "hostdevice-net");
     CHECK(hd["ipam"]["range"] == "192.168.10.152/27");
@@ -253,5 +261,8 @@ spec:
   resourceName: hostdev
   ipam: |
     {"type": "whereabouts", "range": "192.168.10.152/27"}
-)", ctl::RenderOptions{}).at(0)), Catch::Contains("--ipam rdmanet"));
+)",
+                                                                   ctl::RenderOptions{})
+                                                 .at(0)),
+                      Catch::Contains("--ipam rdmanet"));
 }

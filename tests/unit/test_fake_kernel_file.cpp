@@ -33,9 +33,10 @@ json seed() {
     vfs.add_pf("pf0", 2);
     vfs.add_pf("ibpf0", 1, /*infiniband=*/true);
     return {{"vf", vfs.pfs_json()},
-            {"rdma", {{"mode", "exclusive"},
-                      {"devices", {{{"index", 1}, {"name", "mlx5_7"}, {"owner", 0}},
-                                   {{"index", 2}, {"name", "mlx5_8"}, {"owner", 1}}}}}}};
+            {"rdma",
+             {{"mode", "exclusive"},
+              {"devices",
+               {{{"index", 1}, {"name", "mlx5_7"}, {"owner", 0}}, {{"index", 2}, {"name", "mlx5_8"}, {"owner", 1}}}}}}};
 }
 
 }  // namespace
@@ -53,7 +54,8 @@ TEST_CASE("fake kernel file: VF writes are persisted one by one, refusals change
     json now = file.read();
     CHECK(now["vf"]["pf0"]["vfs"][1]["vlan"] == 100);
     CHECK(now["vf"]["pf0"]["vfs"][1]["qos"] == 3);
-    CHECK(now["vfLog"] == json::array({"pf0: vf 1 " + netns::VfChange::set_vlan(1, 100, 3, netns::kVlanProto8021Q).describe()}));
+    CHECK(now["vfLog"] ==
+          json::array({"pf0: vf 1 " + netns::VfChange::set_vlan(1, 100, 3, netns::kVlanProto8021Q).describe()}));
     FakeKernelServices two(file.path(), "", host);
     CHECK(two.services().vf->get("pf0", 1).vlan == 100u);
 
@@ -69,7 +71,7 @@ TEST_CASE("fake kernel file: VF writes are persisted one by one, refusals change
 TEST_CASE("fake kernel file: RDMA devices of a namespace that died return home", "[fakekernel]") {
     TempDir dir;
     FakeKernelFile file(dir.path + "/kernel.json");
-    file.write(seed());   // mlx5_8 is owned by "namespace" inode 1, which exists nowhere
+    file.write(seed());  // mlx5_8 is owned by "namespace" inode 1, which exists nowhere
     netns::Rtnl host;
     FakeKernelServices fakes(file.path(), "", host);
     auto nl = fakes.services().rdma->open_in(netns::NetNamespace::current());

@@ -41,8 +41,10 @@ TEST_CASE("http wire: a request carries Content-Length only with a body", "[kube
 }
 
 TEST_CASE("http wire: Content-Length, chunked and close-delimited bodies, in any split", "[kube][http]") {
-    const std::string sized = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":12345}";
-    const std::string chunked = "HTTP/1.1 201 Created\r\ntransfer-encoding: chunked\r\n\r\n5;ext=1\r\n{\"a\":\r\n6\r\n12345}\r\n0\r\nX-T: 1\r\n\r\n";
+    const std::string sized =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":12345}";
+    const std::string chunked =
+        "HTTP/1.1 201 Created\r\ntransfer-encoding: chunked\r\n\r\n5;ext=1\r\n{\"a\":\r\n6\r\n12345}\r\n0\r\nX-T: 1\r\n\r\n";
     const std::string closing = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"a\":12345}";
     for (std::size_t step : {1u, 2u, 7u, 1000u}) {
         INFO("step " << step);
@@ -64,7 +66,7 @@ TEST_CASE("http wire: Retry-After, interim 100, 204, HTTP/1.0 and a dropped succ
     CHECK((r.status == 200 && !r.keep_alive));
     r = parse("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody", 3, true);
     CHECK((r.status == 200 && r.body.empty() && r.keep_alive));
-    r = parse("HTTP/1.1 409 Conflict\r\nContent-Length: 4\r\n\r\nwhy!", 3, true);   // errors keep theirs
+    r = parse("HTTP/1.1 409 Conflict\r\nContent-Length: 4\r\n\r\nwhy!", 3, true);  // errors keep theirs
     CHECK(r.body == "why!");
 }
 
@@ -85,8 +87,10 @@ TEST_CASE("http wire: broken framing and lost answers are errors", "[kube][http]
     CHECK_THROWS_WITH(half.end_of_stream(), Catch::Contains("middle of the answer"));
     CHECK_THROWS_AS(ResponseParser().feed("SSH-2.0-OpenSSH\r\n"), ProtocolError);
     CHECK_THROWS_AS(ResponseParser().feed("HTTP/1.1 200 OK\r\nContent-Length: x\r\n"), ProtocolError);
-    CHECK_THROWS_AS(ResponseParser().feed("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n"), ProtocolError);
-    CHECK_THROWS_AS(ResponseParser().feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), ProtocolError);
+    CHECK_THROWS_AS(ResponseParser().feed("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n"),
+                    ProtocolError);
+    CHECK_THROWS_AS(ResponseParser().feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+                    ProtocolError);
     CHECK_THROWS_AS(ResponseParser().feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n"), ProtocolError);
     CHECK_THROWS_AS(ResponseParser().feed("HTTP/1.1 200 OK\r\n" + std::string(70000, 'x')), ProtocolError);
 }
@@ -103,26 +107,30 @@ TEST_CASE("http wire: bodies past the request's limit are refused while read", "
         try {
             for (;; fed += framed_piece.size()) {
                 p.feed(framed_piece);
-                REQUIRE(fed < 4 * kLimit);   // refused long before this
+                REQUIRE(fed < 4 * kLimit);  // refused long before this
             }
         } catch (const ProtocolError& e) {
             CHECK_THAT(e.what(), Catch::Contains("a body larger than 1 MiB"));
         }
         CHECK(fed <= kLimit + framed_piece.size());
     };
-    endless("HTTP/1.1 200 OK\r\n\r\n", piece);                                      // until close
+    endless("HTTP/1.1 200 OK\r\n\r\n", piece);  // until close
     endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-            "10000\r\n" + piece + "\r\n");                                          // endless chunks
-    endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "0;x\r\n");     // endless trailers
+            "10000\r\n" + piece + "\r\n");                                        // endless chunks
+    endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "0;x\r\n");  // endless trailers
     endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-            "0\r\n" + std::string(60, 'x') + "\r\n");                               // trailers
+            "0\r\n" + std::string(60, 'x') + "\r\n");  // trailers
     // A Content-Length past the limit is refused before any of the body arrives.
     CHECK_THROWS_WITH(ResponseParser(false, kLimit).feed("HTTP/1.1 200 OK\r\nContent-Length: 1048577\r\n\r\n"),
                       Catch::Contains("Content-Length 1048577"));
     // The limit holds for a dropped success body too (the connection would still read it).
     ResponseParser dropped(true, kLimit);
     dropped.feed("HTTP/1.1 200 OK\r\n\r\n");
-    CHECK_THROWS_AS([&] { for (int i = 0; i < 64; ++i) dropped.feed(piece); }(), ProtocolError);
+    CHECK_THROWS_AS(
+        [&] {
+            for (int i = 0; i < 64; ++i) dropped.feed(piece);
+        }(),
+        ProtocolError);
     // Exactly at the limit is fine.
     ResponseParser at(false, kLimit);
     at.feed("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kLimit) + "\r\n\r\n");
@@ -132,9 +140,12 @@ TEST_CASE("http wire: bodies past the request's limit are refused while read", "
     // Endless header lines stop at 1 MiB in all.
     ResponseParser headers;
     headers.feed("HTTP/1.1 200 OK\r\n");
-    CHECK_THROWS_WITH([&] { for (int i = 0; i < 100000; ++i) headers.feed("X-Padding: " + std::string(100, 'p') + "\r\n"); }(),
-                      Catch::Contains("header lines longer than 1 MiB"));
+    CHECK_THROWS_WITH(
+        [&] {
+            for (int i = 0; i < 100000; ++i) headers.feed("X-Padding: " + std::string(100, 'p') + "\r\n");
+        }(),
+        Catch::Contains("header lines longer than 1 MiB"));
     // The default is one object's limit; lists are given theirs.
-    CHECK(kMaxObjectBody >= (3u << 19));   // etcd's 1.5 MiB object fits
+    CHECK(kMaxObjectBody >= (3u << 19));  // etcd's 1.5 MiB object fits
     CHECK(kMaxListBody > kMaxObjectBody);
 }

@@ -48,9 +48,9 @@ TEST_CASE("IpAddress::parse accepts dotted IPv4", "[ip]") {
 
 TEST_CASE("IpAddress::parse rejects malformed IPv4", "[ip]") {
     for (std::string_view bad :
-         {"", "1", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.256", "1.2.3.-4", "a.b.c.d", "1..2.3",
-          "1.2.3.4.", ".1.2.3.4", " 1.2.3.4", "1.2.3.4 ", "1.2.3.4\n", "1.2.3.4/24", "01.2.3.4",
-          "1.2.3.04", "0x1.2.3.4", "1.2.3.4%eth0", "１.2.3.4"}) {
+         {"",           "1",        "1.2.3",    "1.2.3.4.5", "256.1.1.1",    "1.2.3.256", "1.2.3.-4",
+          "a.b.c.d",    "1..2.3",   "1.2.3.4.", ".1.2.3.4",  " 1.2.3.4",     "1.2.3.4 ",  "1.2.3.4\n",
+          "1.2.3.4/24", "01.2.3.4", "1.2.3.04", "0x1.2.3.4", "1.2.3.4%eth0", "１.2.3.4"}) {
         INFO("input: '" << bad << "'");
         CHECK_FALSE(IpAddress::parse(bad));
     }
@@ -93,9 +93,8 @@ TEST_CASE("IpAddress::parse accepts every RFC 4291 IPv6 form", "[ip]") {
 
 TEST_CASE("IpAddress::parse rejects malformed IPv6", "[ip]") {
     for (std::string_view bad :
-         {":", ":::", "1::2::3", "12345::", "g::1", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7",
-          "fe80::1%eth0", "[::1]", "::1/128", " ::1", "::1 ", "1:2:3:4:5:6:7:8::",
-          "::ffff:1.2.3", "::ffff:256.1.1.1", "::1.2.3.4:5",
+         {":", ":::", "1::2::3", "12345::", "g::1", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7", "fe80::1%eth0", "[::1]",
+          "::1/128", " ::1", "::1 ", "1:2:3:4:5:6:7:8::", "::ffff:1.2.3", "::ffff:256.1.1.1", "::1.2.3.4:5",
           "0000:0000:0000:0000:0000:0000:0000:0000:0"}) {
         INFO("input: '" << bad << "'");
         CHECK_FALSE(IpAddress::parse(bad));
@@ -139,7 +138,7 @@ TEST_CASE("IpAddress default and unspecified", "[ip]") {
 
 TEST_CASE("IpAddress ordering and equality", "[ip]") {
     CHECK(ip("10.0.0.1") < ip("10.0.0.2"));
-    CHECK(ip("9.255.255.255") < ip("10.0.0.0"));       // numeric, not textual
+    CHECK(ip("9.255.255.255") < ip("10.0.0.0"));  // numeric, not textual
     CHECK(ip("10.0.0.10") > ip("10.0.0.9"));
     CHECK(ip("2001:db8::1") == ip("2001:0db8:0:0::1"));
     CHECK(ip("2001:db8::1") != ip("2001:db8::2"));
@@ -161,18 +160,17 @@ TEST_CASE("IpAddress u128 conversions", "[ip][u128]") {
     SECTION("IPv6 covers all 128 bits") {
         CHECK(IpAddress::from_u128(Family::v6, 0).str() == "::");
         CHECK(IpAddress::from_u128(Family::v6, 1).str() == "::1");
-        CHECK(IpAddress::from_u128(Family::v6, kAllOnes).str() ==
-              "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff");
+        CHECK(IpAddress::from_u128(Family::v6, kAllOnes).str() == "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff");
         CHECK(IpAddress::from_u128(Family::v6, uint128{1} << 127).str() == "8000::");
         CHECK(ip("2001:db8::1").to_u128() == u128(0x20010db800000000, 1));
     }
     SECTION("values around 2^63 and 2^64 round-trip") {
-        for (uint128 v : {uint128{0}, uint128{1}, (uint128{1} << 63) - 1, uint128{1} << 63,
-                          (uint128{1} << 63) + 1, (uint128{1} << 64) - 1, uint128{1} << 64,
-                          (uint128{1} << 64) + 1, uint128{1} << 127, kAllOnes - 1, kAllOnes}) {
+        for (uint128 v : {uint128{0}, uint128{1}, (uint128{1} << 63) - 1, uint128{1} << 63, (uint128{1} << 63) + 1,
+                          (uint128{1} << 64) - 1, uint128{1} << 64, (uint128{1} << 64) + 1, uint128{1} << 127,
+                          kAllOnes - 1, kAllOnes}) {
             const IpAddress a = IpAddress::from_u128(Family::v6, v);
             CHECK(a.to_u128() == v);
-            CHECK(ip(a.str()) == a);   // and through text
+            CHECK(ip(a.str()) == a);  // and through text
         }
         CHECK(IpAddress::from_u128(Family::v6, uint128{1} << 63).str() == "::8000:0:0:0");
         CHECK(IpAddress::from_u128(Family::v6, uint128{1} << 64).str() == "0:0:0:1::");
@@ -199,11 +197,10 @@ TEST_CASE("IpAddress u128 conversions", "[ip][u128]") {
         CHECK(top == range.last());
         CHECK_FALSE(range.contains(IpAddress::from_u128(Family::v6, base + (uint128{1} << 64))));
         // Carry across the 64-bit halves.
-        CHECK(IpAddress::from_u128(Family::v6, ip("2001:db8::ffff:ffff:ffff:ffff").to_u128() + 1)
-                  .str() == "2001:db8:0:1::");
+        CHECK(IpAddress::from_u128(Family::v6, ip("2001:db8::ffff:ffff:ffff:ffff").to_u128() + 1).str() ==
+              "2001:db8:0:1::");
         const IpNetwork wide = net("fd00::/56");
-        const IpAddress b = IpAddress::from_u128(
-            Family::v6, wide.first().to_u128() + 3 * (uint128{1} << 64) + 7);
+        const IpAddress b = IpAddress::from_u128(Family::v6, wide.first().to_u128() + 3 * (uint128{1} << 64) + 7);
         CHECK(b.str() == "fd00:0:0:3::7");
         CHECK(wide.contains(b));
         CHECK(b.to_u128() - wide.first().to_u128() == 3 * (uint128{1} << 64) + 7);
@@ -229,12 +226,32 @@ TEST_CASE("IpNetwork::parse", "[ip][cidr]") {
         CHECK(net("::/064").prefix == 64);
     }
     SECTION("malformed or out of range") {
-        for (std::string_view bad :
-             {"", "/", "/24", "10.0.0.0", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/-0",
-              "10.0.0.0/+8", "10.0.0.0/ 8", "10.0.0.0/8 ", " 10.0.0.0/8", "10.0.0.0/0x8",
-              "10.0.0.0/8/8", "10.0.0.0//8", "10.0.0.0/1000", "10.0.0.0/0008", "10.0.0.0/a",
-              "10.0.0/8", "256.0.0.0/8", "::/129", "::/200", "::/-0", "fe80::1%eth0/64",
-              "[::]/0", "10.0.0.0\\8"}) {
+        for (std::string_view bad : {"",
+                                     "/",
+                                     "/24",
+                                     "10.0.0.0",
+                                     "10.0.0.0/",
+                                     "10.0.0.0/33",
+                                     "10.0.0.0/-1",
+                                     "10.0.0.0/-0",
+                                     "10.0.0.0/+8",
+                                     "10.0.0.0/ 8",
+                                     "10.0.0.0/8 ",
+                                     " 10.0.0.0/8",
+                                     "10.0.0.0/0x8",
+                                     "10.0.0.0/8/8",
+                                     "10.0.0.0//8",
+                                     "10.0.0.0/1000",
+                                     "10.0.0.0/0008",
+                                     "10.0.0.0/a",
+                                     "10.0.0/8",
+                                     "256.0.0.0/8",
+                                     "::/129",
+                                     "::/200",
+                                     "::/-0",
+                                     "fe80::1%eth0/64",
+                                     "[::]/0",
+                                     "10.0.0.0\\8"}) {
             INFO("input: '" << bad << "'");
             CHECK_FALSE(IpNetwork::parse(bad));
         }
@@ -319,21 +336,19 @@ TEST_CASE("IpNetwork every prefix length of both families", "[ip][cidr]") {
             REQUIRE(IpNetwork::parse(n.str()) == n);
             const IpNetwork m = n.masked();
             REQUIRE(m.prefix == prefix);
-            REQUIRE(m.masked() == m);                       // idempotent
+            REQUIRE(m.masked() == m);  // idempotent
             const uint128 first = n.first().to_u128();
             const uint128 last = n.last().to_u128();
             const int host_bits = addr.bits() - prefix;
             const uint128 span = host_bits == 128 ? kAllOnes : (uint128{1} << host_bits) - 1;
             REQUIRE(last - first == span);
-            REQUIRE((first & span) == 0);                   // aligned
+            REQUIRE((first & span) == 0);  // aligned
             REQUIRE(n.contains(addr));
             REQUIRE(n.contains(n.first()));
             REQUIRE(n.contains(n.last()));
             const uint128 max = addr.is_v4() ? 0xffffffffu : kAllOnes;
-            if (last != max)
-                REQUIRE_FALSE(n.contains(IpAddress::from_u128(addr.family(), last + 1)));
-            if (first != 0)
-                REQUIRE_FALSE(n.contains(IpAddress::from_u128(addr.family(), first - 1)));
+            if (last != max) REQUIRE_FALSE(n.contains(IpAddress::from_u128(addr.family(), last + 1)));
+            if (first != 0) REQUIRE_FALSE(n.contains(IpAddress::from_u128(addr.family(), first - 1)));
         }
         CHECK_FALSE(IpNetwork::parse(std::string(base) + "/" + std::to_string(addr.bits() + 1)));
     }
@@ -342,9 +357,9 @@ TEST_CASE("IpNetwork every prefix length of both families", "[ip][cidr]") {
 TEST_CASE("IpNetwork ordering and equality", "[ip][cidr]") {
     CHECK(net("10.0.0.0/24") == net("10.0.0.0/24"));
     CHECK(net("10.0.0.0/24") != net("10.0.0.0/25"));
-    CHECK(net("10.0.0.0/24") < net("10.0.0.0/25"));      // address first, then prefix
+    CHECK(net("10.0.0.0/24") < net("10.0.0.0/25"));  // address first, then prefix
     CHECK(net("10.0.0.0/25") < net("10.0.0.1/24"));
-    CHECK(net("10.0.0.1/24") != net("10.0.0.0/24"));      // host bits count for equality
+    CHECK(net("10.0.0.1/24") != net("10.0.0.0/24"));  // host bits count for equality
     const IpNetwork none;
     CHECK(none.prefix == 0);
     CHECK(none.str() == "0.0.0.0/0");

@@ -167,7 +167,7 @@ TEST_CASE("ipam allocator: lowest free offset equals brute force", "[ipam]") {
         try {
             r = range_of(ipam);
         } catch (const IpamError&) {
-            continue;   // e.g. range_start/range_end only on network/broadcast
+            continue;  // e.g. range_start/range_end only on network/broadcast
         }
         MemoryRuns allocated;
         for (int i = 0, n = static_cast<int>(rng() % 30); i < n; ++i) allocated.insert(rng() % 32);
@@ -235,7 +235,8 @@ TEST_CASE("ipam allocator: boundaries", "[ipam]") {
                               Catch::Contains("ipam.range") && Catch::Contains("excluding 10.0.0.1-10.0.0.6"));
     }
     SECTION("/32 whose only address is the gateway") {
-        CHECK(decide_error(range_of({{"range", "10.0.0.7/32"}, {"gateway", "10.0.0.7"}}), none).code == codes::range_full);
+        CHECK(decide_error(range_of({{"range", "10.0.0.7/32"}, {"gateway", "10.0.0.7"}}), none).code ==
+              codes::range_full);
     }
     SECTION("IPv6 offsets at and above 2^63") {
         const Range r = range_of({{"range", "fd00::/64"}, {"range_start", "fd00::7fff:ffff:ffff:fffe"}});
@@ -249,7 +250,7 @@ TEST_CASE("ipam allocator: boundaries", "[ipam]") {
     SECTION("top of an IPv6 /64 and of the whole IPv6 space") {
         const Range r64 = range_of({{"range", "fd00::/64"}, {"range_start", "fd00::ffff:ffff:ffff:fffd"}});
         MemoryRuns a;
-        CHECK(fill(r64, a) == std::vector<uint128>{k2_64 - 3, k2_64 - 2});   // all-ones never
+        CHECK(fill(r64, a) == std::vector<uint128>{k2_64 - 3, k2_64 - 2});  // all-ones never
         const Range all = range_of({{"range", "::/0"}, {"range_start", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc"}});
         MemoryRuns b;
         CHECK(fill(all, b) == std::vector<uint128>{kU128Max - 3, kU128Max - 2, kU128Max - 1});
@@ -295,9 +296,9 @@ TEST_CASE("ipam allocator: idempotency and static requests", "[ipam]") {
         const Decision moved = decide_with(r, a, uint128{7}, uint128{9});
         CHECK((moved.offset == 9 && !moved.reuse && moved.drop_existing));
         CHECK(decide_error(r, a, uint128{3}).code == codes::address_in_use);
-        CHECK(decide_error(r, a, uint128{1}).code == codes::invalid_config);     // gateway
-        CHECK(decide_error(r, a, uint128{50}).code == codes::invalid_config);    // excluded
-        CHECK(decide_error(r, a, uint128{255}).code == codes::invalid_config);   // broadcast
+        CHECK(decide_error(r, a, uint128{1}).code == codes::invalid_config);    // gateway
+        CHECK(decide_error(r, a, uint128{50}).code == codes::invalid_config);   // excluded
+        CHECK(decide_error(r, a, uint128{255}).code == codes::invalid_config);  // broadcast
     }
     SECTION("several sources of taken offsets") {
         MemoryRuns reserved;

@@ -76,7 +76,8 @@ TEST_CASE("ipam config: range forms", "[ipam]") {
         CHECK(c.ranges[0].last == 20);
     }
     SECTION("range_start and range_end") {
-        auto c = ipam_test::config({{"range", "10.0.0.0/24"}, {"range_start", "10.0.0.100"}, {"range_end", "10.0.0.110"}});
+        auto c =
+            ipam_test::config({{"range", "10.0.0.0/24"}, {"range_start", "10.0.0.100"}, {"range_end", "10.0.0.110"}});
         CHECK(c.ranges[0].first == 100);
         CHECK(c.ranges[0].last == 110);
     }
@@ -86,7 +87,8 @@ TEST_CASE("ipam config: range forms", "[ipam]") {
         CHECK(c.ranges[0].last == 7);
     }
     SECTION("network and broadcast stay out even when range_start/range_end name them") {
-        auto c = ipam_test::config({{"range", "10.0.0.0/24"}, {"range_start", "10.0.0.0"}, {"range_end", "10.0.0.255"}});
+        auto c =
+            ipam_test::config({{"range", "10.0.0.0/24"}, {"range_start", "10.0.0.0"}, {"range_end", "10.0.0.255"}});
         CHECK(c.ranges[0].first == 1);
         CHECK(c.ranges[0].last == 254);
     }
@@ -116,8 +118,8 @@ TEST_CASE("ipam config: range forms", "[ipam]") {
 
 TEST_CASE("ipam config: exclusions", "[ipam]") {
     SECTION("bare IPs and CIDRs, merged and sorted") {
-        auto r = ipam_test::config({{"range", "10.0.0.0/24"},
-                                    {"exclude", {"10.0.0.20/30", "10.0.0.5", "10.0.0.6", "10.0.0.24/29"}}})
+        auto r = ipam_test::config(
+                     {{"range", "10.0.0.0/24"}, {"exclude", {"10.0.0.20/30", "10.0.0.5", "10.0.0.6", "10.0.0.24/29"}}})
                      .ranges[0];
         REQUIRE(r.excluded.size() == 2);
         CHECK(r.excluded[0] == Interval{u(5), u(6)});
@@ -146,8 +148,8 @@ TEST_CASE("ipam config: exclusions", "[ipam]") {
         CHECK(c.ranges[0].allocatable(2));
     }
     SECTION("dual stack: the gateway goes with its family only") {
-        auto c = ipam_test::config({{"ipRanges", {{{"range", "10.0.0.0/24"}}, {{"range", "fd00::/64"}}}},
-                                    {"gateway", "fd00::1"}});
+        auto c = ipam_test::config(
+            {{"ipRanges", {{{"range", "10.0.0.0/24"}}, {{"range", "fd00::/64"}}}}, {"gateway", "fd00::1"}});
         CHECK_FALSE(c.ranges[0].gateway);
         REQUIRE(c.ranges[1].gateway);
         CHECK_FALSE(c.ranges[1].allocatable(1));
@@ -166,7 +168,7 @@ TEST_CASE("ipam config: ipRanges and the top-level range", "[ipam]") {
     CHECK(c.ranges[0].excluded.size() == 1);
     CHECK(c.ranges[1].field == "ipam.ipRanges[0]");
     CHECK(c.ranges[1].cidr.str() == "10.1.0.0/16");
-    CHECK(c.ranges[1].excluded[0] == Interval{u(1), u(255)});   // top-level exclude does not apply here
+    CHECK(c.ranges[1].excluded[0] == Interval{u(1), u(255)});  // top-level exclude does not apply here
     CHECK(c.ranges[2].field == "ipam.ipRanges[1]");
     CHECK(c.ranges[2].first == 16);
     CHECK(c.network_name == "blue");
@@ -177,19 +179,20 @@ TEST_CASE("ipam config: ipRanges and the top-level range", "[ipam]") {
 }
 
 TEST_CASE("ipam config: other keys", "[ipam]") {
-    auto c = ipam_test::config({{"range", "10.0.0.0/24"},
-                                {"routes", {{{"dst", "0.0.0.0/0"}}, {{"dst", "10.9.0.0/16"}, {"gw", "10.0.0.254"}}}},
-                                {"dns", {{"nameservers", {"10.0.0.53"}}, {"domain", "x.local"}, {"search", {"x.local"}}}},
-                                {"addresses", {{{"address", "192.168.9.9/24"}, {"gateway", "192.168.9.1"}}}},
-                                {"enable_overlapping_ranges", false},
-                                {"log_file", "/tmp/ipam.log"},
-                                {"log_level", "debug"},
-                                {"datastore", "kubernetes"},
-                                {"kubernetes", {{"kubeconfig", "/etc/k.conf"}, {"k8s_api_root", "x"}}},
-                                {"data_dir", "/run/rdmanet-ipam"},
-                                {"node_slice_size", "/26"},
-                                {"leader_lease_duration", 1500},
-                                {"etcd_host", "x"}});
+    auto c =
+        ipam_test::config({{"range", "10.0.0.0/24"},
+                           {"routes", {{{"dst", "0.0.0.0/0"}}, {{"dst", "10.9.0.0/16"}, {"gw", "10.0.0.254"}}}},
+                           {"dns", {{"nameservers", {"10.0.0.53"}}, {"domain", "x.local"}, {"search", {"x.local"}}}},
+                           {"addresses", {{{"address", "192.168.9.9/24"}, {"gateway", "192.168.9.1"}}}},
+                           {"enable_overlapping_ranges", false},
+                           {"log_file", "/tmp/ipam.log"},
+                           {"log_level", "debug"},
+                           {"datastore", "kubernetes"},
+                           {"kubernetes", {{"kubeconfig", "/etc/k.conf"}, {"k8s_api_root", "x"}}},
+                           {"data_dir", "/run/rdmanet-ipam"},
+                           {"node_slice_size", "/26"},
+                           {"leader_lease_duration", 1500},
+                           {"etcd_host", "x"}});
     REQUIRE(c.routes.size() == 2);
     Route expected_route;
     expected_route.dst = rdmanet::test::ip_net("10.9.0.0/16");
@@ -252,13 +255,16 @@ TEST_CASE("ipam config: errors name the field", "[ipam]") {
                              "ipam.exclude[1] \"10.0.0.300\" is neither an IP address nor a CIDR");
         require_config_error({{"range", "10.0.0.0/24"}, {"exclude", {"10.0.0.0/40"}}}, "ipam.exclude[0]");
         require_config_error({{"range", "10.0.0.0/24"}, {"exclude", {"fd00::1"}}}, "ipam.exclude[0] fd00::1 is IPv6");
-        require_config_error({{"range", "10.0.0.0/24"}, {"exclude", "10.0.0.1"}}, "ipam.exclude must be a JSON list, got \"10.0.0.1\"");
+        require_config_error({{"range", "10.0.0.0/24"}, {"exclude", "10.0.0.1"}},
+                             "ipam.exclude must be a JSON list, got \"10.0.0.1\"");
         require_config_error({{"range", "10.0.0.0/24"}, {"exclude", {1}}}, "ipam.exclude[0] must be a string");
     }
     SECTION("ipRanges entries") {
-        require_config_error({{"ipRanges", {{{"range", "10.0.0.0/24"}}, {{"range", "10.1.0.0/24"}, {"range_start", "10.0.0.300"}}}}},
-                             "ipam.ipRanges[1].range_start \"10.0.0.300\" is not an IP address");
-        require_config_error({{"ipRanges", {{{"range", "10.0.0.0/24"}}, "10.1.0.0/24"}}}, "ipam.ipRanges[1] must be an object");
+        require_config_error(
+            {{"ipRanges", {{{"range", "10.0.0.0/24"}}, {{"range", "10.1.0.0/24"}, {"range_start", "10.0.0.300"}}}}},
+            "ipam.ipRanges[1].range_start \"10.0.0.300\" is not an IP address");
+        require_config_error({{"ipRanges", {{{"range", "10.0.0.0/24"}}, "10.1.0.0/24"}}},
+                             "ipam.ipRanges[1] must be an object");
         require_config_error({{"ipRanges", {{{"range_start", "10.0.0.1"}}}}}, "ipam.ipRanges[0].range is missing");
         require_config_error({{"ipRanges", {{{"range", "10.0.0.0/24"}, {"exclude", {"x"}}}}}},
                              "ipam.ipRanges[0].exclude[0] \"x\"");
@@ -273,16 +279,23 @@ TEST_CASE("ipam config: errors name the field", "[ipam]") {
         require_config_error(json::object(), "ipam has no range");
         require_config_error({{"ipRanges", json::array()}}, "ipam has no range");
         require_config_error({{"range", "10.0.0.0/24"}, {"gateway", "10.0.0"}}, "ipam.gateway \"10.0.0\"");
-        require_config_error({{"range", "10.0.0.0/24"}, {"gateway", "fd00::1"}}, "ipam.gateway fd00::1 is IPv6 but no range is");
+        require_config_error({{"range", "10.0.0.0/24"}, {"gateway", "fd00::1"}},
+                             "ipam.gateway fd00::1 is IPv6 but no range is");
         require_config_error({{"range", "10.0.0.0/24"}, {"routes", {{{"dst", "x"}}}}}, "ipam.routes[0].dst \"x\"");
-        require_config_error({{"range", "10.0.0.0/24"}, {"routes", {{{"gw", "10.0.0.1"}}}}}, "ipam.routes[0].dst is missing");
-        require_config_error({{"range", "10.0.0.0/24"}, {"routes", {{{"dst", "0.0.0.0/0"}, {"gw", "x"}}}}}, "ipam.routes[0].gw");
+        require_config_error({{"range", "10.0.0.0/24"}, {"routes", {{{"gw", "10.0.0.1"}}}}},
+                             "ipam.routes[0].dst is missing");
+        require_config_error({{"range", "10.0.0.0/24"}, {"routes", {{{"dst", "0.0.0.0/0"}, {"gw", "x"}}}}},
+                             "ipam.routes[0].gw");
         require_config_error({{"range", "10.0.0.0/24"}, {"dns", {{"nameservers", "1.1.1.1"}}}}, "ipam.dns.nameservers");
-        require_config_error({{"range", "10.0.0.0/24"}, {"addresses", {{{"address", "10.0.0.5"}}}}}, "ipam.addresses[0].address");
-        require_config_error({{"range", "10.0.0.0/24"}, {"enable_overlapping_ranges", "yes"}}, "ipam.enable_overlapping_ranges");
-        require_config_error({{"range", "10.0.0.0/24"}, {"datastore", "etcd"}}, "ipam.datastore \"etcd\" is not supported");
+        require_config_error({{"range", "10.0.0.0/24"}, {"addresses", {{{"address", "10.0.0.5"}}}}},
+                             "ipam.addresses[0].address");
+        require_config_error({{"range", "10.0.0.0/24"}, {"enable_overlapping_ranges", "yes"}},
+                             "ipam.enable_overlapping_ranges");
+        require_config_error({{"range", "10.0.0.0/24"}, {"datastore", "etcd"}},
+                             "ipam.datastore \"etcd\" is not supported");
         require_config_error({{"range", "10.0.0.0/24"}, {"data_dir", "relative/dir"}}, "ipam.data_dir");
-        require_config_error({{"range", "10.0.0.0/24"}, {"kubernetes", "x"}}, "ipam.kubernetes must be a JSON object, got \"x\"");
+        require_config_error({{"range", "10.0.0.0/24"}, {"kubernetes", "x"}},
+                             "ipam.kubernetes must be a JSON object, got \"x\"");
         require_config_error({{"range", "10.0.0.0/24"}, {"network_name", 3}}, "ipam.network_name");
         require_config_error(json::array(), "ipam must be a JSON object, got []");
     }
@@ -315,9 +328,9 @@ TEST_CASE("ipam config: whereabouts flat file merge", "[ipam]") {
                        {"configuration_path", "/etc/cni/net.d/whereabouts.d"},
                        {"kubernetes", {{"kubeconfig", "/etc/k"}, {"k8s_api_root", "y"}}}};
     const json merged = merge_flat_file(nad, flat);
-    CHECK(merged["range"] == "10.0.0.0/24");          // NAD wins
-    CHECK(merged["datastore"] == "kubernetes");        // unset in the NAD: filled
-    CHECK(merged["log_level"] == "error");             // null counts as unset
+    CHECK(merged["range"] == "10.0.0.0/24");     // NAD wins
+    CHECK(merged["datastore"] == "kubernetes");  // unset in the NAD: filled
+    CHECK(merged["log_level"] == "error");       // null counts as unset
     CHECK_FALSE(merged.contains("enable_overlapping_ranges"));
     CHECK(merged["configuration_path"] == "/etc/x.conf");
     CHECK(merged["kubernetes"]["kubeconfig"] == "/etc/k");

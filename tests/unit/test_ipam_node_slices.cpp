@@ -86,11 +86,11 @@ TEST_CASE("slices: count, position and index, also where the range has 2^56 slic
     CHECK(slice_at(net("10.0.0.0/16"), 25, 0) == net("10.0.0.0/25"));
     CHECK(slice_at(net("10.0.0.0/16"), 25, 3) == net("10.0.1.128/25"));
     CHECK(slice_index(net("10.0.0.0/16"), 25, net("10.0.255.128/25")) == uint128{511});
-    CHECK_FALSE(slice_index(net("10.0.0.0/16"), 25, net("10.0.0.64/26")));      // other size
-    CHECK_FALSE(slice_index(net("10.0.0.0/16"), 25, net("10.1.0.0/25")));       // outside
+    CHECK_FALSE(slice_index(net("10.0.0.0/16"), 25, net("10.0.0.64/26")));  // other size
+    CHECK_FALSE(slice_index(net("10.0.0.0/16"), 25, net("10.1.0.0/25")));   // outside
     CHECK(slice_count(net("fd00::/64"), 120) == (uint128{1} << 56));
     CHECK(slice_at(net("fd00::/64"), 120, (uint128{1} << 56) - 1) == net("fd00::ffff:ffff:ffff:ff00/120"));
-    CHECK(slice_count(net("::/0"), 128) == (uint128{1} << 127));   // saturates
+    CHECK(slice_count(net("::/0"), 128) == (uint128{1} << 127));  // saturates
 }
 
 TEST_CASE("slices: whereabouts' slice IPPool names", "[ipam][slices]") {
@@ -108,14 +108,14 @@ TEST_CASE("slices: a slice's usable part keeps the range's start/end, exclusions
     const Range& parent = c.ranges[0];
     const Range s0 = slice_range(parent, net("10.0.0.0/25"));
     CHECK(s0.cidr == net("10.0.0.0/25"));
-    CHECK(s0.first == 10);    // range_start
-    CHECK(s0.last == 126);    // the slice's broadcast is never handed out
+    CHECK(s0.first == 10);  // range_start
+    CHECK(s0.last == 126);  // the slice's broadcast is never handed out
     const Range s1 = slice_range(parent, net("10.0.0.128/25"));
     CHECK(s1.first == 1);
     CHECK(s1.allocatable(1));
-    CHECK_FALSE(s1.allocatable(200 - 128));   // the gateway
+    CHECK_FALSE(s1.allocatable(200 - 128));  // the gateway
     CHECK(s1.gateway);
-    CHECK_FALSE(slice_has_usable(parent, net("10.0.1.0/25")));   // wholly excluded
+    CHECK_FALSE(slice_has_usable(parent, net("10.0.1.0/25")));  // wholly excluded
     CHECK(slice_has_usable(parent, net("10.0.1.128/25")));
 }
 
@@ -158,10 +158,10 @@ TEST_CASE("NodeSlicePool: whereabouts' own shape is read, a different range or s
 TEST_CASE("claim: the lowest unheld slice, a listed free entry is claimed in place", "[ipam][slices]") {
     const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/16"}, {"node_slice_size", "/24"}});
     // rdmanet's shape: only held slices listed.
-    NodeSlicePool ours = parse_node_slice_pool(
-        pool_object("10.0.0.0/16", "/24",
-                    {{{"nodeName", "b"}, {"sliceRange", "10.0.0.0/24"}}, {{"nodeName", "c"}, {"sliceRange", "10.0.2.0/24"}}}),
-        net("10.0.0.0/16"), 24);
+    NodeSlicePool ours = parse_node_slice_pool(pool_object("10.0.0.0/16", "/24",
+                                                           {{{"nodeName", "b"}, {"sliceRange", "10.0.0.0/24"}},
+                                                            {{"nodeName", "c"}, {"sliceRange", "10.0.2.0/24"}}}),
+                                               net("10.0.0.0/16"), 24);
     CHECK(free_slice(ours, c.ranges[0]) == net("10.0.1.0/24"));
     CHECK(free_slice(ours, c.ranges[0], {net("10.0.1.0/24")}) == net("10.0.3.0/24"));
     const json add = claim_patch(ours, "a", net("10.0.1.0/24"));
@@ -169,15 +169,17 @@ TEST_CASE("claim: the lowest unheld slice, a listed free entry is claimed in pla
         {"op":"add","path":"/status/allocations","value":[{"nodeName":"b","sliceRange":"10.0.0.0/24"},
         {"nodeName":"a","sliceRange":"10.0.1.0/24"},{"nodeName":"c","sliceRange":"10.0.2.0/24"}]}])"));
     // whereabouts' shape: the free entry gets the name.
-    NodeSlicePool theirs = parse_node_slice_pool(
-        pool_object("10.0.0.0/16", "24",
-                    {{{"nodeName", "b"}, {"sliceRange", "10.0.0.0/24"}}, {{"nodeName", ""}, {"sliceRange", "10.0.1.0/24"}}}),
-        net("10.0.0.0/16"), 24);
-    CHECK(claim_patch(theirs, "a", net("10.0.1.0/24")) == json::parse(R"([{"op":"test","path":"/metadata/resourceVersion","value":"7"},
+    NodeSlicePool theirs = parse_node_slice_pool(pool_object("10.0.0.0/16", "24",
+                                                             {{{"nodeName", "b"}, {"sliceRange", "10.0.0.0/24"}},
+                                                              {{"nodeName", ""}, {"sliceRange", "10.0.1.0/24"}}}),
+                                                 net("10.0.0.0/16"), 24);
+    CHECK(claim_patch(theirs, "a", net("10.0.1.0/24")) ==
+          json::parse(R"([{"op":"test","path":"/metadata/resourceVersion","value":"7"},
         {"op":"replace","path":"/status/allocations/1/nodeName","value":"a"}])"));
     CHECK(release_patch(theirs, "b", net("10.0.0.0/24"))[1] ==
           json({{"op", "replace"}, {"path", "/status/allocations/0/nodeName"}, {"value", ""}}));
-    CHECK(release_patch(ours, "c", net("10.0.2.0/24"))[1] == json({{"op", "remove"}, {"path", "/status/allocations/1"}}));
+    CHECK(release_patch(ours, "c", net("10.0.2.0/24"))[1] ==
+          json({{"op", "remove"}, {"path", "/status/allocations/1"}}));
     // Without a status at all (created by hand): the status is added.
     json bare = pool_object("10.0.0.0/16", "/24");
     bare.erase("status");
@@ -187,10 +189,10 @@ TEST_CASE("claim: the lowest unheld slice, a listed free entry is claimed in pla
 
 TEST_CASE("claim: exhaustion, excluded slices skipped in one step, a 2^56-slice IPv6 range", "[ipam][slices]") {
     const IpamConfig small = ipam_test::config({{"range", "10.0.0.0/24"}, {"node_slice_size", "/25"}});
-    NodeSlicePool full = parse_node_slice_pool(
-        pool_object("10.0.0.0/24", "/25",
-                    {{{"nodeName", "a"}, {"sliceRange", "10.0.0.0/25"}}, {{"nodeName", "b"}, {"sliceRange", "10.0.0.128/25"}}}),
-        net("10.0.0.0/24"), 25);
+    NodeSlicePool full = parse_node_slice_pool(pool_object("10.0.0.0/24", "/25",
+                                                           {{{"nodeName", "a"}, {"sliceRange", "10.0.0.0/25"}},
+                                                            {{"nodeName", "b"}, {"sliceRange", "10.0.0.128/25"}}}),
+                                               net("10.0.0.0/24"), 25);
     CHECK_FALSE(free_slice(full, small.ranges[0]));
     const IpamError e = range_exhausted("blue", small.ranges[0], 25, "c");
     CHECK(e.code == codes::range_full);
@@ -226,13 +228,13 @@ TEST_CASE("slice backlog: markers survive as files, read back equal, in creation
     CHECK(backlog.pending().empty());
     const PoolKey key{"red-node-a", net("10.74.0.0/26")};
     const SliceChange add{SliceChange::Op::add, "kube-system", key, "c1", "net1", "ns/p1", {}};
-    const SliceChange remove{SliceChange::Op::remove, "kube-system", key, "c0", "net1", "",
-                             {{uint128{5}, Owner{"c0", "ns/p0", "net1"}}}};
+    const SliceChange remove{
+        SliceChange::Op::remove, "kube-system", key, "c0", "net1", "", {{uint128{5}, Owner{"c0", "ns/p0", "net1"}}}};
     const std::string first = backlog.add(remove);
     const std::string second = backlog.add(add);
     CHECK(first < second);
     CHECK(slice_change_from_json(to_json(remove)) == remove);
-    SliceBacklog reopened(dir.sub("backlog"));   // another process
+    SliceBacklog reopened(dir.sub("backlog"));  // another process
     auto pending = reopened.pending();
     REQUIRE(pending.size() == 2);
     CHECK(pending[0].first == first);
@@ -243,7 +245,8 @@ TEST_CASE("slice backlog: markers survive as files, read back equal, in creation
     CHECK_THROWS_AS(slice_change_from_json(json{{"op", "move"}}), IpamError);
 }
 
-TEST_CASE("reclaim: the slices of nodes missing from the Node list, found with the pool's own spec", "[ipam][slices][reclaim]") {
+TEST_CASE("reclaim: the slices of nodes missing from the Node list, found with the pool's own spec",
+          "[ipam][slices][reclaim]") {
     // The reconciler has no configuration: the stored spec gives range and slice size.
     const json stored = pool_object("10.0.0.0/16", "24",
                                     {{{"nodeName", "node-a"}, {"sliceRange", "10.0.0.0/24"}},
@@ -255,9 +258,10 @@ TEST_CASE("reclaim: the slices of nodes missing from the Node list, found with t
     CHECK(p->range == net("10.0.0.0/16"));
     CHECK(p->slice_prefix == 24);
     CHECK(p->entries.size() == 4);
-    CHECK_FALSE(parse_stored_node_slice_pool(pool_object("10.0.0.0/16", "/12")));   // larger than the range
+    CHECK_FALSE(parse_stored_node_slice_pool(pool_object("10.0.0.0/16", "/12")));  // larger than the range
     CHECK_FALSE(parse_stored_node_slice_pool(pool_object("10.0.0.0/16", "x")));
-    CHECK_FALSE(parse_stored_node_slice_pool(pool_object("10.0.0.0/16", "/24", {{{"nodeName", "x"}, {"sliceRange", "10.9.0.0/24"}}})));
+    CHECK_FALSE(parse_stored_node_slice_pool(
+        pool_object("10.0.0.0/16", "/24", {{{"nodeName", "x"}, {"sliceRange", "10.9.0.0/24"}}})));
 
     // Free entries ("") are nobody's; node-b is gone with both its slices; node-a exists.
     const auto gone = slices_of_missing_nodes(*p, {"node-a", "node-c"});

@@ -191,7 +191,7 @@ TEST_CASE("ipam store: GC releases only this network's attachments that are not 
     SqliteStore store(dir.sub("data"));
     const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/24"}});
     for (const char* id : {"a", "b", "c"}) store.allocate(ipam_test::request(c, id, "net1", "", "red"));
-    store.allocate(ipam_test::request(c, "z", "net1", "", "blue"));   // same pool, another CNI network
+    store.allocate(ipam_test::request(c, "z", "net1", "", "blue"));  // same pool, another CNI network
 
     const std::vector<AttachmentId> valid{{"b", "net1"}, {"c", "net9"}};
     auto released = store.gc("red", {}, valid);
@@ -199,7 +199,7 @@ TEST_CASE("ipam store: GC releases only this network's attachments that are not 
     std::set<std::string> ids;
     for (const auto& a : released) ids.insert(a.owner.container_id);
     CHECK(ids == std::set<std::string>{"a", "c"});
-    CHECK(store.dump(PoolKey{"", c.ranges[0].cidr}).allocations.size() == 2);   // b and z
+    CHECK(store.dump(PoolKey{"", c.ranges[0].cidr}).allocations.size() == 2);  // b and z
     CHECK(store.gc("red", {}, valid).empty());
     CHECK(store.verify().empty());
 }
@@ -227,10 +227,11 @@ TEST_CASE("ipam store: files are private and the schema is shared by later opene
 TEST_CASE("ipam store: random operations keep runs and allocations consistent", "[ipam]") {
     TempDir dir;
     SqliteStore store(dir.sub("data"));
-    const IpamConfig a = ipam_test::config({{"range", "10.0.0.0/26"}, {"exclude", {"10.0.0.8/30"}}, {"gateway", "10.0.0.1"}});
-    const IpamConfig b = ipam_test::config({{"range", "10.0.0.32/27"}});   // overlaps a
+    const IpamConfig a =
+        ipam_test::config({{"range", "10.0.0.0/26"}, {"exclude", {"10.0.0.8/30"}}, {"gateway", "10.0.0.1"}});
+    const IpamConfig b = ipam_test::config({{"range", "10.0.0.32/27"}});  // overlaps a
     std::mt19937 rng(3);
-    std::map<std::string, std::set<int>> held;   // container -> pools (0 = a, 1 = b) it holds an address in
+    std::map<std::string, std::set<int>> held;  // container -> pools (0 = a, 1 = b) it holds an address in
     for (int step = 0; step < 600; ++step) {
         const std::string id = "c" + std::to_string(rng() % 40);
         if (held.contains(id) && rng() % 2) {
@@ -252,9 +253,9 @@ TEST_CASE("ipam store: random operations keep runs and allocations consistent", 
     std::set<std::string> ips;
     for (const auto& pool : store.pools()) {
         for (const auto& [offset, owner] : store.dump(pool).allocations) {
-            const std::string ip = rdmanet::base::IpAddress::from_u128(pool.range.address.family(),
-                                                                         pool.range.address.to_u128() + offset)
-                                       .str();
+            const std::string ip =
+                rdmanet::base::IpAddress::from_u128(pool.range.address.family(), pool.range.address.to_u128() + offset)
+                    .str();
             CHECK(ips.insert(ip).second);
             CHECK(ip != "10.0.0.1");
         }
@@ -280,7 +281,7 @@ TEST_CASE("ipam API: dual-stack ADD, CHECK, DEL", "[ipam]") {
     CHECK(error_code([&] { check(ipam_request(c, "ctr2")); }) == codes::not_allocated);
 
     del(ipam_request(c, "ctr1"));
-    del(ipam_request(c, "ctr1"));   // twice: still fine
+    del(ipam_request(c, "ctr1"));  // twice: still fine
     CHECK(error_code([&] { check(ipam_request(c, "ctr1")); }) == codes::not_allocated);
     auto store = open_store(c.store);
     for (const auto& pool : store->pools()) CHECK(store->dump(pool).allocations.empty());
@@ -299,15 +300,16 @@ TEST_CASE("ipam API: a failing second range gives the first address back", "[ipa
 TEST_CASE("ipam API: static requests", "[ipam]") {
     TempDir dir;
     SqliteStore store(dir.sub("data"));
-    const IpamConfig c = ipam_test::config({{"ipRanges", {{{"range", "10.0.0.0/24"}}, {{"range", "fd00::/64"}}}},
-                                            {"addresses", {{{"address", "192.168.9.9/24"}, {"gateway", "192.168.9.1"}}}}});
+    const IpamConfig c =
+        ipam_test::config({{"ipRanges", {{{"range", "10.0.0.0/24"}}, {{"range", "fd00::/64"}}}},
+                           {"addresses", {{{"address", "192.168.9.9/24"}, {"gateway", "192.168.9.1"}}}}});
     auto req = ipam_request(c, "s1");
     req.static_ips = {"10.0.0.77", "172.16.0.5/16"};
     const IpamResult r = add(store, req);
     REQUIRE(r.ips.size() == 4);
     CHECK(r.ips[0].address == ip_net("10.0.0.77/24"));
     CHECK(r.ips[1].address == ip_net("fd00::1/64"));
-    CHECK(r.ips[2].address == ip_net("172.16.0.5/16"));          // inside no range: returned as-is
+    CHECK(r.ips[2].address == ip_net("172.16.0.5/16"));  // inside no range: returned as-is
     CHECK(r.ips[3] == IpamIp{ip_net("192.168.9.9/24"), ip_addr("192.168.9.1")});
 
     auto clash = ipam_request(c, "s2");
@@ -389,7 +391,7 @@ TEST_CASE("ipam store: re-ADD into a full pool gets the address it holds", "[ipa
     // already holds an address there.
     TempDir dir;
     SqliteStore store(dir.sub("data"));
-    const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/30"}});   // .1 and .2
+    const IpamConfig c = ipam_test::config({{"range", "10.0.0.0/30"}});  // .1 and .2
     const Allocation a = store.allocate(ipam_test::request(c, "a"));
     store.allocate(ipam_test::request(c, "b"));
     CHECK(error_code([&] { store.allocate(ipam_test::request(c, "c")); }) == codes::range_full);
@@ -411,7 +413,8 @@ std::vector<std::string> raw_sql(const std::string& path, const std::string& sql
     const int rc = sqlite3_exec(
         db, sql.c_str(),
         [](void* rows, int n, char** values, char**) {
-            for (int i = 0; i < n; ++i) static_cast<std::vector<std::string>*>(rows)->push_back(values[i] ? values[i] : "NULL");
+            for (int i = 0; i < n; ++i)
+                static_cast<std::vector<std::string>*>(rows)->push_back(values[i] ? values[i] : "NULL");
             return 0;
         },
         &out, &err);
@@ -490,8 +493,10 @@ TEST_CASE("ipam store: a store created with schema version 1 keeps working as it
     CHECK(raw_sql(path, "SELECT count(*) FROM allocations") == std::vector<std::string>{"1"});
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "INSERT INTO allocations VALUES(1, x'00000000000000000000000000000001', 'x', 'ns/x', 'net1', 'n', NULL)",
-                       nullptr, nullptr, nullptr) == SQLITE_CONSTRAINT);
+    CHECK(sqlite3_exec(
+              db,
+              "INSERT INTO allocations VALUES(1, x'00000000000000000000000000000001', 'x', 'ns/x', 'net1', 'n', NULL)",
+              nullptr, nullptr, nullptr) == SQLITE_CONSTRAINT);
     sqlite3_close(db);
 }
 
@@ -502,12 +507,14 @@ TEST_CASE("ipam store: new stores use schema version 2, keyed by owner", "[ipam]
     store.allocate(ipam_test::request(c, "a"));
     CHECK(raw_sql(store.path(), "PRAGMA user_version") == std::vector<std::string>{"2"});
     // One lookup index besides the key (container id for DEL), so an ADD changes three leaves.
-    CHECK(raw_sql(store.path(), "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'allocations' "
-                                "AND sql IS NOT NULL") == std::vector<std::string>{"allocations_attachment"});
+    CHECK(raw_sql(store.path(),
+                  "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'allocations' "
+                  "AND sql IS NOT NULL") == std::vector<std::string>{"allocations_attachment"});
     // Nothing in this layout refuses a second row for an offset (the runs do, for every write the
     // store makes): verify() reports one written behind its back.
-    raw_sql(store.path(), "INSERT INTO allocations(pool, podref, ifname, offset, container_id, network) "
-                          "VALUES(1, 'ns/dup', 'net1', x'00000000000000000000000000000001', 'dup', 'testnet')");
+    raw_sql(store.path(),
+            "INSERT INTO allocations(pool, podref, ifname, offset, container_id, network) "
+            "VALUES(1, 'ns/dup', 'net1', x'00000000000000000000000000000001', 'dup', 'testnet')");
     const auto problems = store.verify();
     REQUIRE(problems.size() == 1);
     CHECK_THAT(problems[0], Catch::Contains("offset 1") && Catch::Contains("allocated twice"));

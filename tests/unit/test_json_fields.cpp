@@ -71,6 +71,7 @@ TEST_CASE("JsonFields: list elements are objects named key[i]", "[unit][json_fie
                                         }),
                       "ipam.routes[1].dst must be a string, got 7");
     CHECK(paths == std::vector<std::string>{"ipam.routes[0]", "ipam.routes[1]"});
-    CHECK_THROWS_WITH(f.for_each_object("bad", [](const Fields&) {}, "an object {\"dst\": CIDR}"),
+    CHECK_THROWS_WITH(f.for_each_object(
+                          "bad", [](const Fields&) {}, "an object {\"dst\": CIDR}"),
                       "ipam.bad[1] must be an object {\"dst\": CIDR}, got \"x\"");
 }

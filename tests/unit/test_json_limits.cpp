@@ -16,7 +16,7 @@ TEST_CASE("parse_json_limited: ordinary JSON, in either key order kind", "[unit]
     CHECK(parsed.value["a"][0] == true);
     auto ordered = parse_json_limited<nlohmann::ordered_json>(R"({"b":1,"a":2})");
     REQUIRE(ordered);
-    CHECK(ordered.value.begin().key() == "b");   // the order as written, not sorted
+    CHECK(ordered.value.begin().key() == "b");  // the order as written, not sorted
 }
 
 TEST_CASE("parse_json_limited: one depth limit, checked before a tree is built", "[unit][json_limits]") {
@@ -45,7 +45,8 @@ TEST_CASE("parse_json_limited: one size limit, checked before parsing", "[unit][
 }
 
 TEST_CASE("parse_json_limited: malformed JSON says where", "[unit][json_limits]") {
-    CHECK_THAT(parse_json_limited("{\"a\":1} x").error, Catch::StartsWith("invalid JSON: ") && Catch::Contains("column 9"));
+    CHECK_THAT(parse_json_limited("{\"a\":1} x").error,
+               Catch::StartsWith("invalid JSON: ") && Catch::Contains("column 9"));
     CHECK_THAT(parse_json_limited("1e400").error, Catch::Contains("number overflow"));
     CHECK_THAT(parse_json_limited("").error, Catch::StartsWith("invalid JSON"));
 }

@@ -31,10 +31,11 @@ struct MapFiles : FileReader {
 
 std::string config(const std::string& cluster, const std::string& user, const std::string& context_extra = "") {
     return "apiVersion: v1\nkind: Config\ncurrent-context: ctx\n"
-           "clusters:\n- name: other\n  cluster:\n    server: https://wrong:1\n- name: c1\n  cluster:\n" + cluster +
-           "users:\n- name: u1\n  user:\n" + user +
+           "clusters:\n- name: other\n  cluster:\n    server: https://wrong:1\n- name: c1\n  cluster:\n" +
+           cluster + "users:\n- name: u1\n  user:\n" + user +
            "contexts:\n- name: unused\n  context:\n    cluster: other\n    user: u1\n"
-           "- name: ctx\n  context:\n    cluster: c1\n    user: u1\n" + context_extra;
+           "- name: ctx\n  context:\n    cluster: c1\n    user: u1\n" +
+           context_extra;
 }
 
 std::string error_of(const std::string& yaml, const FileReader& files = MapFiles{}) {
@@ -68,7 +69,8 @@ TEST_CASE("kubeconfig: namespace defaults to kube-system as whereabouts does", "
     CHECK(c.ca_pem.empty());
 }
 
-TEST_CASE("kubeconfig: files relative to the kubeconfig's directory (tokenFile, CA, client cert/key)", "[kube][kubeconfig]") {
+TEST_CASE("kubeconfig: files relative to the kubeconfig's directory (tokenFile, CA, client cert/key)",
+          "[kube][kubeconfig]") {
     MapFiles files;
     files.files["/etc/cni/token"] = "  from-file\n";
     files.files["/etc/cni/ca.pem"] = "CA";
@@ -95,9 +97,11 @@ TEST_CASE("kubeconfig: client certificate and key as -data, token wins over toke
 }
 
 TEST_CASE("kubeconfig: insecure-skip-tls-verify only when set to true", "[kube][kubeconfig]") {
-    CHECK(parse_kubeconfig(config("    server: https://h:1\n    insecure-skip-tls-verify: true\n", "    token: t\n"), "/k")
+    CHECK(parse_kubeconfig(config("    server: https://h:1\n    insecure-skip-tls-verify: true\n", "    token: t\n"),
+                           "/k")
               .insecure_skip_tls_verify);
-    CHECK_FALSE(parse_kubeconfig(config("    server: https://h:1\n    insecure-skip-tls-verify: false\n", "    token: t\n"), "/k")
+    CHECK_FALSE(parse_kubeconfig(
+                    config("    server: https://h:1\n    insecure-skip-tls-verify: false\n", "    token: t\n"), "/k")
                     .insecure_skip_tls_verify);
 }
 
@@ -130,9 +134,10 @@ TEST_CASE("kubeconfig: load_kubeconfig refuses a missing path", "[kube][kubeconf
     CHECK_THROWS_AS(load_kubeconfig(""), IpamError);
 }
 
-TEST_CASE("kubeconfig: a store's own kubeconfig wins over the caller's default access, which fills in only "
-          "when none is named",
-          "[kube][kubeconfig]") {
+TEST_CASE(
+    "kubeconfig: a store's own kubeconfig wins over the caller's default access, which fills in only "
+    "when none is named",
+    "[kube][kubeconfig]") {
     char tmpl[] = "/tmp/rdmanet-kc-XXXXXX";
     REQUIRE(::mkdtemp(tmpl));
     const std::string path = std::string(tmpl) + "/kc";
@@ -148,7 +153,7 @@ TEST_CASE("kubeconfig: a store's own kubeconfig wins over the caller's default a
     };
     CHECK(load_store_kubeconfig(store).server == "https://default:2");
     CHECK(load_store_kubeconfig(store).server == "https://default:2");
-    CHECK(default_calls == 2);   // asked on every use: a rotated token is read again
+    CHECK(default_calls == 2);  // asked on every use: a rotated token is read again
 
     store.kubeconfig = path;
     CHECK(load_store_kubeconfig(store).server == "https://own:1");
@@ -169,9 +174,9 @@ TEST_CASE("kubeconfig: in-cluster service account (rdmanetctl in a pod)", "[kube
     char tmpl[] = "/tmp/rdmanet-sa-XXXXXX";
     REQUIRE(::mkdtemp(tmpl));
     const std::string dir = tmpl;
-    CHECK_FALSE(in_cluster_config(std::nullopt, std::nullopt, dir).has_value());   // not in a pod
-    CHECK_FALSE(in_cluster_config(std::string(), "6443", dir).has_value());          // not in a pod
-    CHECK_FALSE(in_cluster_config("fd00::1", "6443", dir).has_value());              // no token file
+    CHECK_FALSE(in_cluster_config(std::nullopt, std::nullopt, dir).has_value());  // not in a pod
+    CHECK_FALSE(in_cluster_config(std::string(), "6443", dir).has_value());       // not in a pod
+    CHECK_FALSE(in_cluster_config("fd00::1", "6443", dir).has_value());           // no token file
     {
         FILE* f = std::fopen((dir + "/token").c_str(), "w");
         std::fputs("sa-token\n", f);
@@ -247,11 +252,13 @@ TEST_CASE("kubeconfig: confined to the allowed dirs, the files it names included
         CHECK_THAT(refusal(allowed + "/kc"), Catch::Contains("outside what the node policy allows"));
     }
     SECTION("a client key or CA file outside is refused too") {
-        write(allowed + "/kc", config("    server: https://h:1\n    certificate-authority: " + outside + "/token\n",
-                                      "    token: t\n"));
+        write(allowed + "/kc",
+              config("    server: https://h:1\n    certificate-authority: " + outside + "/token\n", "    token: t\n"));
         CHECK_THAT(refusal(allowed + "/kc"), Catch::Contains("certificate-authority"));
-        write(allowed + "/kc", config("    server: https://h:1\n", "    client-certificate: sub/token\n"
-                                                                      "    client-key: " + outside + "/token\n"));
+        write(allowed + "/kc", config("    server: https://h:1\n",
+                                      "    client-certificate: sub/token\n"
+                                      "    client-key: " +
+                                          outside + "/token\n"));
         CHECK_THAT(refusal(allowed + "/kc"), Catch::Contains("client-key"));
     }
     SECTION("a symlink inside the allowed dir to a file outside is refused, not followed") {
@@ -273,12 +280,12 @@ TEST_CASE("kubeconfig: confined to the allowed dirs, the files it names included
 
 TEST_CASE("base64: standard and URL alphabets, whitespace, optional padding", "[kube][kubeconfig]") {
     CHECK(base64_decode("aGVsbG8=") == "hello");
-    CHECK(base64_decode("aGVs\n bG8") == "hello");                         // wrapped, unpadded
+    CHECK(base64_decode("aGVs\n bG8") == "hello");  // wrapped, unpadded
     CHECK(base64_decode("-_8=", Base64Alphabet::url) == std::string("\xfb\xff", 2));
     CHECK(base64_decode("+/8=") == std::string("\xfb\xff", 2));
-    CHECK_FALSE(base64_decode("-_8=").has_value());                        // URL characters in standard
+    CHECK_FALSE(base64_decode("-_8=").has_value());  // URL characters in standard
     CHECK_FALSE(base64_decode("+/8=", Base64Alphabet::url).has_value());
-    CHECK_FALSE(base64_decode("aGVs=bG8").has_value());                    // data after padding
+    CHECK_FALSE(base64_decode("aGVs=bG8").has_value());  // data after padding
     CHECK_FALSE(base64_decode("aGVs*G8").has_value());
     CHECK(base64_decode("") == "");
 }
@@ -289,15 +296,16 @@ TEST_CASE("kubeconfig: tokens and namespaces that would inject headers are refus
           "[kube][kubeconfig][hostile]") {
     const std::string cluster = "    server: https://10.0.0.1:6443\n";
     // YAML double-quoted escapes put the raw bytes into the scalar.
-    CHECK_THAT(error_of(config(cluster, "    token: \"abc\\r\\nX-Injected: 1\"\n")),
-               Catch::Contains("/etc/cni/kc") && Catch::Contains("user \"u1\" token") && Catch::Contains("control character"));
+    CHECK_THAT(
+        error_of(config(cluster, "    token: \"abc\\r\\nX-Injected: 1\"\n")),
+        Catch::Contains("/etc/cni/kc") && Catch::Contains("user \"u1\" token") && Catch::Contains("control character"));
     CHECK_THAT(error_of(config(cluster, "    token: \"abc\\u0000def\"\n")), Catch::Contains("control character"));
     CHECK_THAT(error_of(config(cluster, "    token: \"a\\tb\"\n")), Catch::Contains("control character"));
     MapFiles files;
     files.files["/etc/cni/tok"] = "abc\r\nX-Injected: 1\n";
     CHECK_THAT(error_of(config(cluster, "    tokenFile: tok\n"), files),
                Catch::Contains("tokenFile /etc/cni/tok") && Catch::Contains("control character"));
-    files.files["/etc/cni/tok"] = "good-token\r\n";   // a trailing line end is trimmed, as before
+    files.files["/etc/cni/tok"] = "good-token\r\n";  // a trailing line end is trimmed, as before
     CHECK(parse_kubeconfig(config(cluster, "    tokenFile: tok\n"), "/etc/cni/kc", files).token == "good-token");
     CHECK_THAT(error_of(config("    server: \"https://10.0.0.1:6443/x\\r\\nX-Injected: 1\"\n", "    token: t\n")),
                Catch::Contains("/etc/cni/kc"));

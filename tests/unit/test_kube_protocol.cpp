@@ -19,15 +19,18 @@ base::IpNetwork net(const char* s) { return *base::IpNetwork::parse(s); }
 base::IpAddress ip(const char* s) { return *base::IpAddress::parse(s); }
 
 json pool_json(const std::string& name, const std::string& range, json allocations) {
-    return {{"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"}, {"kind", "IPPool"},
-            {"metadata", {{"name", name}, {"namespace", "kube-system"}, {"resourceVersion", "48213"},
-                          {"labels", {{"keep", "me"}}}}},
-            {"spec", {{"range", range}, {"allocations", allocations}}}};
+    return {
+        {"apiVersion", "whereabouts.cni.cncf.io/v1alpha1"},
+        {"kind", "IPPool"},
+        {"metadata",
+         {{"name", name}, {"namespace", "kube-system"}, {"resourceVersion", "48213"}, {"labels", {{"keep", "me"}}}}},
+        {"spec", {{"range", range}, {"allocations", allocations}}}};
 }
 }  // namespace
 
 TEST_CASE("wire: paths in the whereabouts group and the context namespace", "[kube][wire]") {
-    CHECK(collection_path("kube-system", kPools) == "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/ippools");
+    CHECK(collection_path("kube-system", kPools) ==
+          "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/ippools");
     CHECK(object_path("rdma", kReservations, "blue-10.0.0.5") ==
           "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/rdma/overlappingrangeipreservations/blue-10.0.0.5");
 }
@@ -41,18 +44,20 @@ TEST_CASE("wire: a new pool and a reservation are whereabouts objects", "[kube][
     CHECK(r["metadata"]["name"] == "fd00--5");
     CHECK(r["kind"] == "OverlappingRangeIPReservation");
     CHECK(r["spec"] == json{{"containerid", "c1"}, {"podref", "ml/trainer-0"}, {"ifname", "net1"}});
-    CHECK(reservation_held_by(r, Owner{"other-container", "ml/trainer-0", "net1"}));   // keyed by pod + ifname
+    CHECK(reservation_held_by(r, Owner{"other-container", "ml/trainer-0", "net1"}));  // keyed by pod + ifname
     CHECK_FALSE(reservation_held_by(r, Owner{"c1", "ml/trainer-1", "net1"}));
     CHECK_FALSE(reservation_held_by(r, Owner{"c1", "ml/trainer-0", "net2"}));
 }
 
 TEST_CASE("wire: the patch tests resourceVersion, then adds / removes by decimal offset", "[kube][wire]") {
-    const json object = pool_json("10.10.0.0-16", "10.10.0.0/16", {{"5", {{"id", "a"}, {"podref", "ml/x"}, {"ifname", "net1"}}}});
+    const json object =
+        pool_json("10.10.0.0-16", "10.10.0.0/16", {{"5", {{"id", "a"}, {"podref", "ml/x"}, {"ifname", "net1"}}}});
     const PoolObject p = parse_pool(object, "");
     CHECK(p.resource_version == "48213");
     REQUIRE(p.dump.allocations.size() == 1);
     CHECK(p.dump.allocations.at(5) == Owner{"a", "ml/x", "net1"});
-    const json patch = pool_patch(p, {{5, std::nullopt, Owner{"a", "ml/x", "net1"}}, {65536 + 6, Owner{"b", "ml/y", "net1"}, std::nullopt}});
+    const json patch = pool_patch(
+        p, {{5, std::nullopt, Owner{"a", "ml/x", "net1"}}, {65536 + 6, Owner{"b", "ml/y", "net1"}, std::nullopt}});
     CHECK(patch == json::parse(R"([
         {"op":"test","path":"/spec/allocations/5","value":{"id":"a","podref":"ml/x","ifname":"net1"}},
         {"op":"test","path":"/spec/allocations/65542","value":null},
@@ -79,7 +84,7 @@ TEST_CASE("wire: a pool without allocations map gets one added first", "[kube][w
     json patch = pool_patch(p, {{1, Owner{"a", "n/p", "net1"}, std::nullopt}});
     CHECK(patch[0]["path"] == "/metadata/resourceVersion");
     CHECK(patch[1] == json{{"op", "add"}, {"path", "/spec/allocations"}, {"value", json::object()}});
-    patch.erase(2);   // the absent-test (see above)
+    patch.erase(2);  // the absent-test (see above)
     CHECK(obj.patch(patch)["spec"]["allocations"]["1"]["id"] == "a");
 }
 
@@ -111,34 +116,48 @@ TEST_CASE("reconcile: orphans are allocations of pods that are gone, no pod iden
     const PoolObject p = parse_pool(pool_json("10.0.0.0-24", "10.0.0.0/24",
                                               {{"1", {{"id", "a"}, {"podref", "ns/live"}, {"ifname", "net1"}}},
                                                {"2", {{"id", "b"}, {"podref", "ns/gone"}, {"ifname", "net1"}}},
-                                               {"3", {{"id", "c"}, {"podref", "c"}, {"ifname", "net1"}}}}), "");
+                                               {"3", {{"id", "c"}, {"podref", "c"}, {"ifname", "net1"}}}}),
+                                    "");
     CHECK(orphaned_offsets(p, {"ns/live", "other/x"}) == std::vector<uint128>{2});
     CHECK(orphaned_offsets(p, {"ns/gone", "ns/live"}).empty());
 }
 
 TEST_CASE("status: Kubernetes Status bodies become errors that say what to fix", "[kube][status]") {
     const std::string server = "https://127.0.0.1:6443", source = "kubeconfig /etc/kc";
-    auto err = [&](long code, const std::string& body) { return status_error("GET ippools/x", parse_status(code, body), server, source); };
+    auto err = [&](long code, const std::string& body) {
+        return status_error("GET ippools/x", parse_status(code, body), server, source);
+    };
 
-    auto e401 = err(401, R"({"kind":"Status","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})");
+    auto e401 =
+        err(401, R"({"kind":"Status","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})");
     CHECK(e401.code == codes::io_failure);
     CHECK_THAT(e401.msg, Catch::Contains("401") && Catch::Contains("kubeconfig /etc/kc") && Catch::Contains("expired"));
 
-    auto e403 = err(403, R"({"kind":"Status","message":"ippools is forbidden: User \"x\" cannot get","reason":"Forbidden","code":403})");
-    CHECK_THAT(e403.msg, Catch::Contains("403") && Catch::Contains("cannot get") && Catch::Contains("overlappingrangeipreservations"));
+    auto e403 = err(
+        403,
+        R"({"kind":"Status","message":"ippools is forbidden: User \"x\" cannot get","reason":"Forbidden","code":403})");
+    CHECK_THAT(e403.msg, Catch::Contains("403") && Catch::Contains("cannot get") &&
+                             Catch::Contains("overlappingrangeipreservations"));
 
-    const auto missing_crd = parse_status(404, R"({"kind":"Status","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404})");
+    const auto missing_crd = parse_status(
+        404,
+        R"({"kind":"Status","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404})");
     CHECK(resource_missing(missing_crd));
     CHECK_FALSE(object_not_found(missing_crd));
     CHECK_THAT(err(404, "404 page not found\n").msg, Catch::Contains("CRDs") && Catch::Contains("not installed"));
 
-    const auto gone = parse_status(404, R"({"kind":"Status","message":"ippools.whereabouts.cni.cncf.io \"x\" not found","reason":"NotFound","details":{"name":"x","group":"whereabouts.cni.cncf.io","kind":"ippools"},"code":404})");
+    const auto gone = parse_status(
+        404,
+        R"({"kind":"Status","message":"ippools.whereabouts.cni.cncf.io \"x\" not found","reason":"NotFound","details":{"name":"x","group":"whereabouts.cni.cncf.io","kind":"ippools"},"code":404})");
     CHECK(object_not_found(gone));
     CHECK(gone.details_kind == "ippools");
 
-    CHECK(err(503, R"({"kind":"Status","message":"etcd is down","reason":"ServiceUnavailable","code":503})").code == codes::try_again);
+    CHECK(err(503, R"({"kind":"Status","message":"etcd is down","reason":"ServiceUnavailable","code":503})").code ==
+          codes::try_again);
     CHECK(err(429, "").code == codes::try_again);
-    auto e422 = err(422, R"({"kind":"Status","message":"IPPool \"x\" is invalid: spec.range: Required value","reason":"Invalid","code":422})");
+    auto e422 = err(
+        422,
+        R"({"kind":"Status","message":"IPPool \"x\" is invalid: spec.range: Required value","reason":"Invalid","code":422})");
     CHECK(e422.code == codes::io_failure);
     CHECK_THAT(e422.msg, Catch::Contains("422 Invalid") && Catch::Contains("spec.range: Required value"));
 }
@@ -156,13 +175,13 @@ TEST_CASE("retry: jittered exponential backoff, bounded, Retry-After honoured", 
         CHECK(backoff_delay(p, 0, std::nullopt, r) <= milliseconds(4));
         CHECK(backoff_delay(p, 3, std::nullopt, r) >= milliseconds(16));
         CHECK(backoff_delay(p, 3, std::nullopt, r) <= milliseconds(32));
-        CHECK(backoff_delay(p, 60, std::nullopt, r) <= milliseconds(400));   // no overflow, capped
+        CHECK(backoff_delay(p, 60, std::nullopt, r) <= milliseconds(400));  // no overflow, capped
         CHECK(backoff_delay(p, 60, std::nullopt, r) >= milliseconds(200));
     }
     // Different random values spread callers out.
     CHECK(backoff_delay(p, 5, std::nullopt, 0) != backoff_delay(p, 5, std::nullopt, 50));
     CHECK(backoff_delay(p, 0, milliseconds(3000), 1) == milliseconds(3000));
-    CHECK(backoff_delay(p, 0, milliseconds(60000), 1) == milliseconds(10000));   // capped
+    CHECK(backoff_delay(p, 0, milliseconds(60000), 1) == milliseconds(10000));  // capped
     CHECK(parse_retry_after("3") == milliseconds(3000));
     CHECK(parse_retry_after(" 0\r\n") == milliseconds(0));
     CHECK_FALSE(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT").has_value());
@@ -183,7 +202,7 @@ TEST_CASE("wire: the IPPool body is read without a JSON tree, as the tree would 
     CHECK(p.dump.pool.range == net("10.0.0.0/24"));
     REQUIRE(p.dump.allocations.size() == 2);
     CHECK(p.dump.allocations.at(7) == Owner{"c\"7\u00e9", "ml/p\\7", "net1"});
-    CHECK(p.dump.allocations.at(9) == Owner{"c9", "ml/p9", ""});   // a missing ifname reads as ""
+    CHECK(p.dump.allocations.at(9) == Owner{"c9", "ml/p9", ""});  // a missing ifname reads as ""
     // The same through a JSON tree (reconcile's list items) and with \u escapes in the text.
     CHECK(parse_pool(object, "blue").dump.allocations == p.dump.allocations);
     CHECK(parse_pool_body(object.dump(-1, ' ', true), "blue").dump.allocations == p.dump.allocations);
@@ -193,9 +212,11 @@ TEST_CASE("wire: the IPPool body is read without a JSON tree, as the tree would 
     CHECK_FALSE(parse_pool_body(null_allocs.dump(), "").has_allocations_map);
 
     // Malformed text and malformed pools are refused, naming the problem.
-    for (const std::string& bad : {text.substr(0, text.size() - 1), std::string("[") + text + "]", text + "x",
-                                  std::string("\"x\""), std::string("{\"a\":\"\x01\"}"), std::string("{\"a\":\"\xc3\"}")}) {
-        CHECK_THROWS_WITH(parse_pool_body(bad, ""), Catch::Contains("not a JSON object") || Catch::Contains("malformed"));
+    for (const std::string& bad :
+         {text.substr(0, text.size() - 1), std::string("[") + text + "]", text + "x", std::string("\"x\""),
+          std::string("{\"a\":\"\x01\"}"), std::string("{\"a\":\"\xc3\"}")}) {
+        CHECK_THROWS_WITH(parse_pool_body(bad, ""),
+                          Catch::Contains("not a JSON object") || Catch::Contains("malformed"));
     }
     json entry_array = object;
     entry_array["spec"]["allocations"]["7"] = json::array();

@@ -15,7 +15,7 @@ TEST_CASE("logging: the context is printed as written, '%' included", "[unit][lo
     const std::string file = dir.sub("plugin.log");
     rdmanet::cni::setup_logging(file, "info", "ADD net-a c1 net%d %Y %v %%");
     spdlog::info("{} stays a message argument", "net%d");
-    rdmanet::cni::setup_logging("", "off", "");   // closes the file
+    rdmanet::cni::setup_logging("", "off", "");  // closes the file
     std::ifstream in(file);
     std::stringstream text;
     text << in.rdbuf();

@@ -57,13 +57,17 @@ std::vector<std::string> addresses(const Range& r) {
 }  // namespace
 
 TEST_CASE("nv-ipam IPPool: spec and status in nv-ipam's shape", "[nvipam]") {
-    const Pool p = parse_pool(ippool({{"subnet", "192.168.0.0/16"}, {"perNodeBlockSize", 100}, {"gateway", "192.168.0.1"},
-                                      {"exclusions", {{{"startIP", "192.168.0.5"}, {"endIP", "192.168.0.7"}}}},
-                                      {"perNodeExclusions", {{{"startIndex", 0}, {"endIndex", 1}}}},
-                                      {"routes", {{{"dst", "10.10.0.0/16"}}}}, {"defaultGateway", true}},
-                                     {{{"nodeName", "host-a"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
-                                      {{"nodeName", "host-b"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}}),
-                              PoolType::ippool);
+    const Pool p =
+        parse_pool(ippool({{"subnet", "192.168.0.0/16"},
+                           {"perNodeBlockSize", 100},
+                           {"gateway", "192.168.0.1"},
+                           {"exclusions", {{{"startIP", "192.168.0.5"}, {"endIP", "192.168.0.7"}}}},
+                           {"perNodeExclusions", {{{"startIndex", 0}, {"endIndex", 1}}}},
+                           {"routes", {{{"dst", "10.10.0.0/16"}}}},
+                           {"defaultGateway", true}},
+                          {{{"nodeName", "host-a"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
+                           {{"nodeName", "host-b"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}}),
+                   PoolType::ippool);
     CHECK(p.where() == "IPPool kube-system/pool1");
     CHECK(p.resource_version == "12");
     CHECK(p.subnet == net("192.168.0.0/16"));
@@ -90,17 +94,27 @@ TEST_CASE("nv-ipam IPPool: what the webhook refuses is code 7 naming the field",
         {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 255}}, "spec.perNodeBlockSize"},
         {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10}, {"gateway", "10.0.0.1"}}, "spec.gateway"},
         {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10}, {"gateway", "nope"}}, "spec.gateway"},
-        {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10},
-          {"exclusions", {{{"startIP", "192.168.0.9"}, {"endIP", "192.168.0.3"}}}}}, "spec.exclusions[0]"},
-        {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10},
-          {"exclusions", {{{"startIP", "192.168.1.9"}, {"endIP", "192.168.0.3"}}}}}, "spec.exclusions[0].startIP"},
-        {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10},
-          {"perNodeExclusions", {{{"startIndex", 2}, {"endIndex", 10}}}}}, "spec.perNodeExclusions[0].endIndex"},
-        {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10},
-          {"perNodeExclusions", {{{"startIndex", 3}, {"endIndex", 2}}}}}, "spec.perNodeExclusions[0]"},
+        {{{"subnet", "192.168.0.0/24"},
+          {"perNodeBlockSize", 10},
+          {"exclusions", {{{"startIP", "192.168.0.9"}, {"endIP", "192.168.0.3"}}}}},
+         "spec.exclusions[0]"},
+        {{{"subnet", "192.168.0.0/24"},
+          {"perNodeBlockSize", 10},
+          {"exclusions", {{{"startIP", "192.168.1.9"}, {"endIP", "192.168.0.3"}}}}},
+         "spec.exclusions[0].startIP"},
+        {{{"subnet", "192.168.0.0/24"},
+          {"perNodeBlockSize", 10},
+          {"perNodeExclusions", {{{"startIndex", 2}, {"endIndex", 10}}}}},
+         "spec.perNodeExclusions[0].endIndex"},
+        {{{"subnet", "192.168.0.0/24"},
+          {"perNodeBlockSize", 10},
+          {"perNodeExclusions", {{{"startIndex", 3}, {"endIndex", 2}}}}},
+         "spec.perNodeExclusions[0]"},
         {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10}, {"defaultGateway", true}}, "spec.defaultGateway"},
-        {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10}, {"routes", {{{"dst", "fd00::/64"}}}}}, "spec.routes[0].dst"},
-        {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10},
+        {{{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10}, {"routes", {{{"dst", "fd00::/64"}}}}},
+         "spec.routes[0].dst"},
+        {{{"subnet", "192.168.0.0/24"},
+          {"perNodeBlockSize", 10},
           {"nodeSelector", {{"nodeSelectorTerms", {{{"matchExpressions", {{{"key", "a"}, {"operator", "Maybe"}}}}}}}}}},
          "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].operator"},
     };
@@ -138,12 +152,16 @@ TEST_CASE("nv-ipam CIDRPool: what the webhook refuses is code 7 naming the field
         {with({{"gatewayIndex", nullptr}, {"routes", {{{"dst", "1.0.0.0/8"}}}}}), "spec.routes"},
         {with({{"defaultGateway", true}, {"routes", {{{"dst", "0.0.0.0/0"}}}}}), "spec.routes[0].dst"},
         {with({{"perNodeExclusions", {{{"startIndex", 0}, {"endIndex", 256}}}}}), "spec.perNodeExclusions[0].endIndex"},
-        {with({{"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.1.0.0/24"}}}}}), "spec.staticAllocations[0].prefix"},
-        {with({{"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.0/25"}}}}}), "spec.staticAllocations[0].prefix"},
-        {with({{"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.1/24"}}}}}), "spec.staticAllocations[0].prefix"},
+        {with({{"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.1.0.0/24"}}}}}),
+         "spec.staticAllocations[0].prefix"},
+        {with({{"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.0/25"}}}}}),
+         "spec.staticAllocations[0].prefix"},
+        {with({{"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.1/24"}}}}}),
+         "spec.staticAllocations[0].prefix"},
         {with({{"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.0/24"}, {"gateway", "10.0.1.1"}}}}}),
          "spec.staticAllocations[0].gateway"},
-        {with({{"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.0/24"}}, {{"nodeName", "a"}, {"prefix", "10.0.1.0/24"}}}}}),
+        {with({{"staticAllocations",
+                {{{"nodeName", "a"}, {"prefix", "10.0.0.0/24"}}, {{"nodeName", "a"}, {"prefix", "10.0.1.0/24"}}}}}),
          "multiple entries for node a"},
         {with({{"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.0/24"}}, {{"prefix", "10.0.0.0/24"}}}}}),
          "multiple entries for prefix"},
@@ -165,22 +183,23 @@ TEST_CASE("nv-ipam poolType: ippool, cidrpool, default ippool, a typo is code 7"
         FAIL("accepted");
     } catch (const IpamError& e) {
         CHECK(e.code == 7);
-        CHECK_THAT(e.msg, Catch::Contains("ipam.poolType") && Catch::Contains("cidrpol") && Catch::Contains("\"cidrpool\""));
+        CHECK_THAT(e.msg,
+                   Catch::Contains("ipam.poolType") && Catch::Contains("cidrpol") && Catch::Contains("\"cidrpool\""));
     }
 }
 
 TEST_CASE("nv-ipam gatewayIndex: nv-ipam's rule for every subnet size", "[nvipam]") {
     CHECK(gateway_at(net("192.168.1.0/24"), 1) == ip("192.168.1.1"));
     CHECK(gateway_at(net("192.168.1.0/24"), 10) == ip("192.168.1.10"));
-    CHECK_FALSE(gateway_at(net("192.168.1.0/24"), 0));       // the network address is no gateway
+    CHECK_FALSE(gateway_at(net("192.168.1.0/24"), 0));  // the network address is no gateway
     CHECK(gateway_at(net("192.168.1.0/24"), 254) == ip("192.168.1.254"));
-    CHECK_FALSE(gateway_at(net("192.168.1.0/24"), 255));     // broadcast
+    CHECK_FALSE(gateway_at(net("192.168.1.0/24"), 255));  // broadcast
     CHECK(gateway_at(net("192.168.1.2/31"), 0) == ip("192.168.1.2"));
     CHECK(gateway_at(net("192.168.1.2/31"), 1) == ip("192.168.1.3"));
     CHECK_FALSE(gateway_at(net("192.168.1.2/31"), 2));
     CHECK(gateway_at(net("192.168.1.2/32"), 0) == ip("192.168.1.2"));
     CHECK_FALSE(gateway_at(net("192.168.1.2/32"), 1));
-    CHECK(gateway_at(net("fd00::/120"), 255) == ip("fd00::ff"));   // IPv6: no broadcast
+    CHECK(gateway_at(net("fd00::/120"), 255) == ip("fd00::ff"));  // IPv6: no broadcast
     CHECK_FALSE(gateway_at(net("fd00::/120"), 256));
 }
 
@@ -192,15 +211,15 @@ TEST_CASE("nv-ipam IPPool order: blocks from network+1, holes refilled, never th
     CHECK(a->start == ip("192.168.0.1"));
     CHECK(a->end == ip("192.168.0.100"));
     p.allocations.push_back(*a);
-    CHECK(next_allocation(p, "n1") == a);   // its own block again
+    CHECK(next_allocation(p, "n1") == a);  // its own block again
     auto b = next_allocation(p, "n2");
     REQUIRE(b);
     CHECK(b->start == ip("192.168.0.101"));
     CHECK(b->end == ip("192.168.0.200"));
     p.allocations.push_back(*b);
-    CHECK_FALSE(next_allocation(p, "n3"));   // .201-.300 leaves the subnet
+    CHECK_FALSE(next_allocation(p, "n3"));  // .201-.300 leaves the subnet
     p.allocations.erase(p.allocations.begin());
-    CHECK(next_allocation(p, "n3")->start == ip("192.168.0.1"));   // the freed hole first
+    CHECK(next_allocation(p, "n3")->start == ip("192.168.0.1"));  // the freed hole first
     // 2 blocks of 127 would need .255 (broadcast): only one fits.
     Pool q = parse_pool(ippool({{"subnet", "10.0.0.0/24"}, {"perNodeBlockSize", 127}}), PoolType::ippool);
     q.allocations.push_back(*next_allocation(q, "x"));
@@ -215,13 +234,16 @@ TEST_CASE("nv-ipam IPPool order: blocks from network+1, holes refilled, never th
 }
 
 TEST_CASE("nv-ipam CIDRPool order: subnets in order, static allocations pinned and held back", "[nvipam]") {
-    const json spec = {{"cidr", "10.0.0.0/22"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1},
-                       {"staticAllocations", {{{"nodeName", "pinned"}, {"prefix", "10.0.2.0/24"}, {"gateway", "10.0.2.254"}},
-                                              {{"prefix", "10.0.0.0/24"}}}}};
+    const json spec = {{"cidr", "10.0.0.0/22"},
+                       {"perNodeNetworkPrefix", 24},
+                       {"gatewayIndex", 1},
+                       {"staticAllocations",
+                        {{{"nodeName", "pinned"}, {"prefix", "10.0.2.0/24"}, {"gateway", "10.0.2.254"}},
+                         {{"prefix", "10.0.0.0/24"}}}}};
     Pool p = parse_pool(cidrpool(spec), PoolType::cidrpool);
     auto a = next_allocation(p, "n1");
     REQUIRE(a);
-    CHECK(a->prefix == net("10.0.1.0/24"));   // .0 held back, .2 pinned
+    CHECK(a->prefix == net("10.0.1.0/24"));  // .0 held back, .2 pinned
     CHECK(a->gateway == ip("10.0.1.1"));
     p.allocations.push_back(*a);
     auto pinned = next_allocation(p, "pinned");
@@ -246,23 +268,26 @@ TEST_CASE("nv-ipam CIDRPool order: subnets in order, static allocations pinned a
 }
 
 TEST_CASE("nv-ipam CIDRPool node range: /24 with gatewayIndex 1, exclusions, perNodeExclusions", "[nvipam]") {
-    const Pool p = parse_pool(cidrpool({{"cidr", "10.0.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1},
+    const Pool p = parse_pool(cidrpool({{"cidr", "10.0.0.0/16"},
+                                        {"perNodeNetworkPrefix", 24},
+                                        {"gatewayIndex", 1},
                                         {"exclusions", {{{"startIP", "10.0.0.250"}, {"endIP", "10.0.1.3"}}}},
                                         {"perNodeExclusions", {{{"startIndex", 2}, {"endIndex", 4}}}},
-                                        {"routes", {{{"dst", "192.168.0.0/16"}}}}, {"defaultGateway", true}}),
+                                        {"routes", {{{"dst", "192.168.0.0/16"}}}},
+                                        {"defaultGateway", true}}),
                               PoolType::cidrpool);
     const auto a0 = next_allocation(p, "n0");
     const Range r0 = node_range(p, *a0);
-    CHECK(r0.cidr == net("10.0.0.0/24"));   // the address carries the node subnet's length
+    CHECK(r0.cidr == net("10.0.0.0/24"));  // the address carries the node subnet's length
     CHECK(r0.gateway == ip("10.0.0.1"));
     const auto v0 = addresses(r0);
-    CHECK(v0.front() == "10.0.0.5");        // .0 network, .1 gateway, .2-.4 perNodeExclusions
-    CHECK(v0.back() == "10.0.0.249");       // .250-.255: exclusion, then broadcast
+    CHECK(v0.front() == "10.0.0.5");   // .0 network, .1 gateway, .2-.4 perNodeExclusions
+    CHECK(v0.back() == "10.0.0.249");  // .250-.255: exclusion, then broadcast
     CHECK(v0.size() == 245);
     Pool p1 = p;
     p1.allocations.push_back(*a0);
     const Range r1 = node_range(p1, *next_allocation(p1, "n1"));
-    CHECK(addresses(r1).front() == "10.0.1.5");   // the pool exclusion reached into .1.0-.1.3 too
+    CHECK(addresses(r1).front() == "10.0.1.5");  // the pool exclusion reached into .1.0-.1.3 too
     const auto routes = node_routes(p, *a0);
     REQUIRE(routes.size() == 2);
     CHECK(routes[0].dst == net("192.168.0.0/16"));
@@ -272,19 +297,23 @@ TEST_CASE("nv-ipam CIDRPool node range: /24 with gatewayIndex 1, exclusions, per
 }
 
 TEST_CASE("nv-ipam CIDRPool node range: /31 and /32 (RFC 3021), IPv6 /120", "[nvipam]") {
-    const Pool p2p = parse_pool(cidrpool({{"cidr", "172.16.0.0/30"}, {"perNodeNetworkPrefix", 31}, {"gatewayIndex", 0}}),
-                                PoolType::cidrpool);
+    const Pool p2p = parse_pool(
+        cidrpool({{"cidr", "172.16.0.0/30"}, {"perNodeNetworkPrefix", 31}, {"gatewayIndex", 0}}), PoolType::cidrpool);
     const auto a = next_allocation(p2p, "n0");
     CHECK(a->prefix == net("172.16.0.0/31"));
-    CHECK(a->gateway == ip("172.16.0.0"));   // the peer
+    CHECK(a->gateway == ip("172.16.0.0"));  // the peer
     CHECK(addresses(node_range(p2p, *a)) == std::vector<std::string>{"172.16.0.1"});
-    const Pool both = parse_pool(cidrpool({{"cidr", "172.16.0.0/30"}, {"perNodeNetworkPrefix", 31}}), PoolType::cidrpool);
-    CHECK(addresses(node_range(both, *next_allocation(both, "n0"))) == std::vector<std::string>{"172.16.0.0", "172.16.0.1"});
-    const Pool one = parse_pool(cidrpool({{"cidr", "172.16.0.0/30"}, {"perNodeNetworkPrefix", 32}}), PoolType::cidrpool);
+    const Pool both =
+        parse_pool(cidrpool({{"cidr", "172.16.0.0/30"}, {"perNodeNetworkPrefix", 31}}), PoolType::cidrpool);
+    CHECK(addresses(node_range(both, *next_allocation(both, "n0"))) ==
+          std::vector<std::string>{"172.16.0.0", "172.16.0.1"});
+    const Pool one =
+        parse_pool(cidrpool({{"cidr", "172.16.0.0/30"}, {"perNodeNetworkPrefix", 32}}), PoolType::cidrpool);
     CHECK(addresses(node_range(one, *next_allocation(one, "n0"))) == std::vector<std::string>{"172.16.0.0"});
-    const Pool v6 = parse_pool(cidrpool({{"cidr", "fd00:10::/112"}, {"perNodeNetworkPrefix", 120}, {"gatewayIndex", 1},
-                                         {"defaultGateway", true}}),
-                               PoolType::cidrpool);
+    const Pool v6 = parse_pool(
+        cidrpool(
+            {{"cidr", "fd00:10::/112"}, {"perNodeNetworkPrefix", 120}, {"gatewayIndex", 1}, {"defaultGateway", true}}),
+        PoolType::cidrpool);
     const auto a6 = next_allocation(v6, "n0");
     const auto list = addresses(node_range(v6, *a6));
     CHECK(list.front() == "fd00:10::2");
@@ -293,8 +322,11 @@ TEST_CASE("nv-ipam CIDRPool node range: /31 and /32 (RFC 3021), IPv6 /120", "[nv
     CHECK(node_routes(v6, *a6).at(0).dst == net("::/0"));
 }
 
-TEST_CASE("nv-ipam IPPool node range: the block, the pool gateway excluded, perNodeExclusions from the block start", "[nvipam]") {
-    const Pool p = parse_pool(ippool({{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 10}, {"gateway", "192.168.0.1"},
+TEST_CASE("nv-ipam IPPool node range: the block, the pool gateway excluded, perNodeExclusions from the block start",
+          "[nvipam]") {
+    const Pool p = parse_pool(ippool({{"subnet", "192.168.0.0/24"},
+                                      {"perNodeBlockSize", 10},
+                                      {"gateway", "192.168.0.1"},
                                       {"exclusions", {{{"startIP", "192.168.0.9"}, {"endIP", "192.168.0.12"}}}},
                                       {"perNodeExclusions", {{{"startIndex", 9}, {"endIndex", 9}}}}}),
                               PoolType::ippool);
@@ -303,22 +335,24 @@ TEST_CASE("nv-ipam IPPool node range: the block, the pool gateway excluded, perN
     q.allocations.push_back(*a);
     const auto b = next_allocation(q, "n1");
     const Range ra = node_range(p, *a);
-    CHECK(ra.cidr == net("192.168.0.0/24"));   // the address carries the pool subnet's length
+    CHECK(ra.cidr == net("192.168.0.0/24"));  // the address carries the pool subnet's length
     CHECK(addresses(ra) == std::vector<std::string>{"192.168.0.2", "192.168.0.3", "192.168.0.4", "192.168.0.5",
                                                     "192.168.0.6", "192.168.0.7", "192.168.0.8"});
-    CHECK(addresses(node_range(p, *b)) ==
-          std::vector<std::string>{"192.168.0.13", "192.168.0.14", "192.168.0.15", "192.168.0.16", "192.168.0.17",
-                                   "192.168.0.18", "192.168.0.19"});
-    CHECK(node_range(p, *b).gateway == ip("192.168.0.1"));   // the pool's gateway for every block
+    CHECK(addresses(node_range(p, *b)) == std::vector<std::string>{"192.168.0.13", "192.168.0.14", "192.168.0.15",
+                                                                   "192.168.0.16", "192.168.0.17", "192.168.0.18",
+                                                                   "192.168.0.19"});
+    CHECK(node_range(p, *b).gateway == ip("192.168.0.1"));  // the pool's gateway for every block
 }
 
 TEST_CASE("nv-ipam nodeSelector: In, NotIn, Exists, DoesNotExist, Gt, Lt, matchFields, terms ORed", "[nvipam]") {
     const Pool p = parse_pool(
-        ippool({{"subnet", "10.0.0.0/24"}, {"perNodeBlockSize", 10},
+        ippool({{"subnet", "10.0.0.0/24"},
+                {"perNodeBlockSize", 10},
                 {"nodeSelector",
                  {{"nodeSelectorTerms",
-                   {{{"matchExpressions", {{{"key", "rail"}, {"operator", "In"}, {"values", {"1", "2"}}},
-                                           {{"key", "drain"}, {"operator", "DoesNotExist"}}}}},
+                   {{{"matchExpressions",
+                      {{{"key", "rail"}, {"operator", "In"}, {"values", {"1", "2"}}},
+                       {{"key", "drain"}, {"operator", "DoesNotExist"}}}}},
                     {{"matchFields", {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"special"}}}}}},
                     {{"matchExpressions", {{{"key", "gpus"}, {"operator", "Gt"}, {"values", {"4"}}}}}}}}}}}),
         PoolType::ippool);
@@ -331,7 +365,7 @@ TEST_CASE("nv-ipam nodeSelector: In, NotIn, Exists, DoesNotExist, Gt, Lt, matchF
     CHECK(matches(s, {{"gpus", "8"}}, "n"));
     CHECK_FALSE(matches(s, {{"gpus", "4"}}, "n"));
     CHECK_FALSE(matches(s, {{"gpus", "many"}}, "n"));
-    CHECK_FALSE(matches(NodeSelector{{SelectorTerm{}}}, {{"a", "b"}}, "n"));   // an empty term matches nothing
+    CHECK_FALSE(matches(NodeSelector{{SelectorTerm{}}}, {{"a", "b"}}, "n"));  // an empty term matches nothing
 }
 
 TEST_CASE("nv-ipam status: written sorted by node name in nv-ipam's shape, bad entries skipped on read", "[nvipam]") {
@@ -352,8 +386,10 @@ TEST_CASE("nv-ipam status: written sorted by node name in nv-ipam's shape, bad e
 }
 
 TEST_CASE("nv-ipam CNI keys: poolName list, poolType, poolNamespace, typos and mixes are code 7", "[nvipam]") {
-    const IpamConfig c = parse_ipam_config({{"type", "rdmanet-ipam"}, {"poolName", "rail1-v4, rail1-v6"},
-                                            {"poolType", "cidrpool"}, {"poolNamespace", "nvidia-network-operator"}});
+    const IpamConfig c = parse_ipam_config({{"type", "rdmanet-ipam"},
+                                            {"poolName", "rail1-v4, rail1-v6"},
+                                            {"poolType", "cidrpool"},
+                                            {"poolNamespace", "nvidia-network-operator"}});
     CHECK(c.nv.enabled);
     CHECK(c.nv.pools == std::vector<std::string>{"rail1-v4", "rail1-v6"});
     CHECK(c.nv.type == "cidrpool");
@@ -379,7 +415,8 @@ TEST_CASE("nv-ipam CNI keys: poolName list, poolType, poolNamespace, typos and m
     CHECK_THAT(refused({{"poolName", "a,b,c"}}).second, Catch::Contains("more than two pools"));
     CHECK_THAT(refused({{"poolName", "a,,b"}}).second, Catch::Contains("is not a pool name"));
     CHECK_THAT(refused({{"poolName", "../etc"}}).second, Catch::Contains("is not a pool name"));
-    CHECK_THAT(refused({{"poolName", "a"}, {"range", "10.0.0.0/24"}}).second, Catch::Contains("ipam.range cannot be combined"));
+    CHECK_THAT(refused({{"poolName", "a"}, {"range", "10.0.0.0/24"}}).second,
+               Catch::Contains("ipam.range cannot be combined"));
     CHECK_THAT(refused({{"poolName", "a"}, {"poolNamespace", "Bad_NS"}}).second, Catch::Contains("ipam.poolNamespace"));
 }
 
@@ -406,11 +443,15 @@ TEST_CASE("nv-ipam hostile pools: unusable prefixes refused, naming pool and fie
             "spec.gatewayIndex");
     refused(cidrpool({{"cidr", "fd00::/120"}, {"perNodeNetworkPrefix", 128}, {"gatewayIndex", 0}}), PoolType::cidrpool,
             "spec.gatewayIndex");
-    refused(cidrpool({{"cidr", "10.0.0.0/24"}, {"perNodeNetworkPrefix", 32},
-                      {"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.7/32"}, {"gateway", "10.0.0.7"}}}}}),
-            PoolType::cidrpool, "spec.staticAllocations[0].gateway");
+    refused(
+        cidrpool({{"cidr", "10.0.0.0/24"},
+                  {"perNodeNetworkPrefix", 32},
+                  {"staticAllocations", {{{"nodeName", "a"}, {"prefix", "10.0.0.7/32"}, {"gateway", "10.0.0.7"}}}}}),
+        PoolType::cidrpool, "spec.staticAllocations[0].gateway");
     // Still served: /31 with the peer as gateway, /32 without one, a pool next to 0.0.0.0.
-    CHECK(refusal(cidrpool({{"cidr", "10.0.0.0/24"}, {"perNodeNetworkPrefix", 31}, {"gatewayIndex", 0}}), PoolType::cidrpool).first == 0);
+    CHECK(refusal(cidrpool({{"cidr", "10.0.0.0/24"}, {"perNodeNetworkPrefix", 31}, {"gatewayIndex", 0}}),
+                  PoolType::cidrpool)
+              .first == 0);
     CHECK(refusal(cidrpool({{"cidr", "10.0.0.0/24"}, {"perNodeNetworkPrefix", 32}}), PoolType::cidrpool).first == 0);
     CHECK(refusal(ippool({{"subnet", "1.0.0.0/24"}, {"perNodeBlockSize", 10}}), PoolType::ippool).first == 0);
 }
@@ -439,23 +480,27 @@ TEST_CASE("nv-ipam hostile pools: type errors name the field, never the JSON lib
     spec = o;
     spec["spec"]["perNodeBlockSize"] = "10";
     named(spec, PoolType::ippool, "spec.perNodeBlockSize");
-    spec = cidrpool({{"cidr", "10.0.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"staticAllocations", {{{"nodeName", 3}, {"prefix", "10.0.1.0/24"}}}}});
+    spec = cidrpool({{"cidr", "10.0.0.0/16"},
+                     {"perNodeNetworkPrefix", 24},
+                     {"staticAllocations", {{{"nodeName", 3}, {"prefix", "10.0.1.0/24"}}}}});
     named(spec, PoolType::cidrpool, "spec.staticAllocations[0].nodeName");
 }
 
 TEST_CASE("nv-ipam hostile pools: a block another node holds too is never used", "[nvipam][hostile]") {
     const json spec = {{"subnet", "192.168.0.0/24"}, {"perNodeBlockSize", 100}};
-    const Pool p = parse_pool(ippool(spec, {{{"nodeName", "n1"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
-                                            {{"nodeName", "n2"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
-                                            {{"nodeName", "n3"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}}),
-                              PoolType::ippool);
+    const Pool p =
+        parse_pool(ippool(spec, {{{"nodeName", "n1"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
+                                 {{"nodeName", "n2"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
+                                 {{"nodeName", "n3"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}}),
+                   PoolType::ippool);
     const NodeAllocation* other = overlapping_allocation(p, *p.allocation_of("n1"));
     REQUIRE(other);
     CHECK(other->node == "n2");
     CHECK_FALSE(overlapping_allocation(p, *p.allocation_of("n3")));
-    const Pool c = parse_pool(cidrpool({{"cidr", "10.0.0.0/16"}, {"perNodeNetworkPrefix", 24}},
-                                       {{{"nodeName", "a"}, {"prefix", "10.0.1.0/24"}}, {{"nodeName", "b"}, {"prefix", "10.0.1.0/24"}}}),
-                              PoolType::cidrpool);
+    const Pool c = parse_pool(
+        cidrpool({{"cidr", "10.0.0.0/16"}, {"perNodeNetworkPrefix", 24}},
+                 {{{"nodeName", "a"}, {"prefix", "10.0.1.0/24"}}, {{"nodeName", "b"}, {"prefix", "10.0.1.0/24"}}}),
+        PoolType::cidrpool);
     CHECK(overlapping_allocation(c, *c.allocation_of("b"))->node == "a");
 }
 
@@ -469,7 +514,8 @@ TEST_CASE("nv-ipam claim order: the one-pass claim picks what a scan of every en
         const uint128 step = ippool ? uint128{pool.block_size} : uint128{1} << (net0.bits() - pool.node_prefix);
         for (uint128 k = 0;; ++k) {
             const uint128 lo = net0.to_u128() + (ippool ? 1 : 0) + k * step, hi = lo + step - 1;
-            if (hi > pool.subnet.last().to_u128() || (ippool && net0.is_v4() && hi == pool.subnet.last().to_u128())) return std::nullopt;
+            if (hi > pool.subnet.last().to_u128() || (ippool && net0.is_v4() && hi == pool.subnet.last().to_u128()))
+                return std::nullopt;
             bool taken = false;
             for (const auto& a : pool.allocations)
                 taken = taken || (a.node != node && !(a.end.to_u128() < lo || hi < a.start.to_u128()));
@@ -479,15 +525,21 @@ TEST_CASE("nv-ipam claim order: the one-pass claim picks what a scan of every en
     };
     for (int round = 0; round < 200; ++round) {
         const bool ip = round % 2 == 0;
-        Pool p = ip ? parse_pool(ippool({{"subnet", round % 4 == 0 ? "10.1.0.0/22" : "fd00:1::/118"}, {"perNodeBlockSize", 7}}), PoolType::ippool)
-                    : parse_pool(cidrpool({{"cidr", round % 4 == 1 ? "10.2.0.0/22" : "fd00:2::/118"}, {"perNodeNetworkPrefix", round % 4 == 1 ? 28 : 124},
-                                           {"staticAllocations", {{{"prefix", round % 4 == 1 ? "10.2.0.32/28" : "fd00:2::20/124"}}}}}),
-                                 PoolType::cidrpool);
+        Pool p =
+            ip ? parse_pool(
+                     ippool({{"subnet", round % 4 == 0 ? "10.1.0.0/22" : "fd00:1::/118"}, {"perNodeBlockSize", 7}}),
+                     PoolType::ippool)
+               : parse_pool(cidrpool({{"cidr", round % 4 == 1 ? "10.2.0.0/22" : "fd00:2::/118"},
+                                      {"perNodeNetworkPrefix", round % 4 == 1 ? 28 : 124},
+                                      {"staticAllocations",
+                                       {{{"prefix", round % 4 == 1 ? "10.2.0.32/28" : "fd00:2::20/124"}}}}}),
+                            PoolType::cidrpool);
         const uint128 base = p.subnet.first().to_u128();
         const int entries = static_cast<int>(rng() % 120);
         for (int i = 0; i < entries; ++i) {
             const uint128 s = base + rng() % 1000, len = rng() % 20;
-            const IpAddress a = IpAddress::from_u128(p.subnet.address.family(), s), b = IpAddress::from_u128(p.subnet.address.family(), s + len);
+            const IpAddress a = IpAddress::from_u128(p.subnet.address.family(), s),
+                            b = IpAddress::from_u128(p.subnet.address.family(), s + len);
             p.allocations.push_back({"o" + std::to_string(i), a, b, IpNetwork{a, a.bits()}, std::nullopt});
         }
         const auto got = next_allocation(p, "me");

@@ -44,8 +44,9 @@ TEST_CASE("policyRouting: true, false and the object form", "[cni][config][pod]"
     CHECK_FALSE(on->priority);
     CHECK_FALSE(on->add_source_hints);
 
-    const auto full = parse_with("policyRouting", json{{"table", 4000000000u}, {"priority", 100}, {"addSourceHints", true}})
-                          .pod.policy_routing;
+    const auto full =
+        parse_with("policyRouting", json{{"table", 4000000000u}, {"priority", 100}, {"addSourceHints", true}})
+            .pod.policy_routing;
     REQUIRE(full);
     CHECK(full->table == 4000000000u);
     CHECK(full->priority == 100u);
@@ -60,7 +61,8 @@ TEST_CASE("policyRouting: bad tables and priorities are code 7 naming the key", 
                           "policyRouting.table");
     REQUIRE_CNI_ERROR(parse_with("policyRouting", json{{"table", 4294967296ull}}), ErrorCode::invalid_config,
                       "policyRouting.table");
-    REQUIRE_CNI_ERROR(parse_with("policyRouting", json{{"table", -1}}), ErrorCode::invalid_config, "policyRouting.table");
+    REQUIRE_CNI_ERROR(parse_with("policyRouting", json{{"table", -1}}), ErrorCode::invalid_config,
+                      "policyRouting.table");
     REQUIRE_CNI_ERROR(parse_with("policyRouting", json{{"table", "100"}}), ErrorCode::invalid_config,
                       "policyRouting.table");
     for (long long prio : {0LL, 32766LL, 40000LL, -5LL})
@@ -95,14 +97,16 @@ TEST_CASE("sysctl: per-interface keys of the four trees are accepted", "[cni][co
 }
 
 TEST_CASE("sysctl: keys outside the interface's own settings are code 7 naming the key", "[cni][config][pod]") {
-    for (const char* key : {"net.ipv4.ip_forward", "kernel.core_pattern", "net.ipv4.conf.all.rp_filter",
-                            "net.ipv4.conf.default.arp_ignore", "net.core.somaxconn", "net.ipv4.conf.IFNAME",
-                            "net.ipv4.conf.IFNAME.", "net.ipv4.conf...arp_ignore", "net.ipv4.conf.IFNAME.../x",
-                            "net/ipv4/conf/../../kernel/core_pattern", "net.ipv4.conf.IFNAME.ARP", "net.ipv4.route.IFNAME.x",
-                            "net.ipv4.conf.IFNAME.a b", "net.ipv4.confX.IFNAME.arp_ignore", "",
-                            "net.ipv4.conf.a..b.arp_ignore", "net/ipv4/conf/IFNAME/x/y", "net.ipv4/conf/IFNAME/x"}) {
+    for (const char* key :
+         {"net.ipv4.ip_forward", "kernel.core_pattern", "net.ipv4.conf.all.rp_filter",
+          "net.ipv4.conf.default.arp_ignore", "net.core.somaxconn", "net.ipv4.conf.IFNAME", "net.ipv4.conf.IFNAME.",
+          "net.ipv4.conf...arp_ignore", "net.ipv4.conf.IFNAME.../x", "net/ipv4/conf/../../kernel/core_pattern",
+          "net.ipv4.conf.IFNAME.ARP", "net.ipv4.route.IFNAME.x", "net.ipv4.conf.IFNAME.a b",
+          "net.ipv4.confX.IFNAME.arp_ignore", "", "net.ipv4.conf.a..b.arp_ignore", "net/ipv4/conf/IFNAME/x/y",
+          "net.ipv4/conf/IFNAME/x"}) {
         INFO(key);
-        REQUIRE_CNI_ERROR(parse_with("sysctl", json{{key, "1"}}), ErrorCode::invalid_config, std::string("sysctl.") + key);
+        REQUIRE_CNI_ERROR(parse_with("sysctl", json{{key, "1"}}), ErrorCode::invalid_config,
+                          std::string("sysctl.") + key);
     }
     for (const char* value : {"", "1/2", "a\nb", "\x01"}) {
         INFO(value);
@@ -161,7 +165,7 @@ TEST_CASE("plan_sysctls: policyRouting defaults, IPv6, and the sysctl map winnin
     w = plan_sysctls(s, "net1", true, true);
     REQUIRE(w.size() == 5);
     CHECK(w[2].path == "net/ipv4/conf/net1/rp_filter");
-    CHECK(w[2].value == "0");   // the map wins, in the default's place: written once
+    CHECK(w[2].value == "0");  // the map wins, in the default's place: written once
     CHECK(w[3].path == "net/ipv6/conf/net1/accept_dad");
     CHECK(w[4].path == "net/ipv6/conf/net1/disable_ipv6");
     CHECK(w[4].value == "0");
@@ -188,7 +192,7 @@ TEST_CASE("choose_free_table: first table from 100 up that no rule or route uses
     CHECK(choose_free_table({254, 255, 101}, {r100}) == 102u);
     std::vector<unsigned> used{254, 255};
     for (unsigned t = 100; t <= 252; ++t) used.push_back(t);
-    CHECK(choose_free_table(used, {}) == 256u);   // 253-255 are reserved, never chosen
+    CHECK(choose_free_table(used, {}) == 256u);  // 253-255 are reserved, never chosen
 }
 
 TEST_CASE("plan_rules and plan_table_routes: one rule per address, subnet, gateway and IPAM routes", "[cni][pod]") {
@@ -208,13 +212,13 @@ TEST_CASE("plan_rules and plan_table_routes: one rule per address, subnet, gatew
     CHECK(routes[0].scope == RT_SCOPE_LINK);
     CHECK(routes[0].prefsrc->str() == "10.1.0.5");
     CHECK(routes[1].dst->str() == "fd00:1::/64");
-    CHECK_FALSE(routes[2].dst);                        // default via the v4 gateway
+    CHECK_FALSE(routes[2].dst);  // default via the v4 gateway
     CHECK(routes[2].gateway->str() == "10.1.0.1");
-    CHECK(routes[2].prefsrc->str() == "10.1.0.5");     // addSourceHints
+    CHECK(routes[2].prefsrc->str() == "10.1.0.5");  // addSourceHints
     CHECK_FALSE(routes[3].dst);
     CHECK(routes[3].gateway->str() == "fd00:1::1");
     CHECK(routes[4].dst->str() == "10.200.0.0/16");
-    CHECK(routes[4].gateway->str() == "10.1.0.1");     // a route without gw takes its family's gateway
+    CHECK(routes[4].gateway->str() == "10.1.0.1");  // a route without gw takes its family's gateway
     for (const auto& r : routes) {
         CHECK(r.table == 101u);
         CHECK(r.ifindex == 7);
@@ -244,10 +248,10 @@ TEST_CASE("plan_table_routes with a table per address: each address routes throu
     CHECK(rules[1].src->str() == "192.168.101.209/32");
     CHECK(rules[1].table == 101u);
 
-    Route via_second;   // through the second address's gateway: only in its table
+    Route via_second;  // through the second address's gateway: only in its table
     via_second.dst = *base::IpNetwork::parse("10.50.0.0/16");
     via_second.gw = base::IpAddress::parse("192.168.101.254");
-    Route no_gw;        // without a gateway: in every table, via that table's gateway
+    Route no_gw;  // without a gateway: in every table, via that table's gateway
     no_gw.dst = *base::IpNetwork::parse("10.60.0.0/16");
     const auto routes = plan_table_routes(ips, tables, {via_second, no_gw}, 7, false);
     auto find = [&](unsigned table, const std::string& dst) -> const netns::RouteInfo* {

@@ -61,8 +61,8 @@ TEST_CASE("is_path_inside: lexical containment without . or ..", "[unit][policy]
     CHECK(is_path_inside("/var/log/rdmanet/a.log", "/var/log/rdmanet"));
     CHECK(is_path_inside("/var/log/rdmanet/sub/a.log", "/var/log/rdmanet/"));
     CHECK(is_path_inside("/var/log//rdmanet//a.log", "/var/log/rdmanet"));
-    CHECK_FALSE(is_path_inside("/var/log/rdmanet", "/var/log/rdmanet"));           // the dir itself
-    CHECK_FALSE(is_path_inside("/var/log/rdmanet-evil/a.log", "/var/log/rdmanet")); // prefix is not a parent
+    CHECK_FALSE(is_path_inside("/var/log/rdmanet", "/var/log/rdmanet"));             // the dir itself
+    CHECK_FALSE(is_path_inside("/var/log/rdmanet-evil/a.log", "/var/log/rdmanet"));  // prefix is not a parent
     CHECK_FALSE(is_path_inside("/var/log/rdmanet/../../etc/passwd", "/var/log/rdmanet"));
     CHECK_FALSE(is_path_inside("/var/log/rdmanet/./a.log", "/var/log/rdmanet"));
     CHECK_FALSE(is_path_inside("var/log/rdmanet/a.log", "/var/log/rdmanet"));
@@ -72,10 +72,12 @@ TEST_CASE("is_path_inside: lexical containment without . or ..", "[unit][policy]
 }
 
 TEST_CASE("no policy file: the safe defaults", "[unit][policy]") {
-    const NodePolicy p = load_node_policy([](const char* name) -> std::optional<std::string> {
-        if (std::string(name) == "RDMANET_POLICY_FILE") return "/nonexistent/rdmanet-policy.json";
-        return std::nullopt;
-    }, mode_names());
+    const NodePolicy p = load_node_policy(
+        [](const char* name) -> std::optional<std::string> {
+            if (std::string(name) == "RDMANET_POLICY_FILE") return "/nonexistent/rdmanet-policy.json";
+            return std::nullopt;
+        },
+        mode_names());
     CHECK(p.source.empty());
     CHECK_FALSE(p.modes);
     CHECK(p.log_dir == "/var/log/rdmanet");
@@ -183,7 +185,7 @@ TEST_CASE("default_policy_file_content parses back to the defaults", "[unit][pol
 
 TEST_CASE("device allow-lists: AND between lists, OR within one", "[unit][policy]") {
     DeviceRules rules;
-    CHECK(device_rules_mismatch(rules, device("eth9"), false).empty());   // empty = any
+    CHECK(device_rules_mismatch(rules, device("eth9"), false).empty());  // empty = any
 
     rules.names = {"ib*", "mlx_?"};
     CHECK(device_rules_mismatch(rules, device("ib0"), false).empty());
@@ -192,7 +194,7 @@ TEST_CASE("device allow-lists: AND between lists, OR within one", "[unit][policy
 
     HostDevice alt = device("enp1s0");
     alt.link.altnames = {"ib-alt"};
-    CHECK(device_rules_mismatch(rules, alt, false).empty());   // an altname counts
+    CHECK(device_rules_mismatch(rules, alt, false).empty());  // an altname counts
 
     rules.vendor_ids = {"15b3"};
     CHECK(device_rules_mismatch(rules, device("ib0", "0000:af:00.2", "15b3"), false).empty());
@@ -216,8 +218,8 @@ TEST_CASE("device allow-lists: AND between lists, OR within one", "[unit][policy
 
 TEST_CASE("config checks: modes, log file, allowed dirs (code 7, key and place named)", "[unit][policy]") {
     NodePolicy p;
-    p.audit_log.clear();   // no audit file from unit tests
-    check_mode_allowed(p, "hostdev");   // absent = every mode
+    p.audit_log.clear();               // no audit file from unit tests
+    check_mode_allowed(p, "hostdev");  // absent = every mode
     p.modes = std::vector<std::string>{"macvlan"};
     check_mode_allowed(p, "macvlan");
     auto e = refusal_of([&] { check_mode_allowed(p, "hostdev"); });
@@ -234,7 +236,8 @@ TEST_CASE("config checks: modes, log file, allowed dirs (code 7, key and place n
         CHECK(e.msg().starts_with("logFile "));
         CHECK(e.msg().find("/var/log/rdmanet") != std::string::npos);
     }
-    e = refusal_of([&] { check_path_in(p, "ipam.kubernetes.kubeconfig", "/var/lib/kubelet/kubeconfig", p.kubeconfig_dirs); });
+    e = refusal_of(
+        [&] { check_path_in(p, "ipam.kubernetes.kubeconfig", "/var/lib/kubelet/kubeconfig", p.kubeconfig_dirs); });
     CHECK(e.msg().find("ipam.kubernetes.kubeconfig \"/var/lib/kubelet/kubeconfig\"") != std::string::npos);
     CHECK(e.msg().find("/etc/cni/net.d") != std::string::npos);
 }
@@ -352,7 +355,7 @@ TEST_CASE("open_confined: no symlink below the allowed dir, 0600 files, 0700 dir
         auto fd = open_confined(dir, dir + "/a/b/net.log", O_WRONLY | O_CREAT | O_APPEND, 0600, CreateDirs::yes);
         REQUIRE(fd);
     }
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat((dir + "/a/b/net.log").c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
     REQUIRE(::stat((dir + "/a").c_str(), &st) == 0);

@@ -63,8 +63,7 @@ TEST_CASE("bad rdma sections are config errors naming the key", "[rdma][config][
     REQUIRE_CNI_ERROR(parse(hostdev({{"rdma", {{"isolation", "exclusive"}}}})), ErrorCode::invalid_config,
                       "\"required\"");
     REQUIRE_CNI_ERROR(parse(hostdev({{"rdma", "required"}})), ErrorCode::invalid_config, "rdma");
-    REQUIRE_CNI_ERROR(parse(hostdev({{"rdma", {{"isolation", true}}}})), ErrorCode::invalid_config,
-                      "rdma.isolation");
+    REQUIRE_CNI_ERROR(parse(hostdev({{"rdma", {{"isolation", true}}}})), ErrorCode::invalid_config, "rdma.isolation");
     // DEL is lenient: a bad section keeps the default so teardown still works.
     CHECK(parse(hostdev({{"rdma", {{"isolation", "bogus"}}}}), Command::del).rdma.isolation == RdmaIsolation::auto_);
 }
@@ -72,7 +71,7 @@ TEST_CASE("bad rdma sections are config errors naming the key", "[rdma][config][
 TEST_CASE("mode ipoib: master, pkey, ipoibMode, mtu", "[ipoib][config][unit]") {
     const auto conf = parse(ipoib());
     CHECK(conf.mode == "ipoib");
-        CHECK(conf.settings.get<IpoibConf>().master == "ib0");
+    CHECK(conf.settings.get<IpoibConf>().master == "ib0");
     CHECK_FALSE(conf.settings.get<IpoibConf>().pkey);
     CHECK_FALSE(conf.settings.get<IpoibConf>().mode);
     CHECK(conf.settings.get<IpoibConf>().mtu == 0);
@@ -81,7 +80,8 @@ TEST_CASE("mode ipoib: master, pkey, ipoibMode, mtu", "[ipoib][config][unit]") {
     CHECK(parse(ipoib({{"pkey", "0X7FFF"}})).settings.get<IpoibConf>().pkey == 0x7fffu);
     CHECK(parse(ipoib({{"pkey", 32769}})).settings.get<IpoibConf>().pkey == 0x8001u);
     CHECK(parse(ipoib({{"pkey", "12"}})).settings.get<IpoibConf>().pkey == 12u);
-    CHECK(parse(ipoib({{"ipoibMode", "connected"}})).settings.get<IpoibConf>().mode == std::optional<std::string>("connected"));
+    CHECK(parse(ipoib({{"ipoibMode", "connected"}})).settings.get<IpoibConf>().mode ==
+          std::optional<std::string>("connected"));
     CHECK(parse(ipoib({{"mtu", 2044}})).settings.get<IpoibConf>().mtu == 2044u);
 }
 

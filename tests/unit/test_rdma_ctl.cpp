@@ -20,14 +20,15 @@ namespace {
 
 struct Ctl {
     test::FakeRdmaKernel kernel;
-    test::FakeRdmaSysfs dir;   // only used as a scratch modprobe.d
+    test::FakeRdmaSysfs dir;  // only used as a scratch modprobe.d
     std::ostringstream out, err;
 
     int mode(RdmaModeOptions o) {
         o.modprobe_dir = dir.root() + "/modprobe.d";
         o.system_modprobe_dirs = {dir.root() + "/lib-modprobe.d"};
         o.cmdline_file = dir.root() + "/cmdline";
-        return rdma_mode(o, [this] { return kernel.open_view(kernel.init_id()); }, out, err);
+        return rdma_mode(
+            o, [this] { return kernel.open_view(kernel.init_id()); }, out, err);
     }
     std::string conf() const {
         std::ifstream in(dir.root() + "/modprobe.d/rdmanet-ib_core.conf");
@@ -40,8 +41,9 @@ struct Ctl {
 }  // namespace
 
 TEST_CASE("ib_core.conf editing keeps other options and replaces netns_mode", "[rdma][ctl][unit]") {
-    const std::string existing = "# site\noptions ib_core netns_mode=1 recv_queue_size=512\noptions mlx5_core foo=1\n"
-                                 "options ib_core netns_mode=1\n";
+    const std::string existing =
+        "# site\noptions ib_core netns_mode=1 recv_queue_size=512\noptions mlx5_core foo=1\n"
+        "options ib_core netns_mode=1\n";
     const auto updated = ib_core_conf_with_mode(existing, RdmaNetnsMode::exclusive);
     CHECK_THAT(updated, Catch::Contains("# site\n"));
     CHECK_THAT(updated, Catch::Contains("options ib_core recv_queue_size=512\n"));
@@ -75,7 +77,8 @@ TEST_CASE("rdma mode reads the boot setting as modprobe does: every dir, name or
     // An admin's own file in a system dir: exclusive.
     write("lib-modprobe.d/ib_core.conf", "options ib_core netns_mode=0\n");
     CHECK(c.mode({}) == 0);
-    CHECK_THAT(c.out.str(), Catch::Contains("boot setting (" + c.dir.root() + "/lib-modprobe.d/ib_core.conf): exclusive"));
+    CHECK_THAT(c.out.str(),
+               Catch::Contains("boot setting (" + c.dir.root() + "/lib-modprobe.d/ib_core.conf): exclusive"));
     // Ours sorts after ib_core.conf and wins (what install --rdma-netns-mode writes).
     write("modprobe.d/rdmanet-ib_core.conf", "options ib_core netns_mode=1\n");
     c.out.str("");
@@ -119,7 +122,7 @@ TEST_CASE("rdma mode explains EBUSY in admin words and how to proceed", "[rdma][
 
 TEST_CASE("rdma mode: no RDMA netlink and bad arguments", "[rdma][ctl][unit]") {
     std::ostringstream out, err;
-    auto none = [] () -> std::unique_ptr<netns::RdmaNetlink> {
+    auto none = []() -> std::unique_ptr<netns::RdmaNetlink> {
         throw netns::KernelError(EPROTONOSUPPORT, "open netlink socket");
     };
     CHECK(rdma_mode({}, none, out, err) == 1);
@@ -161,12 +164,12 @@ TEST_CASE("devices: sysfs table with PF, VF, SF and rxe, merged with verbs", "[r
     CHECK(rows[1].function == "VF");
     CHECK(rows[1].pci == "0000:af:00.2 (PF 0000:af:00.0)");
     CHECK(rows[1].netdev == "ens1f0v0");
-    CHECK(rows[1].state == "ACTIVE");   // verbs wins over the sysfs snapshot
+    CHECK(rows[1].state == "ACTIVE");  // verbs wins over the sysfs snapshot
     CHECK(rows[2].function == "SF");
     CHECK(rows[3].device == "rxe0");
     CHECK(rows[3].function == "-");
     CHECK(rows[3].netdev == "va");
-    CHECK(rows[4].device == "siw0");   // known to verbs only
+    CHECK(rows[4].device == "siw0");  // known to verbs only
 
     const auto table = format_device_table(rows);
     CHECK_THAT(table, Catch::StartsWith("DEVICE  PORT  STATE   LINK_LAYER  NETDEV"));
@@ -185,7 +188,7 @@ TEST_CASE("devices: rxe on a VF's netdev reads VF -> PF through the netdev", "[r
 
     const auto rows = device_rows(netns::Sysfs(sys.root()), {});
     REQUIRE(rows.size() == 2);
-    CHECK(rows[0].device == "rxe0");   // a veth has no device: nothing to show
+    CHECK(rows[0].device == "rxe0");  // a veth has no device: nothing to show
     CHECK(rows[0].pci == "-");
     CHECK(rows[0].function == "-");
     CHECK(rows[1].device == "rxevf");
@@ -197,8 +200,14 @@ TEST_CASE("devices: zero devices is a helpful line, not an error", "[rdma][ctl][
     test::FakeRdmaSysfs sys;
     std::ostringstream out, err;
     bool verbs_called = false;
-    CHECK(devices({sys.root(), true}, [&] { verbs_called = true; return std::vector<VerbsPort>{}; }, out, err) == 0);
-    CHECK_FALSE(verbs_called);   // another sysfs root never mixes in the real node's verbs
+    CHECK(devices(
+              {sys.root(), true},
+              [&] {
+                  verbs_called = true;
+                  return std::vector<VerbsPort>{};
+              },
+              out, err) == 0);
+    CHECK_FALSE(verbs_called);  // another sysfs root never mixes in the real node's verbs
     CHECK_THAT(out.str(), Catch::Contains("no RDMA devices"));
     CHECK_THAT(out.str(), Catch::Contains("rdma link add"));
 }

@@ -41,7 +41,10 @@ struct FakeEnv {
     ~FakeEnv() { ::close(host_fd); }
 
     sc::Env env(const std::string& device, bool can_move) {
-        return sc::Env{*host, host_fd, device, can_move,
+        return sc::Env{*host,
+                       host_fd,
+                       device,
+                       can_move,
                        [this] { return std::make_unique<FakeNetns>(kernel); },
                        [this](const sc::ScenarioNetns& ns) { return kernel.open_view(netns_id_of_fd(ns.fd())); }};
     }
@@ -111,7 +114,8 @@ TEST_CASE("RDMA scenarios: the fake's rxe driver deletes the device when its net
     f.kernel.netdev_in_init = [&](const std::string& netdev) { return netdev != "va" || netdev_home; };
     f.kernel.on_deleted = [&](const std::string& device) { deleted.push_back(device); };
     auto env = f.env("rxe0", false);
-    sc::bound_device_deleted_with_netdev(env, [&] { netdev_home = false; }, [&] { netdev_home = true; });
+    sc::bound_device_deleted_with_netdev(
+        env, [&] { netdev_home = false; }, [&] { netdev_home = true; });
     CHECK(deleted == std::vector<std::string>{"rxe0"});
     CHECK_FALSE(f.kernel.exists("rxe0"));
 }

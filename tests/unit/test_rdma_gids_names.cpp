@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 namespace {
 
 json hostdev(json extra = json::object()) {
-    json j = json::parse(R"({"cniVersion":"1.0.0","name":"rail0","type":"rdmanet","mode":"hostdev","device":"ens2f0"})");
+    json j =
+        json::parse(R"({"cniVersion":"1.0.0","name":"rail0","type":"rdmanet","mode":"hostdev","device":"ens2f0"})");
     j.update(extra);
     return j;
 }
@@ -48,7 +49,8 @@ struct TempTree {
 
 }  // namespace
 
-TEST_CASE("rdma.deviceName: optional, validated like a kernel RDMA device name", "[rdma][config][unit][rdma-gids-names]") {
+TEST_CASE("rdma.deviceName: optional, validated like a kernel RDMA device name",
+          "[rdma][config][unit][rdma-gids-names]") {
     CHECK(parse(hostdev()).rdma.device_name.empty());
     CHECK(parse(hostdev({{"rdma", {{"deviceName", "rdma0"}}}})).rdma.device_name == "rdma0");
     CHECK(parse(hostdev({{"rdma", {{"deviceName", "rail_3.a-b"}}}})).rdma.device_name == "rail_3.a-b");
@@ -83,7 +85,8 @@ TEST_CASE("RoCE v2 GID of an address, as sysfs prints it", "[rdma][unit][rdma-gi
     CHECK(roce_v2_gid(ip("2001:db8::ABCD:1")) == "2001:0db8:0000:0000:0000:0000:abcd:0001");
 }
 
-TEST_CASE("GID match: the lowest RoCE v2 entry per address, v1 and IB entries ignored", "[rdma][unit][rdma-gids-names]") {
+TEST_CASE("GID match: the lowest RoCE v2 entry per address, v1 and IB entries ignored",
+          "[rdma][unit][rdma-gids-names]") {
     const std::string v4 = "0000:0000:0000:0000:0000:ffff:c0a8:6401";
     const std::string v6 = "fd00:0001:0000:0000:0000:0000:0000:000a";
     const std::vector<netns::RdmaGidEntry> table = {
@@ -109,16 +112,17 @@ TEST_CASE("GID match: the lowest RoCE v2 entry per address, v1 and IB entries ig
     CHECK(roce_gids_from_json(j) == match.found);
 }
 
-TEST_CASE("GID table from sysfs: used entries with their types, RoCE detected by link layer", "[rdma][unit][rdma-gids-names]") {
+TEST_CASE("GID table from sysfs: used entries with their types, RoCE detected by link layer",
+          "[rdma][unit][rdma-gids-names]") {
     TempTree tree;
     const std::string port = "class/infiniband/rdma0/ports/1/";
     tree.put(port + "link_layer", "Ethernet");
     tree.put(port + "gids/0", "fe80:0000:0000:0000:5054:00ff:fe12:3456");
     tree.put(port + "gid_attrs/types/0", "IB/RoCE v1");
-    tree.put(port + "gids/1", "0000:0000:0000:0000:0000:0000:0000:0000");   // unused slot
+    tree.put(port + "gids/1", "0000:0000:0000:0000:0000:0000:0000:0000");  // unused slot
     tree.put(port + "gids/10", "0000:0000:0000:0000:0000:FFFF:C0A8:6401");
     tree.put(port + "gid_attrs/types/10", "RoCE v2");
-    tree.put(port + "gids/2", "0000:0000:0000:0000:0000:ffff:c0a8:6402");   // type unreadable
+    tree.put(port + "gids/2", "0000:0000:0000:0000:0000:ffff:c0a8:6402");  // type unreadable
     const netns::Sysfs sysfs(tree.root.string());
     const auto table = netns::read_gid_table(sysfs, "rdma0");
     CHECK(table.exists);
@@ -147,17 +151,17 @@ TEST_CASE("rename is SET with DEV_INDEX and a NUL-terminated DEV_NAME", "[rdma][
     CHECK(hdr->nlmsg_type == 0x1402);
     CHECK(hdr->nlmsg_flags == (NLM_F_REQUEST | NLM_F_ACK));
     CHECK(hdr->nlmsg_seq == 7);
-    CHECK(msg[16] == 8);    // nla_len
-    CHECK(msg[18] == 1);    // RDMA_NLDEV_ATTR_DEV_INDEX
+    CHECK(msg[16] == 8);  // nla_len
+    CHECK(msg[18] == 1);  // RDMA_NLDEV_ATTR_DEV_INDEX
     CHECK(msg[20] == 3);
-    CHECK(msg[24] == 10);   // 4 + "rdma0\0"
-    CHECK(msg[26] == 2);    // RDMA_NLDEV_ATTR_DEV_NAME
+    CHECK(msg[24] == 10);  // 4 + "rdma0\0"
+    CHECK(msg[26] == 2);   // RDMA_NLDEV_ATTR_DEV_NAME
     CHECK(std::string(reinterpret_cast<const char*>(&msg[28])) == "rdma0");
 }
 
 TEST_CASE("fake RDMA kernel: rename follows ib_device_rename", "[rdma][unit][rdma-gids-names]") {
     using netns::KernelError;
-    test::FakeRdmaKernel kernel(1);   // namespace ids: 1 = init, 2 and 3 = pods
+    test::FakeRdmaKernel kernel(1);  // namespace ids: 1 = init, 2 and 3 = pods
     kernel.boot_mode(netns::RdmaNetnsMode::exclusive);
     const auto a = kernel.add_device("mlx5_3");
     kernel.add_device("mlx5_4");
@@ -165,7 +169,7 @@ TEST_CASE("fake RDMA kernel: rename follows ib_device_rename", "[rdma][unit][rdm
     std::vector<std::pair<std::string, std::string>> renames;
     kernel.on_rename = [&](const std::string& from, const std::string& to) { renames.emplace_back(from, to); };
 
-    host->rename_device(a, "mlx5_3");   // its own name: a no-op
+    host->rename_device(a, "mlx5_3");  // its own name: a no-op
     CHECK(renames.empty());
     try {
         host->rename_device(a, "mlx5_4");

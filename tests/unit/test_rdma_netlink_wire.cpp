@@ -33,10 +33,26 @@ void attr(Bytes& b, std::uint16_t type, const Bytes& payload) {
     b.insert(b.end(), payload.begin(), payload.end());
     while (b.size() % 4) b.push_back(0);
 }
-Bytes le32(std::uint32_t v) { Bytes b; u32(b, v); return b; }
-Bytes le16(std::uint16_t v) { Bytes b; u16(b, v); return b; }
-Bytes le64(std::uint64_t v) { Bytes b; for (int i = 0; i < 8; ++i) b.push_back((v >> (8 * i)) & 0xff); return b; }
-Bytes str(const std::string& s) { Bytes b(s.begin(), s.end()); b.push_back(0); return b; }
+Bytes le32(std::uint32_t v) {
+    Bytes b;
+    u32(b, v);
+    return b;
+}
+Bytes le16(std::uint16_t v) {
+    Bytes b;
+    u16(b, v);
+    return b;
+}
+Bytes le64(std::uint64_t v) {
+    Bytes b;
+    for (int i = 0; i < 8; ++i) b.push_back((v >> (8 * i)) & 0xff);
+    return b;
+}
+Bytes str(const std::string& s) {
+    Bytes b(s.begin(), s.end());
+    b.push_back(0);
+    return b;
+}
 Bytes header(std::uint32_t len, std::uint16_t type, std::uint16_t flags, std::uint32_t seq) {
     Bytes b;
     u32(b, len), u16(b, type), u16(b, flags), u32(b, seq), u32(b, 0);
@@ -74,8 +90,8 @@ TEST_CASE("GET is a dump request", "[rdma][unit]") {
 
 TEST_CASE("SET move carries DEV_INDEX and NET_NS_FD as u32", "[rdma][unit]") {
     Bytes expected = header(32, 0x1402, 0x0005, 11);
-    for (std::uint8_t b : {0x08, 0x00, 0x01, 0x00, 0x03, 0x00, 0x00, 0x00,    // DEV_INDEX = 3
-                           0x08, 0x00, 0x44, 0x00, 0x07, 0x00, 0x00, 0x00})   // NET_NS_FD = 7
+    for (std::uint8_t b : {0x08, 0x00, 0x01, 0x00, 0x03, 0x00, 0x00, 0x00,   // DEV_INDEX = 3
+                           0x08, 0x00, 0x44, 0x00, 0x07, 0x00, 0x00, 0x00})  // NET_NS_FD = 7
         expected.push_back(b);
     CHECK(rdma_wire::encode_move(11, 3, 7) == expected);
 }
@@ -87,7 +103,7 @@ TEST_CASE("SYS_GET replies decode with unknown attributes around the mode", "[rd
     attr(reply, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, {1});
     CHECK(rdma_wire::decode_sys_get_reply(reply.data(), reply.size()) == RdmaNetnsMode::exclusive);
     Bytes shared;
-    attr(shared, 200, le32(5));   // a future attribute first
+    attr(shared, 200, le32(5));  // a future attribute first
     attr(shared, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, {1});
     CHECK(rdma_wire::decode_sys_get_reply(shared.data(), shared.size()) == RdmaNetnsMode::shared);
 }
@@ -107,7 +123,7 @@ TEST_CASE("SYS_GET replies without a valid mode are protocol errors", "[rdma][un
     CHECK(decode_errno(bad_value) == EPROTO);
     Bytes truncated;
     attr(truncated, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, {0});
-    truncated[0] = 40;   // claims more than there is
+    truncated[0] = 40;  // claims more than there is
     CHECK(decode_errno(truncated) == EPROTO);
 }
 
@@ -159,12 +175,12 @@ TEST_CASE("IPoIB RTM_NEWLINK: ifname, link, kind ipoib with pkey/mode/umcast u16
     CHECK(encoded.size() == 100);
     CHECK(encoded == expected);
     // Spot checks of the numbers themselves, so the test does not only mirror the encoder.
-    CHECK(encoded[4] == 16);                       // RTM_NEWLINK
-    CHECK(encoded[6] == 0x05);                     // REQUEST|ACK
-    CHECK(encoded[7] == 0x06);                     // CREATE|EXCL
-    CHECK(encoded[32 + 2] == 3);                   // IFLA_IFNAME
-    CHECK(encoded[48 + 2] == 5);                   // IFLA_LINK
-    CHECK(encoded[56 + 2] == 18);                  // IFLA_LINKINFO
+    CHECK(encoded[4] == 16);       // RTM_NEWLINK
+    CHECK(encoded[6] == 0x05);     // REQUEST|ACK
+    CHECK(encoded[7] == 0x06);     // CREATE|EXCL
+    CHECK(encoded[32 + 2] == 3);   // IFLA_IFNAME
+    CHECK(encoded[48 + 2] == 5);   // IFLA_LINK
+    CHECK(encoded[56 + 2] == 18);  // IFLA_LINKINFO
 }
 
 TEST_CASE("IPoIB and RDMA mode names round-trip", "[ipoib][rdma][unit]") {

@@ -27,7 +27,7 @@ constexpr std::chrono::milliseconds kNoWait{0};
 
 TEST_CASE("repair: an exclusive-mode RDMA device must be back in the host before the attachment is undone",
           "[unit][agent][rdma]") {
-    FakeRdmaKernel kernel;   // the calling thread's namespace is the host's (init_net)
+    FakeRdmaKernel kernel;  // the calling thread's namespace is the host's (init_net)
     kernel.boot_mode(netns::RdmaNetnsMode::exclusive);
     const auto index = kernel.add_device("mlx5_7");
     FakeSysfs tree;

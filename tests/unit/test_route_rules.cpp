@@ -30,8 +30,9 @@ TEST_CASE("routes_problem: one route per destination, table and metric", "[unit]
           "routes[1] (dst 10.0.0.0/8) has the destination, table and metric of routes[0]: the kernel holds one "
           "route for these, so the second could not be installed; give them different \"priority\" values or keep one");
     // Host bits do not make another destination; the list's name is the caller's.
-    CHECK_THAT(routes_problem({route("10.1.2.3/8"), route("10.0.0.0/8", "192.168.1.2")}, "ipam.routes"),
-               Catch::StartsWith("ipam.routes[1] (dst 10.0.0.0/8) has the destination, table and metric of ipam.routes[0]"));
+    CHECK_THAT(
+        routes_problem({route("10.1.2.3/8"), route("10.0.0.0/8", "192.168.1.2")}, "ipam.routes"),
+        Catch::StartsWith("ipam.routes[1] (dst 10.0.0.0/8) has the destination, table and metric of ipam.routes[0]"));
     // The same route twice is harmless: the second add finds it in place, CHECK finds it.
     CHECK(routes_problem({route("10.0.0.0/8", "192.168.1.1"), route("10.0.0.0/8", "192.168.1.1")}).empty());
     // Another metric or table makes another route; IPv6 reads metric 0 as 1024.
@@ -61,14 +62,17 @@ TEST_CASE("routes_problem: the local table is refused", "[unit][routes]") {
 }
 
 TEST_CASE("rdmanet-ipam refuses two routes to one destination at config time", "[unit][routes][ipam]") {
-    const nlohmann::json ipam = {{"type", "rdmanet-ipam"},
-                                 {"range", "10.5.0.0/24"},
-                                 {"routes", {{{"dst", "10.9.0.0/16"}, {"gw", "10.5.0.1"}}, {{"dst", "10.9.0.0/16"}, {"gw", "10.5.0.2"}}}}};
+    const nlohmann::json ipam = {
+        {"type", "rdmanet-ipam"},
+        {"range", "10.5.0.0/24"},
+        {"routes", {{{"dst", "10.9.0.0/16"}, {"gw", "10.5.0.1"}}, {{"dst", "10.9.0.0/16"}, {"gw", "10.5.0.2"}}}}};
     try {
         rdmanet::ipam::parse_ipam_config(ipam);
         FAIL("two routes to 10.9.0.0/16 were accepted");
     } catch (const rdmanet::ipam::IpamError& e) {
         CHECK(e.code == 7);
-        CHECK_THAT(e.msg, Catch::StartsWith("ipam.routes[1] (dst 10.9.0.0/16) has the destination, table and metric of ipam.routes[0]"));
+        CHECK_THAT(e.msg,
+                   Catch::StartsWith(
+                       "ipam.routes[1] (dst 10.9.0.0/16) has the destination, table and metric of ipam.routes[0]"));
     }
 }

@@ -13,7 +13,10 @@ using namespace rdmanet::cni;
 namespace {
 
 nlohmann::json base() {
-    return {{"cniVersion", "1.1.0"}, {"name", "sriov-net"}, {"type", "rdmanet"}, {"mode", "sriov"},
+    return {{"cniVersion", "1.1.0"},
+            {"name", "sriov-net"},
+            {"type", "rdmanet"},
+            {"mode", "sriov"},
             {"deviceID", "0000:AF:06.2"}};
 }
 
@@ -137,20 +140,25 @@ TEST_CASE("sriov config: invalid values name their key (code 7)", "[sriov][confi
         REQUIRE_CNI_ERROR(parse(with(base(), c.extra)), ErrorCode::invalid_config, c.fragment);
     }
     // min above max is fine when max is 0 (no limit).
-    CHECK(parse(with(base(), {{"min_tx_rate", 200}, {"max_tx_rate", 0}})).settings.get<SriovConf>().min_tx_rate == 200u);
+    CHECK(parse(with(base(), {{"min_tx_rate", 200}, {"max_tx_rate", 0}})).settings.get<SriovConf>().min_tx_rate ==
+          200u);
     // The same bad keys do not stop a DEL.
     CHECK_NOTHROW(parse(with(base(), {{"vlan", 5000}, {"pkey", "x"}}), Command::del));
 }
 
 TEST_CASE("sriov config: GUID precedence runtimeConfig > CNI_ARGS guid > config", "[sriov][config]") {
     auto conf = parse(with(base(), {{"guid", "c2:00:00:00:00:00:00:01"}}));
-    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, CniArgs{}) == std::optional<std::string>("c2:00:00:00:00:00:00:01"));
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, CniArgs{}) ==
+          std::optional<std::string>("c2:00:00:00:00:00:00:01"));
     const auto args = parse_cni_args("IgnoreUnknown=true;guid=C2:00:00:00:00:00:00:02");
-    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, args) == std::optional<std::string>("c2:00:00:00:00:00:00:02"));
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, args) ==
+          std::optional<std::string>("c2:00:00:00:00:00:00:02"));
     conf = parse(with(base(), {{"guid", "c2:00:00:00:00:00:00:01"},
                                {"runtimeConfig", {{"infinibandGUID", "c2:00:00:00:00:00:00:03"}}}}));
-    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, args) == std::optional<std::string>("c2:00:00:00:00:00:00:03"));
+    CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, args) ==
+          std::optional<std::string>("c2:00:00:00:00:00:00:03"));
     const auto bad = parse_cni_args("guid=00:00:00:00:00:00:00:00");
     conf = parse(base());
-    REQUIRE_CNI_ERROR(conf.settings.get<SriovConf>().requested_guid(conf.runtime, bad), ErrorCode::invalid_environment, "CNI_ARGS guid");
+    REQUIRE_CNI_ERROR(conf.settings.get<SriovConf>().requested_guid(conf.runtime, bad), ErrorCode::invalid_environment,
+                      "CNI_ARGS guid");
 }

@@ -15,7 +15,10 @@ using namespace rdmanet::cni;
 namespace {
 
 nlohmann::json base() {
-    return {{"cniVersion", "1.1.0"}, {"name", "sriov-net"}, {"type", "rdmanet"}, {"mode", "sriov"},
+    return {{"cniVersion", "1.1.0"},
+            {"name", "sriov-net"},
+            {"type", "rdmanet"},
+            {"mode", "sriov"},
             {"deviceID", "0000:af:06.2"}};
 }
 
@@ -39,13 +42,12 @@ TEST_CASE("sriov GUID sources: args.cni.guid ranks below runtimeConfig, above CN
     const auto cni_args = parse_cni_args("IgnoreUnknown=true;guid=C2:00:00:00:00:00:00:02");
 
     auto conf = parse({{"guid", *kConfig}, {"args", args_cni("C2:00:00:00:00:00:00:04")}});
-    CHECK(conf.settings.get<SriovConf>().args_guid == kArgsCni);   // lower-cased on the way in
+    CHECK(conf.settings.get<SriovConf>().args_guid == kArgsCni);  // lower-cased on the way in
     CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, CniArgs{}) == kArgsCni);
     CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, cni_args) == kArgsCni);
 
-    conf = parse({{"guid", *kConfig},
-                  {"args", args_cni(*kArgsCni)},
-                  {"runtimeConfig", {{"infinibandGUID", *kRuntime}}}});
+    conf =
+        parse({{"guid", *kConfig}, {"args", args_cni(*kArgsCni)}, {"runtimeConfig", {{"infinibandGUID", *kRuntime}}}});
     CHECK(conf.settings.get<SriovConf>().requested_guid(conf.runtime, cni_args) == kRuntime);
 
     // Without args.cni.guid the old order holds.

@@ -83,7 +83,8 @@ TEST_CASE("find_vf resolves a VF from its PCI address", "[sriov][sysfs]") {
         CHECK(vf.index == 4);
     }
     SECTION("not a VF, not there, no netdev") {
-        REQUIRE_CNI_ERROR(find_vf(sysfs, "0000:3b:00.0"), ErrorCode::invalid_config, "is not an SR-IOV virtual function");
+        REQUIRE_CNI_ERROR(find_vf(sysfs, "0000:3b:00.0"), ErrorCode::invalid_config,
+                          "is not an SR-IOV virtual function");
         REQUIRE_CNI_ERROR(find_vf(sysfs, kPf), ErrorCode::invalid_config, "is not an SR-IOV virtual function");
         REQUIRE_CNI_ERROR(find_vf(sysfs, "0000:af:07.0"), ErrorCode::device_not_found, "does not exist");
         tree.remove_netdev(kVf0, "ens1f0v0");
@@ -138,13 +139,13 @@ TEST_CASE("settings plan follows sriov-cni's order and rules", "[sriov][settings
         original.qos = 1;
         original.max_tx_rate = 50;
         original.spoofchk = true;
-        original.trust = std::nullopt;   // not reported by this driver
+        original.trust = std::nullopt;  // not reported by this driver
         original.link_state = netns::VfLinkState::auto_;
         test::FakeVfControl fake;
         fake.add_pf("pf", 4);
         fake.vf("pf", 3) = original;
         fake.vf("pf", 3).index = 3;
-        fake.vf("pf", 3).trust = false;   // the fake accepts trust; the record says "unknown"
+        fake.vf("pf", 3).trust = false;  // the fake accepts trust; the record says "unknown"
         for (const auto& c : plan) fake.apply("pf", c);
         for (auto it = plan.rbegin(); it != plan.rend(); ++it)
             if (auto undo = restore_change(field_name(it->field), original, 3)) fake.apply("pf", *undo);
@@ -155,7 +156,7 @@ TEST_CASE("settings plan follows sriov-cni's order and rules", "[sriov][settings
         CHECK(after.max_tx_rate == 50);
         CHECK(after.spoofchk == std::optional<bool>(true));
         CHECK(after.link_state == netns::VfLinkState::auto_);
-        CHECK_FALSE(restore_change("trust", original, 3));   // unknown before: cannot be restored
+        CHECK_FALSE(restore_change("trust", original, 3));  // unknown before: cannot be restored
     }
 }
 
@@ -170,9 +171,9 @@ TEST_CASE("apply_verified re-reads the MAC until the driver shows it", "[sriov][
     }
     SECTION("never: a clear error after the bounded retries") {
         fake.mac_lag(-1);
-        REQUIRE_CNI_ERROR(apply_verified(fake, "pf", VfChange::set_mac(0, "0a:00:00:00:00:02"), 5,
-                                         std::chrono::milliseconds(1)),
-                          ErrorCode::kernel_failure, "still reports MAC 00:00:00:00:00:00");
+        REQUIRE_CNI_ERROR(
+            apply_verified(fake, "pf", VfChange::set_mac(0, "0a:00:00:00:00:02"), 5, std::chrono::milliseconds(1)),
+            ErrorCode::kernel_failure, "still reports MAC 00:00:00:00:00:00");
         CHECK(fake.list_calls == 5);
     }
 }
@@ -193,7 +194,7 @@ TEST_CASE("GUID helpers", "[sriov][guid]") {
     rebind_vf(tree.sysfs(), kIbVf, "mlx5_core");
     CHECK(tree.read("bus/pci/drivers/mlx5_core/unbind") == kIbVf);
     CHECK(tree.read("bus/pci/drivers/mlx5_core/bind") == kIbVf);
-    CHECK_NOTHROW(rebind_vf(tree.sysfs(), kVfio, "vfio-pci"));   // skipped: nothing written
+    CHECK_NOTHROW(rebind_vf(tree.sysfs(), kVfio, "vfio-pci"));  // skipped: nothing written
     CHECK(tree.read("bus/pci/drivers/vfio-pci/unbind").empty());
     CHECK_THROWS(rebind_vf(tree.sysfs(), kIbVf, "no_such_driver"));
 }
@@ -206,7 +207,7 @@ TEST_CASE("the VF lock is exclusive and bounded", "[sriov][lock]") {
                       ErrorCode::timeout, "timed out after 150 ms waiting for the lock of VF x");
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(150));
     CHECK_NOTHROW(FileLock::acquire(dir.path.string(), kVfio, std::chrono::milliseconds(10), "other VF"));
-    { auto moved = std::move(first); }   // released with its owner
+    { auto moved = std::move(first); }  // released with its owner
     CHECK_NOTHROW(FileLock::acquire(dir.path.string(), kVf0, std::chrono::milliseconds(10), "VF lock"));
     struct stat st {};
     REQUIRE(::stat((dir.path / (std::string(kVf0) + ".lock")).c_str(), &st) == 0);
@@ -216,11 +217,11 @@ TEST_CASE("the VF lock is exclusive and bounded", "[sriov][lock]") {
 TEST_CASE("in-use records refuse a VF held by a live netns and clean stale ones", "[sriov][lock]") {
     TempDir dir;
     const InUseRecords records(dir.path.string());
-    const VfOwner a{"net", "ctr-a", "net1", "/proc/self/ns/net"};   // a live namespace
+    const VfOwner a{"net", "ctr-a", "net1", "/proc/self/ns/net"};  // a live namespace
     const VfOwner b{"net", "ctr-b", "net1", "/run/netns/rdmanet-gone-" + std::to_string(::getpid())};
     CHECK_FALSE(records.claim(kVf0, a));
     CHECK(records.read(kVf0) == std::optional<VfOwner>(a));
-    CHECK(records.claim(kVf0, a));   // ADD retried by the same attachment
+    CHECK(records.claim(kVf0, a));  // ADD retried by the same attachment
     REQUIRE_CNI_ERROR(records.claim(kVf0, b), ErrorCode::device_busy, "VF 0000:af:00.2 is in use by container ctr-a");
     CHECK(records.read(kVf0) == std::optional<VfOwner>(a));
 
@@ -252,7 +253,8 @@ TEST_CASE("device-info file for Multus", "[sriov][devinfo]") {
     }
     SECTION("the device plugin's copy is kept and completed") {
         fs::create_directories(fs::path(path).parent_path());
-        std::ofstream(path) << R"({"type":"pci","version":"1.0.0","pci":{"pci-address":"x","representor-device":"pf0vf2"}})";
+        std::ofstream(path)
+            << R"({"type":"pci","version":"1.0.0","pci":{"pci-address":"x","representor-device":"pf0vf2"}})";
         write_device_info(allowed, path, kVf0, kPf, "");
         std::ifstream in(path);
         const auto j = nlohmann::json::parse(in);
@@ -340,7 +342,7 @@ TEST_CASE("sriov attachment state survives the JSON round trip", "[sriov][state]
     state.mode_record = s.to_json();
     const auto back_state = AttachmentState::from_json(nlohmann::json::parse(state.to_json().dump()));
     REQUIRE(back_state.mode_record.is_object());
-    CHECK(state.to_json().contains("sriov"));   // the key earlier versions wrote: states survive an upgrade
+    CHECK(state.to_json().contains("sriov"));  // the key earlier versions wrote: states survive an upgrade
     const auto back = SriovState::from_json(back_state.mode_record);
     CHECK(back.original == s.original);
     CHECK(back.applied == s.applied);

@@ -20,7 +20,7 @@ TEST_CASE("stop signal: the wait runs its period when nothing arrives", "[ctl][s
 
 TEST_CASE("stop signal: SIGTERM sent during a round ends the next wait at once, and stays seen", "[ctl][signal]") {
     StopSignal stop;
-    ::kill(::getpid(), SIGTERM);   // blocked: pending, not fatal
+    ::kill(::getpid(), SIGTERM);  // blocked: pending, not fatal
     const auto start = std::chrono::steady_clock::now();
     CHECK(stop.wait(10s));
     CHECK(std::chrono::steady_clock::now() - start < 1s);

@@ -19,9 +19,9 @@ using Bytes = std::vector<std::uint8_t>;
 // The uapi structs as the table describes them.
 static_assert(sizeof(ifla_vf_mac) == 36);
 static_assert(sizeof(ifla_vf_vlan) == 12);
-static_assert(sizeof(ifla_vf_vlan_info) == 16);   // 14 bytes of fields + 2 of padding
+static_assert(sizeof(ifla_vf_vlan_info) == 16);  // 14 bytes of fields + 2 of padding
 static_assert(sizeof(ifla_vf_rate) == 12);
-static_assert(sizeof(ifla_vf_guid) == 16);        // u32 vf, 4 bytes padding, u64 guid
+static_assert(sizeof(ifla_vf_guid) == 16);  // u32 vf, 4 bytes padding, u64 guid
 static_assert(IFLA_VFINFO_LIST == 22 && IFLA_VF_INFO == 1 && IFLA_EXT_MASK == 29);
 static_assert(IFLA_VF_MAC == 1 && IFLA_VF_VLAN == 2 && IFLA_VF_RATE == 6 && IFLA_VF_TRUST == 9);
 static_assert(IFLA_VF_IB_NODE_GUID == 10 && IFLA_VF_IB_PORT_GUID == 11 && IFLA_VF_VLAN_LIST == 12);
@@ -47,7 +47,7 @@ Bytes attr(std::uint16_t type, const Bytes& payload) {
     while (b.size() % 4) b.push_back(0);
     return b;
 }
-constexpr std::uint16_t kNested = 0x8000;   // NLA_F_NESTED, which libnl sets on nests
+constexpr std::uint16_t kNested = 0x8000;  // NLA_F_NESTED, which libnl sets on nests
 
 Bytes nest(std::uint16_t type, const Bytes& inner) { return attr(type | kNested, inner); }
 
@@ -136,7 +136,7 @@ TEST_CASE("VF setlink requests match the uapi layout byte for byte", "[vf][netli
 
 TEST_CASE("VF getlink request asks for VF info by name", "[vf][netlink]") {
     Bytes attrs = ifname("ens1f0");
-    const Bytes mask = attr(29, u32s({1}));   // IFLA_EXT_MASK = RTEXT_FILTER_VF
+    const Bytes mask = attr(29, u32s({1}));  // IFLA_EXT_MASK = RTEXT_FILTER_VF
     attrs.insert(attrs.end(), mask.begin(), mask.end());
     CHECK(vf_wire::getlink_request("ens1f0") == message(18, attrs));
 }
@@ -149,14 +149,14 @@ Bytes kernel_vf_info(std::uint32_t vf, Bytes mac, std::uint32_t vlan, std::uint3
                      std::uint32_t trust, std::optional<std::uint64_t> guid) {
     Bytes inner = attr(1, mac_payload(vf, mac));
     auto add = [&](const Bytes& a) { inner.insert(inner.end(), a.begin(), a.end()); };
-    add(attr(13, Bytes(32, 0xff)));                          // IFLA_VF_BROADCAST
-    add(attr(2, u32s({vf, vlan, qos})));                     // IFLA_VF_VLAN
-    add(attr(6, u32s({vf, min_rate, max_rate})));            // IFLA_VF_RATE
-    add(attr(3, u32s({vf, max_rate})));                      // IFLA_VF_TX_RATE
-    add(attr(4, u32s({vf, spoofchk})));                      // IFLA_VF_SPOOFCHK
-    add(attr(5, u32s({vf, link_state})));                    // IFLA_VF_LINK_STATE
-    add(attr(7, u32s({vf, 0xffffffffu})));                   // IFLA_VF_RSS_QUERY_EN
-    add(attr(9, u32s({vf, trust})));                         // IFLA_VF_TRUST
+    add(attr(13, Bytes(32, 0xff)));                // IFLA_VF_BROADCAST
+    add(attr(2, u32s({vf, vlan, qos})));           // IFLA_VF_VLAN
+    add(attr(6, u32s({vf, min_rate, max_rate})));  // IFLA_VF_RATE
+    add(attr(3, u32s({vf, max_rate})));            // IFLA_VF_TX_RATE
+    add(attr(4, u32s({vf, spoofchk})));            // IFLA_VF_SPOOFCHK
+    add(attr(5, u32s({vf, link_state})));          // IFLA_VF_LINK_STATE
+    add(attr(7, u32s({vf, 0xffffffffu})));         // IFLA_VF_RSS_QUERY_EN
+    add(attr(9, u32s({vf, trust})));               // IFLA_VF_TRUST
     if (guid) {
         Bytes g = u32s({vf, 0});
         le64(g, *guid);
@@ -168,7 +168,7 @@ Bytes kernel_vf_info(std::uint32_t vf, Bytes mac, std::uint32_t vlan, std::uint3
     vinfo.push_back(proto & 0xff);
     vinfo.push_back(0);
     vinfo.push_back(0);
-    add(nest(12, attr(1, vinfo)));                           // IFLA_VF_VLAN_LIST
+    add(nest(12, attr(1, vinfo)));  // IFLA_VF_VLAN_LIST
     Bytes stats;
     for (std::uint16_t t = 0; t < 4; ++t) {
         Bytes counter;
@@ -176,14 +176,15 @@ Bytes kernel_vf_info(std::uint32_t vf, Bytes mac, std::uint32_t vlan, std::uint3
         const Bytes a = attr(t, counter);
         stats.insert(stats.end(), a.begin(), a.end());
     }
-    add(nest(8, stats));                                     // IFLA_VF_STATS
+    add(nest(8, stats));  // IFLA_VF_STATS
     return nest(1, inner);
 }
 
 }  // namespace
 
 TEST_CASE("VF info is decoded from an RTM_NEWLINK reply", "[vf][netlink]") {
-    Bytes list = kernel_vf_info(0, {0x0a, 0x58, 0x0a, 0x01, 0x00, 0x05}, 100, 3, 0x88a8, 10, 500, 1, 1, 0, std::nullopt);
+    Bytes list =
+        kernel_vf_info(0, {0x0a, 0x58, 0x0a, 0x01, 0x00, 0x05}, 100, 3, 0x88a8, 10, 500, 1, 1, 0, std::nullopt);
     const Bytes second = kernel_vf_info(1, {}, 0, 0, 0x8100, 0, 0, 0xffffffffu, 0, 0xffffffffu, 0x0002c90300a0b001ull);
     list.insert(list.end(), second.begin(), second.end());
     Bytes attrs = ifname("ens1f0");
@@ -191,7 +192,7 @@ TEST_CASE("VF info is decoded from an RTM_NEWLINK reply", "[vf][netlink]") {
     attrs.insert(attrs.end(), num_vf.begin(), num_vf.end());
     const Bytes vfs = nest(22, list);
     attrs.insert(attrs.end(), vfs.begin(), vfs.end());
-    const Bytes reply = message(16, attrs);   // RTM_NEWLINK
+    const Bytes reply = message(16, attrs);  // RTM_NEWLINK
 
     const auto decoded = vf_wire::decode_newlink(reply.data(), reply.size());
     REQUIRE(decoded.size() == 2);
@@ -210,7 +211,7 @@ TEST_CASE("VF info is decoded from an RTM_NEWLINK reply", "[vf][netlink]") {
     const VfInfo& b = decoded[1];
     CHECK(b.index == 1);
     CHECK(b.mac == "00:00:00:00:00:00");
-    CHECK_FALSE(b.spoofchk);   // -1: not reported by the driver
+    CHECK_FALSE(b.spoofchk);  // -1: not reported by the driver
     CHECK_FALSE(b.trust);
     REQUIRE(b.node_guid);
     CHECK(format_guid(*b.node_guid) == "00:02:c9:03:00:a0:b0:01");

@@ -37,8 +37,8 @@ std::unique_ptr<ModeSettings> parse_hostdev_conf(const ModeKeys& keys) {
     keys.attempt([&] {
         auto path = keys.top.string("kernelpath").value_or("");
         if (!path.empty() && !checks::is_sys_devices_path(path))
-            keys.top.invalid("kernelpath", text::quote(path) +
-                                               " must be an absolute path under /sys/devices/ without \"..\"");
+            keys.top.invalid("kernelpath",
+                             text::quote(path) + " must be an absolute path under /sys/devices/ without \"..\"");
         hostdev.kernelpath = path;
     });
     keys.attempt([&] {
@@ -49,8 +49,8 @@ std::unique_ptr<ModeSettings> parse_hostdev_conf(const ModeKeys& keys) {
         if (!id) id = device_id(keys.top, "pciBusID", keys.top.string("pciBusID"));
         hostdev.pci_address = id.value_or("");
     });
-    if (keys.required && hostdev.device.empty() && hostdev.hwaddr.empty() &&
-        hostdev.kernelpath.empty() && hostdev.pci_address.empty())
+    if (keys.required && hostdev.device.empty() && hostdev.hwaddr.empty() && hostdev.kernelpath.empty() &&
+        hostdev.pci_address.empty())
         throw Error(kInvalid,
                     "hostdev mode needs a device: set one of \"device\", \"hwaddr\", "
                     "\"kernelpath\" or \"pciBusID\", or let Multus pass deviceID from a device "

@@ -38,8 +38,7 @@ netns::LinkInfo resolve_device(const HostdevConf& conf, netns::Rtnl& host, const
         const std::string wanted = lower(conf.hwaddr);
         for (const auto& link : host.links())
             if (link.mac == wanted) return link;
-        throw Error(ErrorCode::device_not_found, "no host interface has MAC " + conf.hwaddr,
-                    "check \"hwaddr\"");
+        throw Error(ErrorCode::device_not_found, "no host interface has MAC " + conf.hwaddr, "check \"hwaddr\"");
     } else if (!conf.kernelpath.empty()) {
         name = first_or_throw(sysfs.kernelpath_netdevs(conf.kernelpath), "kernelpath " + conf.kernelpath);
     } else if (sysfs.pci_device_exists(conf.pci_address)) {
@@ -53,8 +52,7 @@ netns::LinkInfo resolve_device(const HostdevConf& conf, netns::Rtnl& host, const
     }
     auto link = host.link_by_name(name);
     if (!link)
-        throw Error(ErrorCode::device_not_found,
-                    "device \"" + name + "\" does not exist in the host network namespace",
+        throw Error(ErrorCode::device_not_found, "device \"" + name + "\" does not exist in the host network namespace",
                     "it may already be attached to another pod");
     return *link;
 }
@@ -69,8 +67,7 @@ std::optional<netns::LinkInfo> find_returned_device(const AttachmentState& state
             if (sysfs.netdev_pci_address(link.name) == state.pci_address) return link;
             continue;
         }
-        if (!state.host_mac.empty() && link.mac == state.host_mac && link.alias == state.host_ifname)
-            return link;
+        if (!state.host_mac.empty() && link.mac == state.host_mac && link.alias == state.host_ifname) return link;
     }
     return std::nullopt;
 }
@@ -80,10 +77,10 @@ void restore_host_side(netns::Rtnl& host, const netns::LinkInfo& link, const std
     int index = link.index;
     if (link.name != original_name) {
         if (host.link_by_name(original_name)) {
-            spdlog::warn("cannot rename {} back to {}: the name is taken; left as {}", link.name,
-                         original_name, link.name);
+            spdlog::warn("cannot rename {} back to {}: the name is taken; left as {}", link.name, original_name,
+                         link.name);
         } else {
-            if (link.up) host.set_up(index, false);   // the kernel refuses to rename a running link
+            if (link.up) host.set_up(index, false);  // the kernel refuses to rename a running link
             host.rename_link(index, original_name);
         }
     }
@@ -94,7 +91,8 @@ void restore_host_side(netns::Rtnl& host, const netns::LinkInfo& link, const std
 // The PF's PCI address when `pci` is an SR-IOV VF (basename of its physfn link), else "".
 std::string pf_pci_of(const netns::Sysfs& sysfs, const std::string& pci) {
     std::error_code ec;
-    const auto pf = std::filesystem::canonical(std::filesystem::path(sysfs.root()) / "bus/pci/devices" / pci / "physfn", ec);
+    const auto pf =
+        std::filesystem::canonical(std::filesystem::path(sysfs.root()) / "bus/pci/devices" / pci / "physfn", ec);
     return ec ? std::string() : pf.filename().string();
 }
 
@@ -128,8 +126,8 @@ PodLink hostdev_add(const AddRequest& req) {
     const auto dev = resolve_device(req.conf.settings.get<HostdevConf>(), host, req.kernel.sysfs);
     // Node policy and built-in protections (loopback, the node's uplink, a device another pod
     // holds), before anything about the device changes.
-    check_device_move(req.policy, host, req.kernel.sysfs, dev, req.conf.mode,
-                      req.states, AttachmentKey{req.env.container_id, req.env.ifname});
+    check_device_move(req.policy, host, req.kernel.sysfs, dev, req.conf.mode, req.states,
+                      AttachmentKey{req.env.container_id, req.env.ifname});
 
     req.state.host_ifname = dev.name;
     req.state.host_mac = dev.mac;
@@ -160,7 +158,7 @@ PodLink hostdev_add(const AddRequest& req) {
     req.rollback.push("move " + pod_name + " back to the host as " + dev.name, [&pod, &host, host_fd, pod_name, dev] {
         auto in_pod = pod.link_by_name(pod_name);
         if (!in_pod || in_pod->alias != dev.name) in_pod = pod.link_by_name(dev.name);
-        if (!in_pod) return;   // the move never happened
+        if (!in_pod) return;  // the move never happened
         pod.move_link(in_pod->index, host_fd, dev.name);
         if (dev.up) {
             if (auto back = host.link_by_name(dev.name)) host.set_up(back->index, true);
@@ -197,7 +195,7 @@ void return_netdev(const DelRequest& req) {
             return;
         }
     }
-    if (!state || state->host_ifname.empty()) return;   // nothing known to recover
+    if (!state || state->host_ifname.empty()) return;  // nothing known to recover
     // Not in the pod: the kernel may have returned it already (netns destroyed), possibly renamed.
     if (auto returned = find_returned_device(*state, req.kernel.host, req.kernel.sysfs)) {
         if (returned->name == state->host_ifname && returned->alias == state->host_alias) return;
@@ -210,7 +208,7 @@ void return_netdev(const DelRequest& req) {
 
 void hostdev_del(const DelRequest& req) {
     return_netdev(req);
-    rdma_isolation_del(req);   // after the netdev, the reverse of ADD
+    rdma_isolation_del(req);  // after the netdev, the reverse of ADD
 }
 
 void hostdev_check(const CheckRequest& req) {

@@ -25,14 +25,16 @@ std::optional<unsigned> pkey(const JsonFields& f, std::string_view key) {
         }
         const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pkey, base);
         if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
-            f.invalid(key, text::quote(text) + " is not a partition key: write a number such as "
-                                               "\"0x8001\" or 32769");
+            f.invalid(key, text::quote(text) +
+                               " is not a partition key: write a number such as "
+                               "\"0x8001\" or 32769");
     } else {
         pkey = f.uint(key).value_or(0);
     }
     if (pkey > 0xffff || (pkey & 0x7fff) == 0)
-        f.invalid(key, std::to_string(pkey) + " is not a usable partition key: it must be 0x0001-0xffff "
-                                              "and not 0x8000 (the 15-bit key must not be 0)");
+        f.invalid(key, std::to_string(pkey) +
+                           " is not a usable partition key: it must be 0x0001-0xffff "
+                           "and not 0x8000 (the 15-bit key must not be 0)");
     return pkey;
 }
 
@@ -44,8 +46,9 @@ std::unique_ptr<ModeSettings> parse_ipoib_conf(const ModeKeys& keys) {
     keys.attempt([&] {
         auto master = interface_name(keys.top, "master");
         if (!master && keys.required)
-            keys.top.invalid("master", "is required in ipoib mode: set it to the IPoIB parent interface "
-                                       "(e.g. \"ib0\")");
+            keys.top.invalid("master",
+                             "is required in ipoib mode: set it to the IPoIB parent interface "
+                             "(e.g. \"ib0\")");
         ipoib.master = master.value_or("");
     });
     keys.attempt([&] { ipoib.pkey = pkey(keys.top, "pkey"); });

@@ -68,7 +68,7 @@ PodLink ipoib_add(const AddRequest& req) {
     std::unique_ptr<netns::IpoibLinks> owned;
     netns::IpoibLinks* links = req.kernel.services.ipoib;
     if (!links) {
-        owned = netns::open_ipoib_links();   // in the plugin's (host) namespace
+        owned = netns::open_ipoib_links();  // in the plugin's (host) namespace
         links = owned.get();
     }
     const auto spec = child_spec(conf, parent, master.index);
@@ -96,7 +96,8 @@ PodLink ipoib_add(const AddRequest& req) {
 
     host.move_link(created->index, req.kernel.pod_ns->fd(), pod_name);
     auto link = pod.link_by_name(pod_name);
-    if (!link) throw Error(ErrorCode::kernel_failure, "IPoIB child " + spec.name + " not found in the pod after the move");
+    if (!link)
+        throw Error(ErrorCode::kernel_failure, "IPoIB child " + spec.name + " not found in the pod after the move");
     if (conf.mtu) pod.set_mtu(link->index, conf.mtu);
     // As ipoib-cni: answer ARP for the partition's other members on this child.
     netns::in_netns(*req.kernel.pod_ns, [&] { netns::write_sysctl("net/ipv4/conf/" + pod_name + "/proxy_arp", "1"); });
@@ -122,8 +123,8 @@ void ipoib_check(const CheckRequest& req) {
     if (!link) throw Error(ErrorCode::device_not_found, "interface " + env.ifname + " not found in " + env.netns);
     const std::string kind = kernel.services.ipoib ? kernel.services.ipoib->kind() : "ipoib";
     if (link->kind != kind)
-        throw Error(ErrorCode::invalid_config, "interface " + env.ifname + " is not an IPoIB child (kind \"" +
-                                                   link->kind + "\")");
+        throw Error(ErrorCode::invalid_config,
+                    "interface " + env.ifname + " is not an IPoIB child (kind \"" + link->kind + "\")");
     if (!expected.mac.empty() && link->mac != expected.mac)
         throw Error(ErrorCode::invalid_config,
                     "interface " + env.ifname + " has MAC " + link->mac + ", expected " + expected.mac);

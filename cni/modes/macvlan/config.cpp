@@ -11,13 +11,13 @@ std::unique_ptr<ModeSettings> parse_macvlan_conf(const ModeKeys& keys) {
     keys.attempt([&] {
         auto master = interface_name(keys.top, "master");
         if (!master && keys.required)
-            keys.top.invalid("master", "is required in macvlan mode: set it to the host interface the "
-                                       "macvlan is created on (e.g. \"ens1f0\")");
+            keys.top.invalid("master",
+                             "is required in macvlan mode: set it to the host interface the "
+                             "macvlan is created on (e.g. \"ens1f0\")");
         macvlan.master = master.value_or("");
     });
     keys.attempt([&] {
-        constexpr std::array<std::string_view, 4> kMacvlanModes = {"bridge", "private", "vepa",
-                                                                   "passthru"};
+        constexpr std::array<std::string_view, 4> kMacvlanModes = {"bridge", "private", "vepa", "passthru"};
         if (auto mode = keys.top.string("macvlanMode"))
             macvlan.mode = one_of(keys.top, "macvlanMode", *mode, kMacvlanModes);
     });

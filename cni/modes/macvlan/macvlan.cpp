@@ -19,7 +19,7 @@ netns::MacvlanMode parse_macvlan_mode(const std::string& mode) {
     if (mode == "private") return netns::MacvlanMode::private_;
     if (mode == "vepa") return netns::MacvlanMode::vepa;
     if (mode == "passthru") return netns::MacvlanMode::passthru;
-    return netns::MacvlanMode::bridge;   // config validation already rejected anything else
+    return netns::MacvlanMode::bridge;  // config validation already rejected anything else
 }
 
 // "master" of the configuration (find_master's error says how to fix it).
@@ -42,8 +42,8 @@ PodLink macvlan_add(const AddRequest& req) {
     check_master(req.policy, req.kernel.host, req.kernel.sysfs, master, req.conf.mode);
     if (mv.mtu > master.mtu)
         throw Error(ErrorCode::invalid_config,
-                    "mtu " + std::to_string(mv.mtu) + " is larger than master " + master.name +
-                        "'s MTU " + std::to_string(master.mtu),
+                    "mtu " + std::to_string(mv.mtu) + " is larger than master " + master.name + "'s MTU " +
+                        std::to_string(master.mtu),
                     "use an mtu of at most " + std::to_string(master.mtu) + ", or 0 to inherit it");
     // A macvlan never takes its master's RDMA device along (required -> error, exclusive -> warning).
     rdma_isolation_check_child(req, master.name);
@@ -58,8 +58,7 @@ PodLink macvlan_add(const AddRequest& req) {
     req.kernel.host.create_macvlan(spec);
 
     auto created = req.kernel.pod->link_by_name(spec.name);
-    if (!created)
-        throw Error(ErrorCode::kernel_failure, "macvlan " + spec.name + " vanished after creation");
+    if (!created) throw Error(ErrorCode::kernel_failure, "macvlan " + spec.name + " vanished after creation");
     const int index = created->index;
     netns::Rtnl& pod = *req.kernel.pod;
     req.rollback.push("delete macvlan " + spec.name + " in the pod", [&pod, index] { pod.delete_link(index); });
@@ -74,7 +73,7 @@ PodLink macvlan_add(const AddRequest& req) {
 }
 
 void delete_pod_child(const DelRequest& req, std::string_view kind, std::string_view what) {
-    if (!req.kernel.pod) return;   // netns gone: the kernel destroyed the child with it
+    if (!req.kernel.pod) return;  // netns gone: the kernel destroyed the child with it
     auto link = req.kernel.pod->link_by_name(req.env.ifname);
     if (!link) return;
     if (link->kind != kind) {

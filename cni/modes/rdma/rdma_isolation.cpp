@@ -38,8 +38,8 @@ RdmaDecision decide_child(const RdmaFacts& f) {
     const bool exclusive = f.mode == RdmaNetnsMode::exclusive;
     const std::string devices = f.devices.empty() ? "no RDMA device" : "RDMA device " + join(f.devices);
     if (f.policy == RdmaIsolation::required)
-        return fail("rdma.isolation is \"required\" but the pod gets a child interface of " + f.subject +
-                        " (" + devices + "), and a child cannot own its parent's RDMA device",
+        return fail("rdma.isolation is \"required\" but the pod gets a child interface of " + f.subject + " (" +
+                        devices + "), and a child cannot own its parent's RDMA device",
                     "use mode \"hostdev\" or \"sriov\" with a whole function (VF/SF) for RDMA isolation, "
                     "or set rdma.isolation to \"auto\" or \"off\"");
     if (exclusive && !f.devices.empty())
@@ -78,17 +78,17 @@ RdmaDecision decide_rdma_isolation(const RdmaFacts& f) {
                         : nothing(f.subject + " has no RDMA device");
     if (f.devices.size() > 1) {
         // rdma-cni likewise insists on exactly one: moving several is never what a pod expects.
-        const std::string msg = f.subject + " has " + std::to_string(f.devices.size()) +
-                                " RDMA devices (" + join(f.devices) + "); rdmanet moves exactly one";
+        const std::string msg = f.subject + " has " + std::to_string(f.devices.size()) + " RDMA devices (" +
+                                join(f.devices) + "); rdmanet moves exactly one";
         return required ? fail(msg, "give the pod a function with a single RDMA device")
                         : nothing(msg + ": left in the host", true);
     }
     if (!f.mode)
-        return required ? fail("rdma.isolation is \"required\" but the kernel has no RDMA network "
-                               "namespace support (RDMA netlink SYS_GET failed)",
-                               "RDMA namespaces need Linux >= 5.3 with ib_core loaded")
-                        : nothing("the kernel reports no RDMA netns mode: " + f.devices.front() +
-                                      " stays in the host",
+        return required ? fail(
+                              "rdma.isolation is \"required\" but the kernel has no RDMA network "
+                              "namespace support (RDMA netlink SYS_GET failed)",
+                              "RDMA namespaces need Linux >= 5.3 with ib_core loaded")
+                        : nothing("the kernel reports no RDMA netns mode: " + f.devices.front() + " stays in the host",
                                   true);
     if (*f.mode == RdmaNetnsMode::shared && !required && f.bound_to_netdev) return decide_bound_to_netdev(f);
     if (*f.mode == RdmaNetnsMode::shared)
@@ -102,16 +102,13 @@ RdmaDecision decide_rdma_isolation(const RdmaFacts& f) {
 }
 
 const RdmaAccess& kernel_rdma_access() {
-    static const RdmaAccess access{[](const netns::NetNamespace& ns) {
-                                       return netns::in_netns(ns, [] { return netns::open_rdma_netlink(); });
-                                   },
-                                   [](const netns::NetNamespace& ns, const std::string& device) {
-                                       netns::RdmaGidTable table;
-                                       netns::with_netns_sysfs(ns, [&](const netns::Sysfs& view) {
-                                           table = netns::read_gid_table(view, device);
-                                       });
-                                       return table;
-                                   }};
+    static const RdmaAccess access{
+        [](const netns::NetNamespace& ns) { return netns::in_netns(ns, [] { return netns::open_rdma_netlink(); }); },
+        [](const netns::NetNamespace& ns, const std::string& device) {
+            netns::RdmaGidTable table;
+            netns::with_netns_sysfs(ns, [&](const netns::Sysfs& view) { table = netns::read_gid_table(view, device); });
+            return table;
+        }};
     return access;
 }
 
@@ -136,7 +133,7 @@ std::unique_ptr<netns::RdmaNetlink> open_or_null(const RdmaAccess& access, const
     try {
         return access.open_in(ns);
     } catch (const netns::KernelError& e) {
-        if (e.errno_value() == EPROTONOSUPPORT) return nullptr;   // no RDMA netlink at all
+        if (e.errno_value() == EPROTONOSUPPORT) return nullptr;  // no RDMA netlink at all
         throw;
     }
 }
@@ -174,12 +171,12 @@ void apply_roce_tos(const AddRequest& req, const std::string& device, unsigned c
         throw Error(ErrorCode::kernel_failure, what + " could not be set: " + e.what());
     }
     if (ports == 0) throw Error(ErrorCode::kernel_failure, what + " could not be set: rdma_cm lists no port of it");
-    spdlog::info("rdma isolation: default_roce_tos {} set on {} port(s) of {}", static_cast<unsigned>(tos), ports, device);
+    spdlog::info("rdma isolation: default_roce_tos {} set on {} port(s) of {}", static_cast<unsigned>(tos), ports,
+                 device);
 }
 
 void log_name_not_applied(const RdmaConf& conf, const std::string& why) {
-    if (!conf.device_name.empty())
-        spdlog::warn("rdma.deviceName {} not applied: {}", conf.device_name, why);
+    if (!conf.device_name.empty()) spdlog::warn("rdma.deviceName {} not applied: {}", conf.device_name, why);
 }
 
 // rdma.deviceName: the device, already in the pod, gets its pod name from a socket inside the
@@ -204,9 +201,8 @@ void rename_in_pod(const AddRequest& req, const RdmaAccess& access, netns::RdmaN
                         "rdma.deviceName \"" + wanted + "\" is already the name of another RDMA device of this node",
                         "RDMA device names are unique node-wide on this kernel, whatever namespace holds the "
                         "device: give each rail of a pod its own name, and pods sharing a node different names");
-        throw Error(ErrorCode::kernel_failure,
-                    "could not rename RDMA device " + original + " to " + wanted + " in the pod: " +
-                        std::strerror(e.errno_value()));
+        throw Error(ErrorCode::kernel_failure, "could not rename RDMA device " + original + " to " + wanted +
+                                                   " in the pod: " + std::strerror(e.errno_value()));
     }
     spdlog::info("rdma isolation: renamed RDMA device {} to {} in the pod", original, wanted);
 }
@@ -277,8 +273,8 @@ bool move_rdma_device_into_pod(const AddRequest& req, const RdmaAccess& access, 
     try {
         host_nl.move_device(device.index, pod_ns.fd());
     } catch (const netns::KernelError& e) {
-        const std::string msg = "could not move RDMA device " + name + " into the pod: " +
-                                std::strerror(e.errno_value());
+        const std::string msg =
+            "could not move RDMA device " + name + " into the pod: " + std::strerror(e.errno_value());
         if (req.conf.rdma.isolation == RdmaIsolation::required)
             throw Error(ErrorCode::kernel_failure, msg, move_failure_hint(e.errno_value()));
         spdlog::warn("rdma isolation: {} ({}); the pod gets the netdev without its RDMA device", msg,
@@ -303,15 +299,14 @@ void rdma_isolation_add(const AddRequest& req, const RdmaFunction& function) {
     if (facts.devices.empty() && policy == RdmaIsolation::auto_) {
         spdlog::debug("rdma isolation: {} has no RDMA device", facts.subject);
         log_not_owned(req.conf.rdma, facts.subject + " has no RDMA device");
-        return;   // nothing to isolate: do not even open RDMA netlink
+        return;  // nothing to isolate: do not even open RDMA netlink
     }
 
     const auto& access = access_of(req.kernel.services.rdma);
     auto host_nl = open_or_null(access, req.kernel.host_ns);
     facts.mode = read_mode(host_nl.get());
     const RdmaDecision decision = decide_rdma_isolation(facts);
-    if (decision.step == RdmaStep::fail)
-        throw Error(ErrorCode::invalid_config, decision.message, decision.hint);
+    if (decision.step == RdmaStep::fail) throw Error(ErrorCode::invalid_config, decision.message, decision.hint);
     if (decision.step == RdmaStep::nothing) {
         log_decision(decision);
         log_not_owned(req.conf.rdma, "the pod does not own the RDMA device");
@@ -350,7 +345,7 @@ void rdma_device_name_precheck(const NetConf& conf, const netns::NetNamespace& p
     const std::string& wanted = conf.rdma.device_name;
     if (wanted.empty() || conf.rdma.isolation == RdmaIsolation::off) return;
     auto pod_nl = open_or_null(access_of(rdma), pod_ns);
-    if (!pod_nl) return;   // no RDMA netlink: nothing will be moved or renamed
+    if (!pod_nl) return;  // no RDMA netlink: nothing will be moved or renamed
     std::vector<netns::RdmaDeviceInfo> seen;
     try {
         seen = pod_nl->devices();
@@ -361,14 +356,15 @@ void rdma_device_name_precheck(const NetConf& conf, const netns::NetNamespace& p
     for (const auto& device : seen)
         if (device.name == wanted)
             throw Error(ErrorCode::invalid_config,
-                        "rdma.deviceName \"" + wanted + "\" is already used by an RDMA device in the pod's network "
+                        "rdma.deviceName \"" + wanted +
+                            "\" is already used by an RDMA device in the pod's network "
                             "namespace",
                         "every RDMA attachment of a pod needs its own rdma.deviceName (e.g. rdma0, rdma1, ...)");
 }
 
 void rdma_isolation_verify_owned(const AddRequest& req) {
     const std::string name = req.state.rdma_device;
-    if (name.empty()) return;   // nothing was moved: nothing promised
+    if (name.empty()) return;  // nothing was moved: nothing promised
     const auto& access = access_of(req.kernel.services.rdma);
     auto pod_nl = access.open_in(*req.kernel.pod_ns);
     auto host_nl = access.open_in(req.kernel.host_ns);
@@ -384,12 +380,16 @@ void rdma_isolation_verify_owned(const AddRequest& req) {
     }
     const std::string what =
         !in_pod && !in_host
-            ? "RDMA device " + name + " no longer exists: its driver deleted it after it moved into the pod "
-                  "(a software device such as rxe is deleted when its netdev " + req.state.host_ifname + " moves)"
-            : "RDMA device " + name + " is " + (in_pod ? "visible in the host as well as in the pod" : "back in the host, not in the pod") +
+            ? "RDMA device " + name +
+                  " no longer exists: its driver deleted it after it moved into the pod "
+                  "(a software device such as rxe is deleted when its netdev " +
+                  req.state.host_ifname + " moves)"
+            : "RDMA device " + name + " is " +
+                  (in_pod ? "visible in the host as well as in the pod" : "back in the host, not in the pod") +
                   " at the end of ADD (its driver re-created it when " + req.state.host_ifname + " moved)";
     if (req.conf.rdma.isolation == RdmaIsolation::required)
-        throw Error(ErrorCode::kernel_failure, "rdma.isolation is \"required\" but the pod does not own its RDMA device: " + what,
+        throw Error(ErrorCode::kernel_failure,
+                    "rdma.isolation is \"required\" but the pod does not own its RDMA device: " + what,
                     "give the pod a hardware function (VF/SF) whose RDMA device survives the netdev move, or set "
                     "rdma.isolation to \"auto\"");
     spdlog::warn("rdma isolation: {}; the pod gets the netdev without its RDMA device", what);

@@ -39,7 +39,8 @@ GidMatch match_roce_v2_gids(const std::vector<netns::RdmaGidEntry>& table,
         const netns::RdmaGidEntry* best = nullptr;
         for (const auto& entry : table) {
             if (entry.type != kRoceV2 || entry.gid != gid) continue;
-            if (!best || entry.port < best->port || (entry.port == best->port && entry.index < best->index)) best = &entry;
+            if (!best || entry.port < best->port || (entry.port == best->port && entry.index < best->index))
+                best = &entry;
         }
         if (best)
             match.found.push_back({address.str(), gid, best->port, best->index});
@@ -51,7 +52,8 @@ GidMatch match_roce_v2_gids(const std::vector<netns::RdmaGidEntry>& table,
 
 nlohmann::json roce_gids_to_json(const std::vector<RoceGid>& gids) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& g : gids) out.push_back({{"address", g.address}, {"gid", g.gid}, {"port", g.port}, {"index", g.index}});
+    for (const auto& g : gids)
+        out.push_back({{"address", g.address}, {"gid", g.gid}, {"port", g.port}, {"index", g.index}});
     return out;
 }
 
@@ -62,8 +64,8 @@ std::vector<RoceGid> roce_gids_from_json(const nlohmann::json& j) {
         if (!e.is_object() || !e.contains("address") || !e["address"].is_string() || !e.contains("index") ||
             !e["index"].is_number_unsigned())
             continue;
-        out.push_back({e["address"].get<std::string>(), e.value("gid", ""), e.value("port", 1u),
-                       e["index"].get<unsigned>()});
+        out.push_back(
+            {e["address"].get<std::string>(), e.value("gid", ""), e.value("port", 1u), e["index"].get<unsigned>()});
     }
     return out;
 }
@@ -89,7 +91,8 @@ netns::RdmaGidTable read_table(const RdmaAccess* rdma, const netns::NetNamespace
     try {
         return read(pod_ns, device);
     } catch (const netns::KernelError& e) {
-        throw Error(ErrorCode::kernel_failure, "cannot read the GID table of RDMA device " + device + " in the pod: " + e.what());
+        throw Error(ErrorCode::kernel_failure,
+                    "cannot read the GID table of RDMA device " + device + " in the pod: " + e.what());
     }
 }
 
@@ -143,7 +146,7 @@ void roce_gids_check(const CheckRequest& req, const AttachmentState& state,
                         "RDMA device " + req.conf.rdma.device_name + " (rdma.deviceName) is not in the pod");
     }
     const auto recorded = roce_gids_from_json(state.roce_gids);
-    if (recorded.empty()) return;   // ADD waited for none (no RoCE port, or an older ADD)
+    if (recorded.empty()) return;  // ADD waited for none (no RoCE port, or an older ADD)
     const auto table = read_table(req.kernel.services.rdma, *req.kernel.pod_ns, device);
     const auto match = match_roce_v2_gids(table.entries, expected);
     if (!match.missing.empty())

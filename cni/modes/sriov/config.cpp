@@ -36,8 +36,7 @@ std::optional<bool> on_off(const JsonFields& f, std::string_view key) {
     f.invalid(key, text::quote(*value) + " is not supported: use \"on\" or \"off\"");
 }
 
-std::optional<unsigned> bounded(const JsonFields& f, std::string_view key, unsigned max,
-                                const std::string& rule) {
+std::optional<unsigned> bounded(const JsonFields& f, std::string_view key, unsigned max, const std::string& rule) {
     auto value = f.uint(key);
     if (value && *value > max) f.invalid(key, std::to_string(*value) + " is out of range: " + rule);
     return value;
@@ -64,8 +63,10 @@ std::optional<unsigned> pkey(const JsonFields& f) {
         }
     }
     if (!ok || (value & 0x7fff) == 0)
-        f.invalid("pkey", "must be a 16-bit InfiniBand partition key such as \"0x8001\" (its low 15 "
-                          "bits non-zero), got " + raw->dump());
+        f.invalid("pkey",
+                  "must be a 16-bit InfiniBand partition key such as \"0x8001\" (its low 15 "
+                  "bits non-zero), got " +
+                      raw->dump());
     return value;
 }
 
@@ -74,7 +75,7 @@ std::optional<unsigned> pkey(const JsonFields& f) {
 std::optional<std::string> SriovConf::requested_guid(const RuntimeConfig& runtime, const CniArgs& args) const {
     if (runtime.infiniband_guid) return runtime.infiniband_guid;
     if (args_guid) return args_guid;
-    auto arg = args.get("guid");   // ib-sriov-cni's spelling; GUID too
+    auto arg = args.get("guid");  // ib-sriov-cni's spelling; GUID too
     if (!arg) arg = args.guid();
     if (arg) {
         if (auto problem = usable_guid_problem(*arg))
@@ -92,16 +93,21 @@ void read_vf_address(const ModeKeys& keys, SriovConf& sriov) {
         // Precedence runtimeConfig.deviceID > deviceID > pciBusID, as for hostdev; but a VF is
         // always a PCI function, so an auxiliary id (an SF) is refused here.
         const JsonFields& runtime_fields = runtime_config_names();
-        struct Source { const JsonFields* fields; std::string_view key; std::optional<std::string> value; };
+        struct Source {
+            const JsonFields* fields;
+            std::string_view key;
+            std::optional<std::string> value;
+        };
         const std::array<Source, 3> sources = {{{&runtime_fields, "deviceID", keys.conf.runtime.device_id},
                                                 {&keys.top, "deviceID", keys.top.string("deviceID")},
                                                 {&keys.top, "pciBusID", keys.top.string("pciBusID")}}};
         for (const auto& s : sources) {
             if (!s.value || s.value->empty() || checks::is_device_plugin_index(*s.value)) continue;
             if (!checks::is_pci_address(*s.value))
-                s.fields->invalid(s.key, text::quote(*s.value) +
-                                             " is not a PCI address: sriov mode needs a VF's address "
-                                             "like \"0000:af:06.0\"",
+                s.fields->invalid(s.key,
+                                  text::quote(*s.value) +
+                                      " is not a PCI address: sriov mode needs a VF's address "
+                                      "like \"0000:af:06.0\"",
                                   checks::is_auxiliary_device_id(*s.value)
                                       ? "an auxiliary device (SF) is not a VF: use mode \"hostdev\""
                                       : "");
@@ -109,8 +115,9 @@ void read_vf_address(const ModeKeys& keys, SriovConf& sriov) {
             return;
         }
         if (keys.required)
-            keys.top.invalid("deviceID", "is required in sriov mode: the VF's PCI address, normally passed "
-                                         "by Multus from the SR-IOV device plugin (or set \"pciBusID\")");
+            keys.top.invalid("deviceID",
+                             "is required in sriov mode: the VF's PCI address, normally passed "
+                             "by Multus from the SR-IOV device plugin (or set \"pciBusID\")");
     });
 }
 
@@ -119,8 +126,9 @@ void read_mac(const ModeKeys& keys, SriovConf& sriov) {
     keys.attempt([&] {
         auto mac = keys.top.string("mac");
         if (mac && !checks::is_assignable_mac(*mac))
-            keys.top.invalid("mac", text::quote(*mac) + " is not a usable MAC address: write six hex octets "
-                                                        "such as \"0a:58:0a:01:00:05\", not multicast, not all zeros");
+            keys.top.invalid("mac", text::quote(*mac) +
+                                        " is not a usable MAC address: write six hex octets "
+                                        "such as \"0a:58:0a:01:00:05\", not multicast, not all zeros");
         if (mac) sriov.mac = checks::lowercase(*mac);
     });
 }
@@ -151,8 +159,8 @@ void read_switches(const ModeKeys& keys, SriovConf& sriov) {
     keys.attempt([&] {
         auto state = keys.top.string("link_state");
         if (state && *state != "auto" && *state != "enable" && *state != "disable")
-            keys.top.invalid("link_state", text::quote(*state) +
-                                               " is not supported: use \"auto\", \"enable\" or \"disable\"");
+            keys.top.invalid("link_state",
+                             text::quote(*state) + " is not supported: use \"auto\", \"enable\" or \"disable\"");
         sriov.link_state = state;
     });
 }

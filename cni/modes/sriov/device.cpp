@@ -45,7 +45,7 @@ std::optional<unsigned> virtfn_index(std::string_view name) {
 bool pf_is_infiniband(const netns::Sysfs& sysfs, const std::string& pf) {
     std::ifstream in(fs::path(sysfs.root()) / "class/net" / pf / "type");
     int type = 0;
-    return in >> type && type == 32;   // ARPHRD_INFINIBAND
+    return in >> type && type == 32;  // ARPHRD_INFINIBAND
 }
 
 }  // namespace

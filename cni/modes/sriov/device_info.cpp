@@ -37,18 +37,17 @@ struct ParentDir {
     std::string leaf;
 };
 
-ParentDir open_parent(const std::vector<std::string>& allowed_dirs, const std::string& path,
-                      base::CreateDirs create) {
+ParentDir open_parent(const std::vector<std::string>& allowed_dirs, const std::string& path, base::CreateDirs create) {
     if (is_device_plugin_info_file(path, allowed_dirs))
-        throw Error(ErrorCode::invalid_config,
-                    "CNIDeviceInfoFile " + path + " is a device plugin's or DRA driver's device-info file (dp/): "
-                    "the plugin never writes it");
+        throw Error(ErrorCode::invalid_config, "CNIDeviceInfoFile " + path +
+                                                   " is a device plugin's or DRA driver's device-info file (dp/): "
+                                                   "the plugin never writes it");
     const std::string base = base::containing_dir(path, allowed_dirs);
     const auto slash = path.find_last_of('/');
     if (base.empty() || slash == std::string::npos || slash + 1 == path.size())
-        throw Error(ErrorCode::invalid_config,
-                    "CNIDeviceInfoFile " + path + " is outside the node policy's deviceInfoDirs (" +
-                        base::join_dirs(allowed_dirs) + ")");
+        throw Error(ErrorCode::invalid_config, "CNIDeviceInfoFile " + path +
+                                                   " is outside the node policy's deviceInfoDirs (" +
+                                                   base::join_dirs(allowed_dirs) + ")");
     ParentDir parent;
     parent.leaf = path.substr(slash + 1);
     try {
@@ -63,13 +62,15 @@ ParentDir open_parent(const std::vector<std::string>& allowed_dirs, const std::s
 // What the file holds now ("" when it does not exist). A symlink or a non-regular file in its
 // place is an error: Multus writes a regular file, anything else was planted.
 std::string read_existing(const ParentDir& parent, const std::string& path) {
-    UniqueFd fd(::openat(parent.dir.get(), parent.leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    UniqueFd fd(
+        ::openat(parent.dir.get(), parent.leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (!fd) {
         if (errno == ENOENT) return "";
-        throw Error(ErrorCode::io_failure, "cannot read device-info file " + path + ": " +
-                                               (errno == ELOOP ? std::string("it is a symlink") : std::strerror(errno)));
+        throw Error(ErrorCode::io_failure,
+                    "cannot read device-info file " + path + ": " +
+                        (errno == ELOOP ? std::string("it is a symlink") : std::strerror(errno)));
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
         throw Error(ErrorCode::io_failure, "device-info file " + path + " is not a regular file");
     std::string text;
@@ -160,7 +161,7 @@ void remove_device_info(const std::vector<std::string>& allowed_dirs, const std:
     }
     try {
         const ParentDir parent = open_parent(allowed_dirs, path, base::CreateDirs::no);
-        if (!parent.dir) return;   // its directory is gone: so is the file
+        if (!parent.dir) return;  // its directory is gone: so is the file
         if (::unlinkat(parent.dir.get(), parent.leaf.c_str(), 0) != 0 && errno != ENOENT)
             spdlog::warn("cannot remove device-info file {}: {}", path, std::strerror(errno));
     } catch (const Error& e) {

@@ -47,7 +47,8 @@ FileLock FileLock::acquire(const std::string& dir, const std::string& name, std:
     // Bounded (base/flock.hpp), so a stuck holder costs at most `timeout`.
     const int err = base::flock_exclusive_within(fd.get(), timeout, std::chrono::milliseconds(20));
     if (err == ETIMEDOUT)
-        throw Error(ErrorCode::timeout, "timed out after " + std::to_string(timeout.count()) + " ms waiting for " + what,
+        throw Error(ErrorCode::timeout,
+                    "timed out after " + std::to_string(timeout.count()) + " ms waiting for " + what,
                     "another ADD or DEL of the same device is running or hung (lock " + path + ")");
     if (err != 0) throw Error(ErrorCode::io_failure, "cannot lock " + path + ": " + std::strerror(err));
     return FileLock(std::move(fd));
@@ -60,8 +61,7 @@ std::optional<VfOwner> InUseRecords::read(const std::string& pci) const {
     body << in.rdbuf();
     try {
         const auto j = parse_json_bounded(body.str());
-        return VfOwner{j.value("network", ""), j.value("containerID", ""), j.value("ifname", ""),
-                       j.value("netns", "")};
+        return VfOwner{j.value("network", ""), j.value("containerID", ""), j.value("ifname", ""), j.value("netns", "")};
     } catch (const std::exception& e) {
         // A torn or foreign file says nothing about a live owner.
         spdlog::warn("ignoring unreadable VF record {}/{}: {}", dir_, pci, e.what());
@@ -71,11 +71,11 @@ std::optional<VfOwner> InUseRecords::read(const std::string& pci) const {
 
 void InUseRecords::write(const std::string& pci, const VfOwner& owner) const {
     make_private_dir(dir_);
-    const std::string body = nlohmann::json{{"network", owner.network},
-                                            {"containerID", owner.container_id},
-                                            {"ifname", owner.ifname},
-                                            {"netns", owner.netns}}
-                                 .dump();
+    const std::string body = nlohmann::json{
+        {"network", owner.network},
+        {"containerID", owner.container_id},
+        {"ifname", owner.ifname},
+        {"netns", owner.netns}}.dump();
     try {
         base::write_file_atomically(dir_ + "/" + pci, body, 0600);
     } catch (const std::system_error& e) {

@@ -31,7 +31,7 @@ void set_mac_verified(netns::Rtnl& rtnl, const std::string& name, const std::str
 // MTU and alias as before ADD, UP if it was.
 void restore_in_host(netns::Rtnl& host, netns::LinkInfo link, const AttachmentState& state, const SriovState& s,
                      const std::string& pod_name) {
-    if (link.up) host.set_up(link.index, false);   // the kernel refuses to rename a running link
+    if (link.up) host.set_up(link.index, false);  // the kernel refuses to rename a running link
     if (link.name != state.host_ifname) {
         if (auto other = host.link_by_name(state.host_ifname); other && other->index != link.index)
             spdlog::warn("cannot rename {} back to {}: the name is taken; left as {}", link.name, state.host_ifname,
@@ -63,7 +63,7 @@ netns::LinkInfo move_into_pod(const AddRequest& req, const NetdevPlan& plan) {
     req.rollback.push("return " + pod_name + " to the host as " + dev.name, [&pod, &host, host_fd, pod_name, dev] {
         auto in_pod = pod.link_by_name(pod_name);
         if (!in_pod || in_pod->alias != dev.name) in_pod = pod.link_by_name(dev.name);
-        if (!in_pod) return;   // never moved
+        if (!in_pod) return;  // never moved
         if (in_pod->up) pod.set_up(in_pod->index, false);
         if (!dev.mac.empty() && in_pod->mac != dev.mac) pod.set_mac(in_pod->index, dev.mac);
         if (in_pod->mtu != dev.mtu) pod.set_mtu(in_pod->index, dev.mtu);
@@ -102,7 +102,8 @@ void return_to_host(const DelRequest& req, const AttachmentState& state, const S
             const std::string transit = name_free ? state.host_ifname : temporary_link_name();
             pod.move_link(link->index, req.kernel.host_ns.fd(), transit);
             spdlog::info("returned {} to the host as {}", pod_name, transit);
-            if (auto back = req.kernel.host.link_by_name(transit)) restore_in_host(req.kernel.host, *back, state, record, pod_name);
+            if (auto back = req.kernel.host.link_by_name(transit))
+                restore_in_host(req.kernel.host, *back, state, record, pod_name);
             return;
         }
     }

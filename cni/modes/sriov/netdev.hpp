@@ -11,10 +11,10 @@
 namespace rdmanet::cni::sriov {
 
 struct NetdevPlan {
-    netns::LinkInfo host;                 // the VF netdev in the host before ADD
-    std::string pod_name;                 // CNI_IFNAME
-    unsigned mtu = 0;                     // 0 = keep
-    std::optional<std::string> mac;       // effective MAC to set in the pod
+    netns::LinkInfo host;            // the VF netdev in the host before ADD
+    std::string pod_name;            // CNI_IFNAME
+    unsigned mtu = 0;                // 0 = keep
+    std::optional<std::string> mac;  // effective MAC to set in the pod
 };
 
 // Moves the VF netdev into the pod under plan.pod_name, then sets MTU and MAC (MAC verified).

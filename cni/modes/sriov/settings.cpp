@@ -70,7 +70,8 @@ bool reflects(const netns::VfInfo& vf, const VfChange& change) {
     switch (change.field) {
     case Field::mac: return vf.mac == change.mac;
     case Field::vlan:
-        return vf.vlan == change.vlan && vf.qos == change.qos && (change.vlan == 0 || vf.vlan_proto == change.vlan_proto);
+        return vf.vlan == change.vlan && vf.qos == change.qos &&
+               (change.vlan == 0 || vf.vlan_proto == change.vlan_proto);
     case Field::rate: return vf.min_tx_rate == change.min_tx_rate && vf.max_tx_rate == change.max_tx_rate;
     case Field::spoofchk: return !vf.spoofchk || *vf.spoofchk == change.enabled;
     case Field::trust: return !vf.trust || *vf.trust == change.enabled;
@@ -94,8 +95,9 @@ std::string refusal_hint(const VfChange& change, const std::string& pf, int err)
         break;
     case Field::rate:
         if (err == EINVAL)
-            return driver + " refused the rate: some drivers (igb) take no \"min_tx_rate\" and a \"max_tx_rate\" "
-                            "only up to the PF's current link speed, with the link up";
+            return driver +
+                   " refused the rate: some drivers (igb) take no \"min_tx_rate\" and a \"max_tx_rate\" "
+                   "only up to the PF's current link speed, with the link up";
         if (err == EOPNOTSUPP) return driver + " cannot limit a VF's rate: remove \"min_tx_rate\" and \"max_tx_rate\"";
         break;
     case Field::vlan:
@@ -132,10 +134,10 @@ void apply_verified(netns::VfControl& vfs, const std::string& pf, const VfChange
         seen = vf.mac;
         std::this_thread::sleep_for(interval);
     }
-    throw Error(ErrorCode::kernel_failure,
-                "VF " + std::to_string(change.vf) + " of " + pf + " still reports MAC " + seen + " after setting " +
-                    change.mac,
-                "the PF driver did not apply the MAC; check dmesg for the PF driver's reason");
+    throw Error(
+        ErrorCode::kernel_failure,
+        "VF " + std::to_string(change.vf) + " of " + pf + " still reports MAC " + seen + " after setting " + change.mac,
+        "the PF driver did not apply the MAC; check dmesg for the PF driver's reason");
 }
 
 }  // namespace rdmanet::cni::sriov

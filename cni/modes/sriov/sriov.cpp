@@ -40,9 +40,7 @@ std::shared_ptr<netns::VfControl> vf_control(netns::VfControl* injected) {
     return netns::make_netlink_vf_control();
 }
 
-bool gone(const netns::KernelError& e) {
-    return e.errno_value() == ENODEV || e.errno_value() == ENOENT;
-}
+bool gone(const netns::KernelError& e) { return e.errno_value() == ENODEV || e.errno_value() == ENOENT; }
 
 VfOwner owner_of(const AttachmentState& state) {
     return VfOwner{state.network, state.container_id, state.ifname, state.netns};
@@ -93,7 +91,7 @@ void check_vf_guid(const CheckRequest& req, const VfDevice& vf, const netns::VfI
         if (state && state->mode_record.is_object())
             if (auto recorded = SriovState::from_json(state->mode_record).guid; !recorded.empty()) expected = recorded;
     }
-    if (!expected) return;   // ADD kept the VF's own GUID: nothing of ours to verify
+    if (!expected) return;  // ADD kept the VF's own GUID: nothing of ours to verify
     const auto mismatch = [&](const std::string& what, const std::string& actual) {
         return Error(ErrorCode::invalid_config,
                      "InfiniBand VF " + vf.pci + " on " + vf.pf + " has " + what + " " + actual + ", expected " +
@@ -109,7 +107,8 @@ void check_vf_guid(const CheckRequest& req, const VfDevice& vf, const netns::VfI
     const auto link = vf.userspace ? std::nullopt : req.kernel.pod->link_by_name(env.ifname);
     const std::string from_address = current_guid(now, link ? link->mac : "");
     if (from_address.empty()) {
-        spdlog::info("CHECK: the PF reports no GUID for VF {} and its netdev no IPoIB address: GUID not verified", vf.pci);
+        spdlog::info("CHECK: the PF reports no GUID for VF {} and its netdev no IPoIB address: GUID not verified",
+                     vf.pci);
         return;
     }
     if (from_address != *expected) throw mismatch("GUID", from_address);
@@ -125,9 +124,9 @@ struct VfAttachment {
     const AddRequest& req;
     const SriovConf& conf;
     VfDevice vf;
-    std::optional<std::string> mac;    // the MAC the network or CNI_ARGS ask for
-    std::optional<std::string> guid;   // the GUID asked for (InfiniBand VFs)
-    std::optional<netns::LinkInfo> host_link;   // the VF netdev in the host (none for DPDK)
+    std::optional<std::string> mac;            // the MAC the network or CNI_ARGS ask for
+    std::optional<std::string> guid;           // the GUID asked for (InfiniBand VFs)
+    std::optional<netns::LinkInfo> host_link;  // the VF netdev in the host (none for DPDK)
     std::shared_ptr<netns::VfControl> vfs;
     SriovState record;
 
@@ -143,7 +142,8 @@ struct VfAttachment {
 // Returns the PF-side changes the network asks for.
 std::vector<netns::VfChange> refuse_unusable_config(const VfAttachment& a) {
     if (a.guid && !a.vf.infiniband)
-        throw Error(ErrorCode::invalid_config, "VF " + a.vf.pci + " is an Ethernet VF: a GUID applies to InfiniBand VFs",
+        throw Error(ErrorCode::invalid_config,
+                    "VF " + a.vf.pci + " is an Ethernet VF: a GUID applies to InfiniBand VFs",
                     "remove \"guid\" / runtimeConfig.infinibandGUID for this network");
     return plan_apply(a.conf, a.mac, a.vf.index, a.vf.infiniband);
 }
@@ -154,12 +154,13 @@ std::vector<netns::VfChange> refuse_unusable_config(const VfAttachment& a) {
 void claim_vf(const VfAttachment& a) {
     const std::string& state_dir = a.req.policy.state_dir;
     const VfDevice& vf = a.vf;
-    auto vf_lock = std::make_shared<FileLock>(FileLock::acquire(sriov_dir(state_dir) + "/vf_lock", vf.pci,
-                                                                kVfLockTimeout, "the lock of VF " + vf.pci));
+    auto vf_lock = std::make_shared<FileLock>(
+        FileLock::acquire(sriov_dir(state_dir) + "/vf_lock", vf.pci, kVfLockTimeout, "the lock of VF " + vf.pci));
     const InUseRecords records(state_dir);
     const VfOwner owner{a.req.conf.name, a.req.env.container_id, a.req.env.ifname, a.req.env.netns};
     records.claim(vf.pci, owner);
-    a.req.rollback.push("release the record of VF " + vf.pci, [records, pci = vf.pci, vf_lock] { records.remove(pci); });
+    a.req.rollback.push("release the record of VF " + vf.pci,
+                        [records, pci = vf.pci, vf_lock] { records.remove(pci); });
 }
 
 // The node policy for the VF, and its netdev in the host (none for a DPDK VF).
@@ -174,7 +175,8 @@ std::optional<netns::LinkInfo> admit_vf(const VfAttachment& a) {
     if (!vf.netdev) throw missing_netdev_error(vf);
     auto host_link = kernel.host.link_by_name(*vf.netdev);
     if (!host_link)
-        throw Error(ErrorCode::device_not_found, "VF netdev " + *vf.netdev + " of " + vf.pci + " is not in the host namespace",
+        throw Error(ErrorCode::device_not_found,
+                    "VF netdev " + *vf.netdev + " of " + vf.pci + " is not in the host namespace",
                     "it may be attached to another pod");
     check_device_move(req.policy, kernel.host, kernel.sysfs, *host_link, "sriov", req.states,
                       AttachmentKey{req.env.container_id, req.env.ifname});
@@ -216,10 +218,11 @@ void apply_vf_guid(VfAttachment& a) {
     const std::string current = current_guid(s.original, a.host_link ? a.host_link->mac : "");
     if (!a.guid) {
         if (current.empty() || is_reserved_guid(current))
-            throw Error(ErrorCode::invalid_config,
-                        "InfiniBand VF " + vf.pci + " has no usable GUID (" + (current.empty() ? "unknown" : current) + ")",
-                        "pass one (runtimeConfig.infinibandGUID from ib-kubernetes, CNI_ARGS guid, or \"guid\") "
-                        "or assign the VF a GUID on the node");
+            throw Error(
+                ErrorCode::invalid_config,
+                "InfiniBand VF " + vf.pci + " has no usable GUID (" + (current.empty() ? "unknown" : current) + ")",
+                "pass one (runtimeConfig.infinibandGUID from ib-kubernetes, CNI_ARGS guid, or \"guid\") "
+                "or assign the VF a GUID on the node");
         return;
     }
     if (*a.guid == current) return;
@@ -231,13 +234,13 @@ void apply_vf_guid(VfAttachment& a) {
     a.save();
     const std::string name = a.host_link ? a.host_link->name : "";
     a.req.rollback.push("restore GUID of VF " + vf.pci,
-                        [vfs = a.vfs, &sysfs = kernel.sysfs, &host = kernel.host, vf, original = s.original_guid, name] {
-                            apply_guid(*vfs, sysfs, host, vf, original, name);
-                        });
+                        [vfs = a.vfs, &sysfs = kernel.sysfs, &host = kernel.host, vf, original = s.original_guid,
+                         name] { apply_guid(*vfs, sysfs, host, vf, original, name); });
     apply_guid(*a.vfs, kernel.sysfs, kernel.host, vf, *a.guid, name);
     if (a.host_link) {
         a.host_link = kernel.host.link_by_name(a.host_link->name);
-        if (!a.host_link) throw Error(ErrorCode::device_not_found, "VF " + vf.pci + " has no netdev after the driver rebind");
+        if (!a.host_link)
+            throw Error(ErrorCode::device_not_found, "VF " + vf.pci + " has no netdev after the driver rebind");
     }
     spdlog::info("VF {}: GUID {} set (was {})", vf.pci, *a.guid, s.original_guid);
 }
@@ -303,9 +306,14 @@ void write_vf_device_info(VfAttachment& a) {
 
 PodLink sriov_add(const AddRequest& req) {
     const SriovConf& conf = req.conf.settings.get<SriovConf>();
-    VfAttachment a{req, conf, find_vf(req.kernel.sysfs, conf.pci_address, /*require_netdev=*/false),
-                   req.conf.requested_mac(req.env.args), conf.requested_guid(req.conf.runtime, req.env.args),
-                   std::nullopt, nullptr, SriovState{}};
+    VfAttachment a{req,
+                   conf,
+                   find_vf(req.kernel.sysfs, conf.pci_address, /*require_netdev=*/false),
+                   req.conf.requested_mac(req.env.args),
+                   conf.requested_guid(req.conf.runtime, req.env.args),
+                   std::nullopt,
+                   nullptr,
+                   SriovState{}};
     const auto plan = refuse_unusable_config(a);
     claim_vf(a);
     a.host_link = admit_vf(a);
@@ -364,27 +372,29 @@ void sriov_del(const DelRequest& req) {
         if (*it == "guid") continue;
         const std::string field = *it;
         step("restore VF " + field, [&] {
-            if (auto undo = restore_change(field, s.original, static_cast<unsigned>(s.vf_index))) vfs->apply(s.pf, *undo);
+            if (auto undo = restore_change(field, s.original, static_cast<unsigned>(s.vf_index)))
+                vfs->apply(s.pf, *undo);
         });
     }
     if (std::find(s.applied.begin(), s.applied.end(), "guid") != s.applied.end()) {
         step("restore the VF GUID", [&] {
-            FileLock guid_lock = FileLock::acquire(sriov_dir(state_dir), "guid", kGuidLockTimeout, "the node-wide GUID lock");
+            FileLock guid_lock =
+                FileLock::acquire(sriov_dir(state_dir), "guid", kGuidLockTimeout, "the node-wide GUID lock");
             VfDevice vf;
             vf.pci = state.pci_address;
             vf.pf = s.pf;
             vf.index = static_cast<unsigned>(s.vf_index);
             vf.driver = s.driver;
             vf.userspace = s.dpdk;
-            apply_guid(*vfs, req.kernel.sysfs, req.kernel.host, vf, s.original_guid.empty() ? kAllOnesGuid : s.original_guid,
-                       s.dpdk ? "" : state.host_ifname);
+            apply_guid(*vfs, req.kernel.sysfs, req.kernel.host, vf,
+                       s.original_guid.empty() ? kAllOnesGuid : s.original_guid, s.dpdk ? "" : state.host_ifname);
         });
     }
     remove_device_info(req.policy.device_info_dirs, s.device_info_file);
     if (!failures.empty()) {
         std::string msg = "VF " + state.pci_address + " not fully restored: ";
         for (std::size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
-        throw Error(ErrorCode::try_again, msg);   // the record stays: the retry is still ours
+        throw Error(ErrorCode::try_again, msg);  // the record stays: the retry is still ours
     }
     records.remove(state.pci_address);
 }

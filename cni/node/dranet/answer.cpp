@@ -44,7 +44,8 @@ NetworkConfigAnswer plan_answer(const Profile& profile, const std::vector<IpConf
         for (const auto& r : plan_table_routes(one, own, tables[i], 0, pr->add_source_hints))
             answer.routes.push_back(to_wire(r));
         for (const auto& rule : plan_rules(one, tables[i], priority))
-            answer.rules.push_back(RuleConfig{rule.priority.value_or(priority), rule.src ? rule.src->str() : "", rule.table});
+            answer.rules.push_back(
+                RuleConfig{rule.priority.value_or(priority), rule.src ? rule.src->str() : "", rule.table});
     }
     return answer;
 }

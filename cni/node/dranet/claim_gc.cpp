@@ -45,7 +45,8 @@ std::optional<std::string> choose_resource_version(const nlohmann::json& api_gro
     std::set<std::string> served;
     if (const auto it = api_group.find("versions"); it != api_group.end() && it->is_array())
         for (const auto& v : *it)
-            if (v.is_object() && v.contains("version") && v["version"].is_string()) served.insert(v["version"].get<std::string>());
+            if (v.is_object() && v.contains("version") && v["version"].is_string())
+                served.insert(v["version"].get<std::string>());
     for (const char* wanted : {"v1", "v1beta2", "v1beta1"})
         if (served.contains(wanted)) return std::string(wanted);
     if (const auto it = api_group.find("preferredVersion"); it != api_group.end() && it->is_object())
@@ -77,7 +78,8 @@ std::set<std::string> parse_claim_uids(std::string_view list_body) {
     return uids;
 }
 
-std::vector<ClaimKey> claims_to_release(const std::map<ClaimKey, ClaimRecord>& recorded, const std::set<std::string>& live) {
+std::vector<ClaimKey> claims_to_release(const std::map<ClaimKey, ClaimRecord>& recorded,
+                                        const std::set<std::string>& live) {
     std::vector<ClaimKey> out;
     for (const auto& [key, record] : recorded)
         if (!live.contains(key.claim_uid)) out.push_back(key);
@@ -139,7 +141,7 @@ ClaimGcReport collect_claims(const ipam::kube::KubeConfig& config, const ClaimGc
             report.error = "listing ResourceClaims: " + std::string(e.what());
             return report;
         }
-    } catch (const ipam::IpamError& e) {   // the client refused the configuration
+    } catch (const ipam::IpamError& e) {  // the client refused the configuration
         report.skipped = GcSkip::discovery;
         report.error = "connecting to the API server: " + e.msg;
         return report;

@@ -34,12 +34,13 @@ std::vector<unsigned> choose_tables(const std::set<unsigned>& used, unsigned fir
 std::optional<std::map<ClaimKey, ClaimRecord>> read_claim_records(const std::string& state_dir) {
     const std::string path = state_dir + "/" + kFileName;
     std::ifstream in(path);
-    if (!in) return std::nullopt;   // nothing recorded yet
+    if (!in) return std::nullopt;  // nothing recorded yet
     std::stringstream ss;
     ss << in.rdbuf();
     const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
     if (!j.is_object() || !j.contains("claims") || !j["claims"].is_array())
-        throw std::runtime_error(path + " is not the provider's claim record: move it away to start empty "
+        throw std::runtime_error(path +
+                                 " is not the provider's claim record: move it away to start empty "
                                  "(the claims' addresses stay in the IPAM datastore)");
     std::map<ClaimKey, ClaimRecord> records;
     for (const auto& c : j["claims"]) {
@@ -65,9 +66,11 @@ ClaimRecords::ClaimRecords(std::string state_dir) : state_dir_(std::move(state_d
 void ClaimRecords::save() const {
     nlohmann::json claims = nlohmann::json::array();
     for (const auto& [key, r] : records_)
-        claims.push_back({{"claim", key.claim_uid}, {"device", key.device}, {"profile", r.profile}, {"tables", r.tables}});
+        claims.push_back(
+            {{"claim", key.claim_uid}, {"device", key.device}, {"profile", r.profile}, {"tables", r.tables}});
     try {
-        base::write_file_atomically(state_dir_ + "/" + kFileName, nlohmann::json{{"claims", claims}}.dump(1) + "\n", 0600);
+        base::write_file_atomically(state_dir_ + "/" + kFileName, nlohmann::json{{"claims", claims}}.dump(1) + "\n",
+                                    0600);
     } catch (const std::exception& e) {
         throw ProviderError(500, std::string("cannot record the claim's routing tables: ") + e.what());
     }
@@ -92,8 +95,10 @@ std::vector<unsigned> ClaimRecords::tables_for(const ClaimKey& key, const std::s
     try {
         save();
     } catch (...) {
-        if (previous) records_[key] = *previous;
-        else records_.erase(key);
+        if (previous)
+            records_[key] = *previous;
+        else
+            records_.erase(key);
         throw;
     }
     return updated.tables;

@@ -50,9 +50,8 @@ std::optional<int> arp_value(const SysctlEntry& entry, std::string_view name) {
 
 bool is_valid_profile_name(std::string_view name) {
     return !name.empty() && name.size() <= 253 && name.front() != '.' &&
-           std::all_of(name.begin(), name.end(), [](unsigned char c) {
-               return std::isalnum(c) || c == '.' || c == '_' || c == '-';
-           });
+           std::all_of(name.begin(), name.end(),
+                       [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
 Profile parse_profile(std::string_view name, std::string_view text, const NodePolicy& policy,
@@ -68,7 +67,8 @@ Profile parse_profile(std::string_view name, std::string_view text, const NodePo
     for (const auto& [key, value] : j.items())
         if (!known.contains(key))
             invalid(name, "unknown key \"" + key + "\" (a profile has network, ipam, policyRouting, sysctl)");
-    if (!j.contains("ipam") || !j["ipam"].is_object()) invalid(name, "\"ipam\" must be an rdmanet-ipam section (a JSON object)");
+    if (!j.contains("ipam") || !j["ipam"].is_object())
+        invalid(name, "\"ipam\" must be an rdmanet-ipam section (a JSON object)");
 
     Profile p;
     p.name = std::string(name);
@@ -111,7 +111,7 @@ Profile parse_profile(std::string_view name, std::string_view text, const NodePo
     for (const auto& write : plan_sysctls(p.pod, "IFNAME", false, false)) {
         const bool ignore = write.path == "net/ipv4/conf/IFNAME/arp_ignore";
         const bool announce = write.path == "net/ipv4/conf/IFNAME/arp_announce";
-        if (!ignore && !announce) continue;   // rp_filter: DRANET has no field for it
+        if (!ignore && !announce) continue;  // rp_filter: DRANET has no field for it
         SysctlEntry e{write.origin, "net.ipv4.conf", "IFNAME", ignore ? "arp_ignore" : "arp_announce", write.value};
         (ignore ? p.arp_ignore : p.arp_announce) = arp_value(e, name);
     }
@@ -128,7 +128,8 @@ Profile load_profile(const std::string& dir, std::string_view name, const NodePo
     const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd) {
         if (errno == ENOENT)
-            throw ProviderError(404, "profile \"" + std::string(name) + "\" does not exist on this node (no " + path + ")");
+            throw ProviderError(404,
+                                "profile \"" + std::string(name) + "\" does not exist on this node (no " + path + ")");
         throw ProviderError(500, "cannot read profile " + path + ": " + std::strerror(errno));
     }
     std::string text;

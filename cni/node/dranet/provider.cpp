@@ -19,19 +19,14 @@ namespace {
 [[noreturn]] void rethrow_ipam(const ipam::IpamError& e) {
     switch (e.code) {
     case ipam::codes::invalid_config:
-    case ipam::codes::unsupported_field:
-        throw ProviderError(400, e.msg);
-    case ipam::codes::address_in_use:
-        throw ProviderError(409, e.msg);
-    case ipam::codes::range_full:
-        throw ProviderError(409, e.msg + " (free addresses or widen the profile's range)");
-    default:
-        throw ProviderError(500, e.msg);
+    case ipam::codes::unsupported_field: throw ProviderError(400, e.msg);
+    case ipam::codes::address_in_use: throw ProviderError(409, e.msg);
+    case ipam::codes::range_full: throw ProviderError(409, e.msg + " (free addresses or widen the profile's range)");
+    default: throw ProviderError(500, e.msg);
     }
 }
 
-ipam::IpamRequest ipam_request(const Profile& profile, const ProfileRequest& request,
-                               const ProviderOptions& options) {
+ipam::IpamRequest ipam_request(const Profile& profile, const ProfileRequest& request, const ProviderOptions& options) {
     ipam::IpamRequest r;
     r.config = profile.ipam;
     r.config.store.default_kube = options.default_kube;
@@ -92,7 +87,8 @@ void ProfileProvider::release_profile_config(const ProfileRequest& request) {
     const std::string profile_name = !request.profile.empty() ? request.profile : record ? record->profile : "";
     if (!profile_name.empty()) {
         try {
-            const Profile profile = load_profile(options_.profiles_dir, profile_name, policy_, options_.node_name, false);
+            const Profile profile =
+                load_profile(options_.profiles_dir, profile_name, policy_, options_.node_name, false);
             ipam::del(ipam_request(profile, request, options_));
         } catch (const ProviderError& e) {
             if (e.status == 500) throw;

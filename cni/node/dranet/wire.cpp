@@ -58,7 +58,8 @@ ProfileRequest parse_profile_request(std::string_view body) {
         if (const auto iface = config->child("interface")) {
             if (const auto* addresses = iface->get("addresses")) {
                 if (!addresses->is_array())
-                    bad_request("config.interface.addresses must be a list of CIDR strings, got " + base::show_json(*addresses));
+                    bad_request("config.interface.addresses must be a list of CIDR strings, got " +
+                                base::show_json(*addresses));
                 for (const auto& a : *addresses) {
                     if (!a.is_string())
                         bad_request("config.interface.addresses must hold CIDR strings, got " + base::show_json(a));

@@ -40,8 +40,7 @@ inline std::string temporary_name(std::string_view name) {
 // Replaces `name` in the directory `dir_fd` with `content` (file mode `mode`). `name` is a single
 // path component. Throws std::system_error naming the step and the file; on failure the target
 // is unchanged and no temporary file is left behind.
-inline void write_file_atomically(int dir_fd, const std::string& name, std::string_view content,
-                                  mode_t mode = 0600) {
+inline void write_file_atomically(int dir_fd, const std::string& name, std::string_view content, mode_t mode = 0600) {
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
         detail::fail(EINVAL, "not a file name: \"" + name + "\"");
     const std::string tmp = detail::temporary_name(name);

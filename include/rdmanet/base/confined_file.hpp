@@ -101,7 +101,7 @@ inline UniqueFd open_base(const std::string& dir, CreateDirs create_dirs) {
 
 // Walks `parts` below `base` with O_NOFOLLOW, creating missing directories (0700) when asked.
 inline UniqueFd walk(UniqueFd base, const std::vector<std::string_view>& parts, const std::string& path,
-              CreateDirs create_dirs) {
+                     CreateDirs create_dirs) {
     UniqueFd current = std::move(base);
     for (auto part : parts) {
         const std::string name(part);
@@ -111,7 +111,7 @@ inline UniqueFd walk(UniqueFd base, const std::vector<std::string_view>& parts, 
         if (!next) {
             const int err = errno;
             // O_DIRECTORY|O_NOFOLLOW on a symlink gives ENOTDIR on Linux; say what it really is.
-            struct stat st{};
+            struct stat st {};
             if (::fstatat(current.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
                 fail(ELOOP, "component \"" + name + "\" of " + path + " is a symlink, which is not followed");
             fail(err, "cannot open directory component \"" + name + "\" of " + path);
@@ -157,7 +157,7 @@ inline std::string join_dirs(const std::vector<std::string>& dirs) {
 }
 
 inline UniqueFd open_confined(const std::string& dir, const std::string& path, int flags, unsigned mode,
-                       CreateDirs create_dirs) {
+                              CreateDirs create_dirs) {
     if (!is_path_inside(path, dir)) confined_detail::fail(EACCES, path + " is not inside " + dir);
     auto parts = confined_detail::relative_parts(dir, path);
     const std::string leaf(parts.back());
@@ -173,7 +173,7 @@ inline UniqueFd open_confined(const std::string& dir, const std::string& path, i
         if (err == ENXIO) confined_detail::fail(EINVAL, path + " is not a regular file");
         confined_detail::fail(err, "cannot open " + path);
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.get(), &st) != 0) confined_detail::fail(errno, "cannot stat " + path);
     if (!S_ISREG(st.st_mode)) confined_detail::fail(EINVAL, path + " is not a regular file");
     const int fl = ::fcntl(fd.get(), F_GETFL);
@@ -182,7 +182,8 @@ inline UniqueFd open_confined(const std::string& dir, const std::string& path, i
 }
 
 inline UniqueFd open_confined_dir(const std::string& dir, const std::string& path, CreateDirs create_dirs) {
-    const bool same = confined_detail::components(dir) == confined_detail::components(path) && !confined_detail::components(path).empty();
+    const bool same = confined_detail::components(dir) == confined_detail::components(path) &&
+                      !confined_detail::components(path).empty();
     if (!same && !is_path_inside(path, dir)) confined_detail::fail(EACCES, path + " is not inside " + dir);
     UniqueFd base = confined_detail::open_base(dir, create_dirs);
     if (same) return base;
@@ -201,7 +202,8 @@ inline std::string read_confined(const std::string& dir, const std::string& path
         }
         if (n == 0) break;
         out.append(buf, static_cast<std::size_t>(n));
-        if (out.size() > limit) confined_detail::fail(EFBIG, path + " is larger than " + std::to_string(limit) + " bytes");
+        if (out.size() > limit)
+            confined_detail::fail(EFBIG, path + " is larger than " + std::to_string(limit) + " bytes");
     }
     return out;
 }

@@ -47,11 +47,10 @@ enum class Failpoint {
 
 // A step's name starts with the verb it belongs to ("add_", "del_", "check_"): the walk arms it there.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Failpoint::count_)> kFailpoints = {
-    "add_after_ipam",          "add_after_pool_write", "add_after_slice_claim",
-    "add_after_slice_commit",  "add_after_slice_publish", "add_after_state_saved",
-    "add_after_move",          "add_after_pod_record", "add_after_pod_sysctls", "add_after_pod_addresses",
-    "add_after_pod_routes",    "add_after_configure",  "add_before_commit",
-    "del_after_reservation_drop", "del_after_ipam",    "del_after_teardown",
+    "add_after_ipam",          "add_after_pool_write",       "add_after_slice_claim", "add_after_slice_commit",
+    "add_after_slice_publish", "add_after_state_saved",      "add_after_move",        "add_after_pod_record",
+    "add_after_pod_sysctls",   "add_after_pod_addresses",    "add_after_pod_routes",  "add_after_configure",
+    "add_before_commit",       "del_after_reservation_drop", "del_after_ipam",        "del_after_teardown",
     "check_after_ipam",        "check_after_mode",
 };
 
@@ -80,8 +79,7 @@ static_assert(failpoint_name(Failpoint::add_after_ipam) == "add_after_ipam" &&
 // What an armed failpoint throws with RDMANET_FAILPOINT_ACTION=error.
 class InjectedFailure : public std::runtime_error {
 public:
-    explicit InjectedFailure(std::string_view step)
-        : std::runtime_error("injected failure at " + std::string(step)) {}
+    explicit InjectedFailure(std::string_view step) : std::runtime_error("injected failure at " + std::string(step)) {}
 };
 
 // When $RDMANET_FAILPOINT equals failpoint_name(fp): throws InjectedFailure if

@@ -28,7 +28,7 @@ public:
 
     Family family() const { return family_; }
     bool is_v4() const { return family_ == Family::v4; }
-    int af() const;                    // AF_INET or AF_INET6
+    int af() const;  // AF_INET or AF_INET6
     int bits() const { return is_v4() ? 32 : 128; }
     const std::uint8_t* data() const { return bytes_.data(); }
     std::size_t size() const { return is_v4() ? 4 : 16; }
@@ -55,8 +55,8 @@ struct IpNetwork {
     static std::optional<IpNetwork> parse_address_or_cidr(std::string_view text);
 
     IpNetwork masked() const;
-    IpAddress first() const { return masked().address; }   // network address
-    IpAddress last() const;                                 // broadcast / all-ones host part
+    IpAddress first() const { return masked().address; }  // network address
+    IpAddress last() const;                               // broadcast / all-ones host part
     bool contains(const IpAddress& ip) const;
     std::string str() const;
 

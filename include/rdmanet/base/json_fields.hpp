@@ -29,8 +29,8 @@ inline std::string show_json(const nlohmann::json& value, std::size_t limit = 80
 
 // What a member whose value is JSON null means.
 enum class JsonNull {
-    absent,   // unset, as Go's decoder reads it (network configs, results, whereabouts' ipam object)
-    value,    // a value of the wrong type for every accessor (the node policy: a typo fails closed)
+    absent,  // unset, as Go's decoder reads it (network configs, results, whereabouts' ipam object)
+    value,   // a value of the wrong type for every accessor (the node policy: a typo fails closed)
 };
 
 template <class Raise>
@@ -68,8 +68,8 @@ public:
         const auto* value = get(key);
         if (!value) return std::nullopt;
         // nlohmann stores parsed non-negative integers as unsigned, built ones may be signed.
-        const bool integer = value->is_number_unsigned() ||
-                             (value->is_number_integer() && value->template get<std::int64_t>() >= 0);
+        const bool integer =
+            value->is_number_unsigned() || (value->is_number_integer() && value->template get<std::int64_t>() >= 0);
         if (!integer) fail(key, "a non-negative integer", *value);
         const auto number = value->template get<std::uint64_t>();
         if (number > max) invalid(key, std::to_string(number) + " is too large: at most " + std::to_string(max));
@@ -97,12 +97,12 @@ public:
         return items;
     }
 
-    const nlohmann::json* object(std::string_view key) const {   // checked, nullptr when absent
+    const nlohmann::json* object(std::string_view key) const {  // checked, nullptr when absent
         const auto* value = get(key);
         if (value && !value->is_object()) fail(key, "a JSON object", *value);
         return value;
     }
-    const nlohmann::json* array(std::string_view key) const {    // checked, nullptr when absent
+    const nlohmann::json* array(std::string_view key) const {  // checked, nullptr when absent
         const auto* value = get(key);
         if (value && !value->is_array()) fail(key, "a JSON list", *value);
         return value;
@@ -133,7 +133,7 @@ public:
         for (std::size_t i = 0; i < list->size(); ++i) each(object_at(key, *list, i, requirement));
     }
 
-    std::string name(std::string_view key) const {   // full path of a member
+    std::string name(std::string_view key) const {  // full path of a member
         return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
     }
     const std::string& path() const { return path_; }
@@ -152,10 +152,10 @@ public:
 private:
     [[noreturn]] static void raise_and_stop(const Raise& raise, std::string message, std::string details = "") {
         raise(std::move(message), std::move(details));
-        std::abort();   // a Raise that returns is a programming error: never go on with a bad value
+        std::abort();  // a Raise that returns is a programming error: never go on with a bad value
     }
 
-    const nlohmann::json* object_;   // a pointer so readers can be reassigned
+    const nlohmann::json* object_;  // a pointer so readers can be reassigned
     std::string path_;
     Raise raise_;
     JsonNull null_;

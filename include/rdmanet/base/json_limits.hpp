@@ -24,7 +24,7 @@
 namespace rdmanet::base {
 
 inline constexpr std::size_t kMaxJsonDepth = 64;
-inline constexpr std::size_t kMaxJsonBytes = std::size_t{16} << 20;   // 16 MiB
+inline constexpr std::size_t kMaxJsonBytes = std::size_t{16} << 20;  // 16 MiB
 
 struct JsonLimits {
     std::size_t max_depth = kMaxJsonDepth;
@@ -54,21 +54,23 @@ inline std::size_t too_deep_at(std::string_view text, std::size_t max_depth) {
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
         if (in_string) {
-            if (c == '\\') ++i;   // skip the escaped byte, which may be a quote
-            else if (c == '"') in_string = false;
+            if (c == '\\')
+                ++i;  // skip the escaped byte, which may be a quote
+            else if (c == '"')
+                in_string = false;
             continue;
         }
         switch (c) {
-            case '"': in_string = true; break;
-            case '[':
-            case '{':
-                if (++depth > max_depth) return i;
-                break;
-            case ']':
-            case '}':
-                if (depth > 0) --depth;
-                break;
-            default: break;
+        case '"': in_string = true; break;
+        case '[':
+        case '{':
+            if (++depth > max_depth) return i;
+            break;
+        case ']':
+        case '}':
+            if (depth > 0) --depth;
+            break;
+        default: break;
         }
     }
     return std::string_view::npos;

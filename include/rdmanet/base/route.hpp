@@ -13,8 +13,8 @@
 namespace rdmanet::base {
 
 struct Route {
-    IpNetwork dst;                    // host bits kept as written (printed back unchanged)
-    std::optional<IpAddress> gw;      // none: the interface's gateway of the family, or on-link
+    IpNetwork dst;                // host bits kept as written (printed back unchanged)
+    std::optional<IpAddress> gw;  // none: the interface's gateway of the family, or on-link
     // CNI 1.1.0 route extras; the IPAM config has no keys for them, a result may carry them.
     std::optional<unsigned> mtu, advmss, priority, table, scope;
     friend bool operator==(const Route&, const Route&) = default;
@@ -44,8 +44,9 @@ inline std::string routes_problem(const std::vector<Route>& routes, std::string_
     const auto name = [&](std::size_t i) { return std::string(list) + "[" + std::to_string(i) + "]"; };
     for (std::size_t i = 0; i < routes.size(); ++i) {
         if (route_table_of(routes[i]) == kLocalRouteTable)
-            return name(i) + ".table 255 is the kernel's local table, which holds the node's own addresses and "
-                             "is consulted before every other: use a table of 1-252 or 256 and up, or none (main)";
+            return name(i) +
+                   ".table 255 is the kernel's local table, which holds the node's own addresses and "
+                   "is consulted before every other: use a table of 1-252 or 256 and up, or none (main)";
         for (std::size_t j = 0; j < i; ++j) {
             const Route& a = routes[j];
             const Route& b = routes[i];

@@ -16,10 +16,10 @@ namespace rdmanet::ipam {
 
 struct IpamRequest {
     IpamConfig config;
-    std::string network;                  // CNI network "name"
+    std::string network;  // CNI network "name"
     std::string container_id;
     std::string ifname;
-    std::string podref;                   // make_podref(); never empty for add()
+    std::string podref;  // make_podref(); never empty for add()
     // Static requests, as written: runtimeConfig.ips, args.cni.ips, CNI_ARGS IP= ("IP" or "IP/len").
     // One inside a range takes that address in that range's pool (instead of the lowest free one);
     // one inside no range is returned as-is without reservation (whereabouts' static addresses)
@@ -32,13 +32,13 @@ struct IpamRequest {
 };
 
 struct IpamIp {
-    base::IpNetwork address;              // host bits kept, the range's prefix: 10.0.0.5/24
+    base::IpNetwork address;  // host bits kept, the range's prefix: 10.0.0.5/24
     std::optional<base::IpAddress> gateway;
     friend bool operator==(const IpamIp&, const IpamIp&) = default;
 };
 
 struct IpamResult {
-    std::vector<IpamIp> ips;              // one per range in config order, then static addresses
+    std::vector<IpamIp> ips;  // one per range in config order, then static addresses
     std::vector<Route> routes;
     Dns dns;
 };

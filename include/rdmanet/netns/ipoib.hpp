@@ -17,15 +17,15 @@ namespace rdmanet::netns {
 
 // Kernel values of IFLA_IPOIB_MODE.
 enum class IpoibMode : std::uint16_t { datagram = 0, connected = 1 };
-std::string_view ipoib_mode_name(IpoibMode mode);   // "datagram" | "connected"
+std::string_view ipoib_mode_name(IpoibMode mode);  // "datagram" | "connected"
 std::optional<IpoibMode> parse_ipoib_mode(std::string_view name);
 
 struct IpoibSpec {
-    std::string name;           // created under this (temporary) name in the socket's netns
-    int parent_index = 0;       // IFLA_LINK: ifindex of the InfiniBand parent
-    std::uint16_t pkey = 0;     // IFLA_IPOIB_PKEY; the kernel sets the full-membership bit
+    std::string name;        // created under this (temporary) name in the socket's netns
+    int parent_index = 0;    // IFLA_LINK: ifindex of the InfiniBand parent
+    std::uint16_t pkey = 0;  // IFLA_IPOIB_PKEY; the kernel sets the full-membership bit
     IpoibMode mode = IpoibMode::datagram;
-    bool umcast = true;         // IFLA_IPOIB_UMCAST (ipoib-cni sets it)
+    bool umcast = true;  // IFLA_IPOIB_UMCAST (ipoib-cni sets it)
 };
 
 class IpoibLinks {

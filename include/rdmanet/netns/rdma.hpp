@@ -19,12 +19,12 @@ namespace rdmanet::netns {
 
 // Kernel values of RDMA_NLDEV_SYS_ATTR_NETNS_MODE.
 enum class RdmaNetnsMode : std::uint8_t { exclusive = 0, shared = 1 };
-std::string_view rdma_netns_mode_name(RdmaNetnsMode mode);   // "exclusive" | "shared"
+std::string_view rdma_netns_mode_name(RdmaNetnsMode mode);  // "exclusive" | "shared"
 std::optional<RdmaNetnsMode> parse_rdma_netns_mode(std::string_view name);
 
 struct RdmaDeviceInfo {
-    std::uint32_t index = 0;   // RDMA_NLDEV_ATTR_DEV_INDEX (not an ifindex)
-    std::string name;          // RDMA_NLDEV_ATTR_DEV_NAME, e.g. "mlx5_3", "rxe0"
+    std::uint32_t index = 0;  // RDMA_NLDEV_ATTR_DEV_INDEX (not an ifindex)
+    std::string name;         // RDMA_NLDEV_ATTR_DEV_NAME, e.g. "mlx5_3", "rxe0"
     friend bool operator==(const RdmaDeviceInfo&, const RdmaDeviceInfo&) = default;
 };
 
@@ -43,11 +43,11 @@ struct RdmaDeviceInfo {
 class RdmaNetlink {
 public:
     virtual ~RdmaNetlink() = default;
-    virtual RdmaNetnsMode netns_mode() = 0;                            // SYS_GET
-    virtual void set_netns_mode(RdmaNetnsMode mode) = 0;              // SYS_SET
-    virtual std::vector<RdmaDeviceInfo> devices() = 0;                // GET, dump
-    virtual void move_device(std::uint32_t index, int netns_fd) = 0;  // SET + NET_NS_FD
-    virtual void rename_device(std::uint32_t index, const std::string& name) = 0;   // SET + DEV_NAME
+    virtual RdmaNetnsMode netns_mode() = 0;                                        // SYS_GET
+    virtual void set_netns_mode(RdmaNetnsMode mode) = 0;                           // SYS_SET
+    virtual std::vector<RdmaDeviceInfo> devices() = 0;                             // GET, dump
+    virtual void move_device(std::uint32_t index, int netns_fd) = 0;               // SET + NET_NS_FD
+    virtual void rename_device(std::uint32_t index, const std::string& name) = 0;  // SET + DEV_NAME
 
     // Name -> index through devices(); nullopt when this namespace does not see it.
     std::optional<RdmaDeviceInfo> device_by_name(const std::string& name);
@@ -61,8 +61,8 @@ std::unique_ptr<RdmaNetlink> open_rdma_netlink();
 // NLM_F_DUMP), nlmsg_pid 0, the given sequence number, no family header (nldev has none).
 namespace rdma_wire {
 
-constexpr int kNetlinkRdma = 20;                 // NETLINK_RDMA
-constexpr std::uint16_t kClientNldev = 5;        // RDMA_NL_NLDEV
+constexpr int kNetlinkRdma = 20;           // NETLINK_RDMA
+constexpr std::uint16_t kClientNldev = 5;  // RDMA_NL_NLDEV
 constexpr std::uint16_t type_of(std::uint16_t op) { return static_cast<std::uint16_t>((kClientNldev << 10) + op); }
 constexpr std::uint16_t kCmdGet = 1, kCmdSet = 2, kCmdSysGet = 6, kCmdSysSet = 7;
 constexpr std::uint16_t kAttrDevIndex = 1, kAttrDevName = 2, kAttrNetnsMode = 66, kAttrNetNsFd = 68;

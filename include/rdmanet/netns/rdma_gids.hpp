@@ -21,15 +21,15 @@ namespace rdmanet::netns {
 struct RdmaGidEntry {
     unsigned port = 0;
     unsigned index = 0;
-    std::string gid;    // as sysfs prints it: 8 groups of 4 lower-case hex digits
-    std::string type;   // gid_attrs/types/<i>, "" when unreadable
+    std::string gid;   // as sysfs prints it: 8 groups of 4 lower-case hex digits
+    std::string type;  // gid_attrs/types/<i>, "" when unreadable
     friend bool operator==(const RdmaGidEntry&, const RdmaGidEntry&) = default;
 };
 
 struct RdmaGidTable {
-    bool exists = false;   // class/infiniband/<device> is in this view
-    bool roce = false;     // some port's link_layer is Ethernet (InfiniBand GIDs are not IP-based)
-    std::vector<RdmaGidEntry> entries;   // used entries of every port, by port then index
+    bool exists = false;                // class/infiniband/<device> is in this view
+    bool roce = false;                  // some port's link_layer is Ethernet (InfiniBand GIDs are not IP-based)
+    std::vector<RdmaGidEntry> entries;  // used entries of every port, by port then index
 };
 
 // The table of `device` under sysfs.root(); `exists` false when this view has no such device

@@ -28,16 +28,16 @@ std::vector<std::string> netdev_rdma_devices(const Sysfs& sysfs, const std::stri
 
 struct RdmaPortSysfs {
     unsigned port = 0;
-    std::string state;        // "ACTIVE" from "4: ACTIVE"
-    std::string link_layer;   // "Ethernet" | "InfiniBand"
-    std::vector<std::string> netdevs;   // unique names from gid_attrs/ndevs/*
+    std::string state;                 // "ACTIVE" from "4: ACTIVE"
+    std::string link_layer;            // "Ethernet" | "InfiniBand"
+    std::vector<std::string> netdevs;  // unique names from gid_attrs/ndevs/*
 };
 
 struct RdmaDeviceSysfs {
     std::string name;
-    std::string parent;       // PCI address or auxiliary id (basename of device ->), "" for rxe
-    bool is_vf = false;       // the PCI parent has a physfn link
-    std::string pf;           // the PF's PCI address for a VF
+    std::string parent;  // PCI address or auxiliary id (basename of device ->), "" for rxe
+    bool is_vf = false;  // the PCI parent has a physfn link
+    std::string pf;      // the PF's PCI address for a VF
     std::string node_guid;
     std::vector<RdmaPortSysfs> ports;
 };

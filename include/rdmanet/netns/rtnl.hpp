@@ -14,13 +14,13 @@ namespace rdmanet::netns {
 struct LinkInfo {
     int index = 0;
     std::string name;
-    std::string kind;           // IFLA_INFO_KIND ("macvlan", "veth", ...); empty for physical
-    std::string mac;            // lower-case colon hex; empty when the link has no address
+    std::string kind;  // IFLA_INFO_KIND ("macvlan", "veth", ...); empty for physical
+    std::string mac;   // lower-case colon hex; empty when the link has no address
     unsigned mtu = 0;
-    bool up = false;            // IFF_UP
-    std::string alias;          // IFLA_IFALIAS
-    int parent_index = 0;       // IFLA_LINK (macvlan master, veth peer ...), 0 when none
-    int macvlan_mode = 0;       // IFLA_MACVLAN_MODE for kind "macvlan", else 0
+    bool up = false;                    // IFF_UP
+    std::string alias;                  // IFLA_IFALIAS
+    int parent_index = 0;               // IFLA_LINK (macvlan master, veth peer ...), 0 when none
+    int macvlan_mode = 0;               // IFLA_MACVLAN_MODE for kind "macvlan", else 0
     std::vector<std::string> altnames;  // IFLA_PROP_LIST / IFLA_ALT_IFNAME
 };
 
@@ -28,41 +28,41 @@ struct LinkInfo {
 enum class MacvlanMode : int { private_ = 1, vepa = 2, bridge = 4, passthru = 8 };
 
 struct MacvlanSpec {
-    std::string name;           // name to create it under (a temporary one)
-    int master_index = 0;       // ifindex of the master in THIS socket's netns
+    std::string name;      // name to create it under (a temporary one)
+    int master_index = 0;  // ifindex of the master in THIS socket's netns
     MacvlanMode mode = MacvlanMode::bridge;
-    unsigned mtu = 0;           // 0 = inherit the master's
-    std::string mac;            // empty = kernel-chosen; passthru ignores it (master's MAC)
-    int target_netns_fd = -1;   // created directly in this netns when >= 0 (IFLA_NET_NS_FD)
+    unsigned mtu = 0;          // 0 = inherit the master's
+    std::string mac;           // empty = kernel-chosen; passthru ignores it (master's MAC)
+    int target_netns_fd = -1;  // created directly in this netns when >= 0 (IFLA_NET_NS_FD)
 };
 
 struct RouteInfo {
-    std::optional<base::IpNetwork> dst;       // nullopt = default route
+    std::optional<base::IpNetwork> dst;  // nullopt = default route
     std::optional<base::IpAddress> gateway;
     int ifindex = 0;
-    unsigned priority = 0;              // RTA_PRIORITY (metric)
-    unsigned table = 254;               // RT_TABLE_MAIN
-    int scope = 0;                      // RT_SCOPE_UNIVERSE
-    unsigned mtu = 0;                   // RTAX_MTU, 0 = unset
-    unsigned advmss = 0;                // RTAX_ADVMSS, 0 = unset
-    int family = 0;                     // AF_INET / AF_INET6 (derived when 0)
-    std::optional<base::IpAddress> prefsrc;   // RTA_PREFSRC: the source address hint
+    unsigned priority = 0;                   // RTA_PRIORITY (metric)
+    unsigned table = 254;                    // RT_TABLE_MAIN
+    int scope = 0;                           // RT_SCOPE_UNIVERSE
+    unsigned mtu = 0;                        // RTAX_MTU, 0 = unset
+    unsigned advmss = 0;                     // RTAX_ADVMSS, 0 = unset
+    int family = 0;                          // AF_INET / AF_INET6 (derived when 0)
+    std::optional<base::IpAddress> prefsrc;  // RTA_PREFSRC: the source address hint
 };
 
 // A policy routing rule "from <src> lookup <table>" (FR_ACT_TO_TBL); other rules are listed with
 // their table and priority only (src unset).
 struct RuleInfo {
-    int family = 0;                             // AF_INET / AF_INET6
-    std::optional<base::IpNetwork> src;         // FRA_SRC with its prefix length
-    unsigned table = 0;                         // FRA_TABLE (or the header's table)
-    std::optional<unsigned> priority;           // FRA_PRIORITY; nullopt = let the kernel choose
+    int family = 0;                      // AF_INET / AF_INET6
+    std::optional<base::IpNetwork> src;  // FRA_SRC with its prefix length
+    unsigned table = 0;                  // FRA_TABLE (or the header's table)
+    std::optional<unsigned> priority;    // FRA_PRIORITY; nullopt = let the kernel choose
 };
 
 // An address of a link with the flags DAD cares about.
 struct AddressState {
     base::IpNetwork address;
-    bool tentative = false;    // IFA_F_TENTATIVE: DAD still running, not usable as a source
-    bool dad_failed = false;   // IFA_F_DADFAILED: a duplicate answered, never usable
+    bool tentative = false;   // IFA_F_TENTATIVE: DAD still running, not usable as a source
+    bool dad_failed = false;  // IFA_F_DADFAILED: a duplicate answered, never usable
 };
 
 class Rtnl {
@@ -92,7 +92,7 @@ public:
     void set_up(int index, bool up);
     void set_mtu(int index, unsigned mtu);
     void set_mac(int index, const std::string& mac);
-    void set_alias(int index, const std::string& alias);   // empty clears it
+    void set_alias(int index, const std::string& alias);  // empty clears it
     void delete_link(int index);
     // RTM_DELLINKPROP with IFLA_PROP_LIST/IFLA_ALT_IFNAME; ENOENT/ENODATA are not errors, nor is
     // the kernel's EINVAL for a name that is not an altname of this link (its primary name, or

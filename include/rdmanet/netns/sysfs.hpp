@@ -14,8 +14,8 @@ public:
     explicit Sysfs(std::string root = "/sys") : root_(std::move(root)) {}
     const std::string& root() const { return root_; }
 
-    bool pci_device_exists(const std::string& pci) const;       // bus/pci/devices/<pci>
-    bool aux_device_exists(const std::string& id) const;        // bus/auxiliary/devices/<id>
+    bool pci_device_exists(const std::string& pci) const;  // bus/pci/devices/<pci>
+    bool aux_device_exists(const std::string& id) const;   // bus/auxiliary/devices/<id>
     // Netdev names of a PCI function: bus/pci/devices/<pci>/net/* then .../virtio*/net/*, sorted.
     std::vector<std::string> pci_netdevs(const std::string& pci) const;
     std::vector<std::string> aux_netdevs(const std::string& id) const;

@@ -25,16 +25,16 @@ inline constexpr std::uint16_t kVlanProto8021AD = 0x88a8;
 // One VF as its PF reports it.
 struct VfInfo {
     unsigned index = 0;
-    std::string mac = "00:00:00:00:00:00";   // admin MAC, lower-case (first 6 bytes of the 32)
+    std::string mac = "00:00:00:00:00:00";  // admin MAC, lower-case (first 6 bytes of the 32)
     unsigned vlan = 0;
     unsigned qos = 0;
-    std::uint16_t vlan_proto = kVlanProto8021Q;   // host byte order
-    unsigned min_tx_rate = 0;                     // Mbps, 0 = no limit
+    std::uint16_t vlan_proto = kVlanProto8021Q;  // host byte order
+    unsigned min_tx_rate = 0;                    // Mbps, 0 = no limit
     unsigned max_tx_rate = 0;
-    std::optional<bool> spoofchk;                 // nullopt: the driver does not report it
+    std::optional<bool> spoofchk;  // nullopt: the driver does not report it
     std::optional<bool> trust;
     VfLinkState link_state = VfLinkState::auto_;
-    std::optional<std::uint64_t> node_guid;       // InfiniBand VFs (kernel >= 5.x drivers)
+    std::optional<std::uint64_t> node_guid;  // InfiniBand VFs (kernel >= 5.x drivers)
     std::optional<std::uint64_t> port_guid;
     friend bool operator==(const VfInfo&, const VfInfo&) = default;
 };
@@ -44,13 +44,13 @@ struct VfChange {
     enum class Field { mac, vlan, rate, spoofchk, trust, link_state, node_guid, port_guid };
     Field field = Field::mac;
     unsigned vf = 0;
-    std::string mac;                              // Field::mac (six octets)
-    unsigned vlan = 0, qos = 0;                   // Field::vlan
+    std::string mac;             // Field::mac (six octets)
+    unsigned vlan = 0, qos = 0;  // Field::vlan
     std::uint16_t vlan_proto = kVlanProto8021Q;
-    unsigned min_tx_rate = 0, max_tx_rate = 0;    // Field::rate
-    bool enabled = false;                         // spoofchk, trust
+    unsigned min_tx_rate = 0, max_tx_rate = 0;  // Field::rate
+    bool enabled = false;                       // spoofchk, trust
     VfLinkState link_state = VfLinkState::auto_;
-    std::uint64_t guid = 0;                       // node_guid, port_guid
+    std::uint64_t guid = 0;  // node_guid, port_guid
 
     static VfChange set_mac(unsigned vf, std::string mac);
     static VfChange set_vlan(unsigned vf, unsigned vlan, unsigned qos, std::uint16_t proto);

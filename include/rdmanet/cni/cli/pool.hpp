@@ -19,9 +19,9 @@
 namespace rdmanet::cni::ctl {
 
 struct PoolOptions {
-    std::string data_dir = std::string(ipam::kDefaultDataDir);   // the local store's directory
+    std::string data_dir = std::string(ipam::kDefaultDataDir);  // the local store's directory
     bool json = false;
-    KubeOptions kube;                                           // set: list/show IPPools from the API
+    KubeOptions kube;  // set: list/show IPPools from the API
 };
 
 // A pool as a whereabouts IPPool object:
@@ -41,13 +41,13 @@ int pool_verify(const PoolOptions& options, std::ostream& out, std::ostream& err
 // nv-ipam pools (ipam.poolName): the node's block or subnet of each pool it has used, from the
 // node's cached copy (no API request). `source` says who wrote the status entry.
 struct NvBlockUsage {
-    std::string pool;      // "CIDRPool kube-system/rail1"
+    std::string pool;  // "CIDRPool kube-system/rail1"
     std::string node;
-    std::string block;     // "10.0.3.0/24" or "192.168.0.101-192.168.0.200"
-    std::string gateway;   // "" = none
+    std::string block;    // "10.0.3.0/24" or "192.168.0.101-192.168.0.200"
+    std::string gateway;  // "" = none
     std::uint64_t used = 0;
     std::uint64_t free = 0;
-    std::string source;    // nv-ipam's controller, or rdmanet (claimed without it)
+    std::string source;  // nv-ipam's controller, or rdmanet (claimed without it)
 };
 std::vector<NvBlockUsage> nv_block_usage(const std::string& data_dir);
 // `pool blocks`: one line per block, or a JSON array with json.

@@ -26,8 +26,8 @@ inline const std::vector<std::string> kSystemModprobeDirs = {"/lib/modprobe.d", 
                                                              "/run/modprobe.d"};
 
 struct RdmaModeOptions {
-    std::string set;                            // "" shows the mode; else exclusive|shared
-    bool persist = false;                       // also write the ib_core module option
+    std::string set;       // "" shows the mode; else exclusive|shared
+    bool persist = false;  // also write the ib_core module option
     std::string modprobe_dir = "/etc/modprobe.d";
     // Read (not written) to tell the boot setting, as modprobe and the kernel would.
     std::vector<std::string> system_modprobe_dirs = kSystemModprobeDirs;
@@ -39,8 +39,8 @@ struct RdmaModeOptions {
 // later dir hiding the same name in an earlier one), overridden by ib_core.netns_mode= on the
 // kernel command line. value "" = nothing sets it (the kernel default, shared).
 struct BootNetnsMode {
-    std::string value;    // as written: 0/1, N/Y, ...
-    std::string source;   // the file that sets it
+    std::string value;   // as written: 0/1, N/Y, ...
+    std::string source;  // the file that sets it
 };
 BootNetnsMode boot_netns_mode(const std::vector<std::string>& dirs, const std::string& cmdline_file);
 // A netns_mode parameter value as the kernel reads it (bool: 0/N/n/false = exclusive).
@@ -65,7 +65,7 @@ std::optional<netns::RdmaNetnsMode> ib_core_conf_mode(const std::string& content
 
 // One line of `rdmanetctl devices`.
 struct DeviceRow {
-    std::string device, state, link_layer, netdev, pci, function;   // function: PF | VF | SF | -
+    std::string device, state, link_layer, netdev, pci, function;  // function: PF | VF | SF | -
     unsigned port = 0;
 };
 
@@ -73,8 +73,8 @@ struct DeviceRow {
 struct VerbsPort {
     std::string device;
     unsigned port = 0;
-    std::string state;        // ibv_port_state_str: "PORT_ACTIVE" -> "ACTIVE"
-    std::string link_layer;   // "Ethernet" | "InfiniBand"
+    std::string state;       // ibv_port_state_str: "PORT_ACTIVE" -> "ACTIVE"
+    std::string link_layer;  // "Ethernet" | "InfiniBand"
 };
 // libibverbs' view of this node (cni/cli/verbs.cpp, linked only into rdmanetctl). Empty when
 // there are no devices or no verbs support.
@@ -89,10 +89,10 @@ std::string format_device_table(const std::vector<DeviceRow>& rows);
 
 struct DevicesOptions {
     std::string sysfs_root = "/sys";
-    bool verbs = true;   // ask libibverbs too (always off for a sysfs root other than /sys)
+    bool verbs = true;  // ask libibverbs too (always off for a sysfs root other than /sys)
 };
 // Zero devices is not an error: a line explaining where RDMA devices come from, exit 0.
-int devices(const DevicesOptions& options, const std::function<std::vector<VerbsPort>()>& verbs,
-            std::ostream& out, std::ostream& err);
+int devices(const DevicesOptions& options, const std::function<std::vector<VerbsPort>()>& verbs, std::ostream& out,
+            std::ostream& err);
 
 }  // namespace rdmanet::cni::ctl

@@ -19,27 +19,27 @@
 namespace rdmanet::cni::ctl {
 
 struct SliceLine {
-    std::string slice;                   // "10.70.0.0/25"
-    std::string node;                    // its holder: the NodeSlicePool's when read, else this node's held file
+    std::string slice;  // "10.70.0.0/25"
+    std::string node;   // its holder: the NodeSlicePool's when read, else this node's held file
     // held: this node holds it; revoked: this node claimed it, but the NodeSlicePool no longer gives
     // it to this node; other: another node's; free: listed with no node (whereabouts' form).
     std::string state;
-    bool revoked_locally = false;        // the held file records the revocation (the node stopped allocating)
-    std::string ippool;                  // the slice IPPool's name ("" for a free slice)
-    std::optional<std::uint64_t> used;   // entries of the slice IPPool (nullopt: not read)
-    std::string usable;                  // addresses of the slice but its first and last (decimal)
-    std::string free;                    // usable - used (decimal), "" when used is not known
-    std::optional<std::uint64_t> local_used;   // this node's local store (nullopt: not this node's)
-    std::uint64_t pending = 0;           // backlog changes of this slice's IPPool
+    bool revoked_locally = false;             // the held file records the revocation (the node stopped allocating)
+    std::string ippool;                       // the slice IPPool's name ("" for a free slice)
+    std::optional<std::uint64_t> used;        // entries of the slice IPPool (nullopt: not read)
+    std::string usable;                       // addresses of the slice but its first and last (decimal)
+    std::string free;                         // usable - used (decimal), "" when used is not known
+    std::optional<std::uint64_t> local_used;  // this node's local store (nullopt: not this node's)
+    std::uint64_t pending = 0;                // backlog changes of this slice's IPPool
 };
 
 struct SlicePoolReport {
-    std::string name;         // the NodeSlicePool
-    std::string node;         // this node's name in it ("" when this node holds nothing of it)
+    std::string name;  // the NodeSlicePool
+    std::string node;  // this node's name in it ("" when this node holds nothing of it)
     std::string range;
     std::string slice_size;
-    std::vector<SliceLine> slices;   // sorted by address
-    std::string api_error;           // why the NodeSlicePool could not be read ("" = read, or not asked)
+    std::vector<SliceLine> slices;  // sorted by address
+    std::string api_error;          // why the NodeSlicePool could not be read ("" = read, or not asked)
 };
 
 struct BacklogReport {
@@ -51,10 +51,10 @@ struct BacklogReport {
 
 struct SlicesReport {
     std::string slices_dir;
-    bool api_read = false;                 // the NodeSlicePools were asked for
-    std::string api_error;                 // listing the NodeSlicePools failed
-    std::string local_error;               // the local store or a held file could not be read (e.g. a read-only mount)
-    std::vector<SlicePoolReport> pools;    // sorted by name
+    bool api_read = false;               // the NodeSlicePools were asked for
+    std::string api_error;               // listing the NodeSlicePools failed
+    std::string local_error;             // the local store or a held file could not be read (e.g. a read-only mount)
+    std::vector<SlicePoolReport> pools;  // sorted by name
     BacklogReport backlog;
 };
 

@@ -20,11 +20,11 @@ struct RuntimeConfig {
     std::vector<std::string> ips;
     std::optional<std::string> device_id;
     std::optional<std::string> infiniband_guid;
-    std::optional<std::string> device_info_file;   // CNIDeviceInfoFile
+    std::optional<std::string> device_info_file;  // CNIDeviceInfoFile
 };
 
 struct IpamConf {
-    std::string type;                      // empty when the config has no ipam section
+    std::string type;  // empty when the config has no ipam section
     nlohmann::json raw = nlohmann::json::object();
 };
 
@@ -42,19 +42,19 @@ struct NetConf {
     std::string mode;
     // The mode's own keys, parsed by the mode (its registry entry): settings.get<SriovConf>().
     ModeSettingsHolder settings;
-    RdmaConf rdma;                                       // "rdma": {"isolation": ...}
-    PodSettings pod;                                     // policyRouting, sysctl, ipv6
+    RdmaConf rdma;    // "rdma": {"isolation": ...}
+    PodSettings pod;  // policyRouting, sysctl, ipv6
     IpamConf ipam;
     Dns dns;
     RuntimeConfig runtime;
-    std::vector<std::string> args_cni_ips;               // args.cni.ips
+    std::vector<std::string> args_cni_ips;  // args.cni.ips
     std::optional<Result> prev_result;
-    std::string log_file;                                // logFile, "" = no log
-    std::string log_level = "info";                      // logLevel: trace|debug|info|warn|error|off
+    std::string log_file;            // logFile, "" = no log
+    std::string log_level = "info";  // logLevel: trace|debug|info|warn|error|off
     // GC: cni.dev/valid-attachments (or legacy cni.dev/attachments); nullopt when absent,
     // which is different from an empty list (absent = do nothing destructive).
     std::optional<std::vector<AttachmentKey>> valid_attachments;
-    nlohmann::json raw;                                  // the whole stdin object
+    nlohmann::json raw;  // the whole stdin object
 
     // runtimeConfig.mac > CNI_ARGS MAC= > the mode's own "mac" key; nullopt when none.
     // Lower-cased. Throws Error(invalid_environment) when the CNI_ARGS MAC it would use is not an

@@ -37,7 +37,7 @@ struct ModeKeys {
     const JsonFields& top;
     const NetConf& conf;
     const Attempt& attempt;
-    bool required;   // ADD/CHECK: keys a mode cannot work without must be present
+    bool required;  // ADD/CHECK: keys a mode cannot work without must be present
 };
 
 // `value` must be one of `allowed`; the message lists them.

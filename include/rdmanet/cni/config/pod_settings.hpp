@@ -22,23 +22,23 @@ inline constexpr unsigned kMaxRulePriority = 32765;
 inline constexpr unsigned kFirstAutoTable = 100;
 
 struct PolicyRouting {
-    std::optional<unsigned> table;      // nullopt = the first free one from kFirstAutoTable up
-    std::optional<unsigned> priority;   // nullopt = the kernel's choice (below the lowest rule)
-    bool add_source_hints = false;      // routes carry this attachment's address as source hint
+    std::optional<unsigned> table;     // nullopt = the first free one from kFirstAutoTable up
+    std::optional<unsigned> priority;  // nullopt = the kernel's choice (below the lowest rule)
+    bool add_source_hints = false;     // routes carry this attachment's address as source hint
 };
 
 // One "sysctl" entry, checked: the key names a per-interface setting of the pod-side interface.
 struct SysctlEntry {
-    std::string key;     // as written ("net.ipv4.conf.IFNAME.arp_ignore")
-    std::string tree;    // "net.ipv4.conf", "net.ipv4.neigh", "net.ipv6.conf" or "net.ipv6.neigh"
-    std::string iface;   // "IFNAME" or the literal interface name the key was written with
-    std::string leaf;    // "arp_ignore"
-    std::string value;   // "1"
+    std::string key;    // as written ("net.ipv4.conf.IFNAME.arp_ignore")
+    std::string tree;   // "net.ipv4.conf", "net.ipv4.neigh", "net.ipv6.conf" or "net.ipv6.neigh"
+    std::string iface;  // "IFNAME" or the literal interface name the key was written with
+    std::string leaf;   // "arp_ignore"
+    std::string value;  // "1"
 };
 
 struct PodSettings {
     std::optional<PolicyRouting> policy_routing;
-    std::vector<SysctlEntry> sysctl;    // in the order written
+    std::vector<SysctlEntry> sysctl;  // in the order written
     // ipv6.dad: nullopt = the default (skip DAD for the embedded IPAM's addresses, which are
     // unique by construction; run it for any other IPAM's).
     std::optional<bool> ipv6_dad;

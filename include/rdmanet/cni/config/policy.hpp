@@ -79,8 +79,8 @@ struct DeviceRules {
 };
 
 struct NodePolicy {
-    std::string source;                      // the file it was read from; "" = built-in defaults
-    std::optional<std::vector<std::string>> modes;   // nullopt = every mode
+    std::string source;                             // the file it was read from; "" = built-in defaults
+    std::optional<std::vector<std::string>> modes;  // nullopt = every mode
     DeviceRules devices;
     DeviceRules masters;
     std::string log_dir = std::string(kDefaultLogDir);
@@ -90,7 +90,7 @@ struct NodePolicy {
     std::vector<std::string> ipam_data_dirs = {std::string(kDefaultIpamDataRoot)};
     std::vector<std::string> device_info_dirs = {std::string(kMultusDevInfoDir), std::string(kMultusDevInfoRunDir)};
     std::string state_dir = std::string(kDefaultStateDir);
-    std::optional<std::vector<std::string>> sysctls;   // "sysctls": nullopt = every per-interface key
+    std::optional<std::vector<std::string>> sysctls;  // "sysctls": nullopt = every per-interface key
 
     // What the IPAM layer enforces on the ipam object's file keys.
     ipam::PathLimits ipam_limits() const;

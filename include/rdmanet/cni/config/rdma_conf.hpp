@@ -21,7 +21,7 @@ enum class RdmaIsolation {
     // Never touch RDMA devices.
     off,
 };
-std::string_view rdma_isolation_name(RdmaIsolation isolation);   // "auto" | "required" | "off"
+std::string_view rdma_isolation_name(RdmaIsolation isolation);  // "auto" | "required" | "off"
 std::optional<RdmaIsolation> parse_rdma_isolation(std::string_view name);
 
 struct RdmaConf {

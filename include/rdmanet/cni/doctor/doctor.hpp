@@ -21,16 +21,15 @@ class VfControl;
 
 namespace rdmanet::cni::ctl {
 
-
 struct DoctorOptions {
-    std::string root = "/";                       // every path below is read under it
+    std::string root = "/";  // every path below is read under it
     std::string cni_bin_dir = "/opt/cni/bin";
     std::string cni_conf_dir = "/etc/cni/net.d";
-    std::string kubeconfig;                       // "" = <cni_conf_dir>/rdmanet.d/rdmanet.kubeconfig
-    std::string ipam_data_dir = std::string(ipam::kDefaultDataDir);   // node slices: <it>/kubernetes/slices
-    std::map<std::string, unsigned> expect_vfs;   // PF netdev -> VFs the node should have
-    std::string expect_netns_mode;                // "" | exclusive | shared
-    bool check_api = false;                       // reach the API server with the kubeconfig
+    std::string kubeconfig;                                          // "" = <cni_conf_dir>/rdmanet.d/rdmanet.kubeconfig
+    std::string ipam_data_dir = std::string(ipam::kDefaultDataDir);  // node slices: <it>/kubernetes/slices
+    std::map<std::string, unsigned> expect_vfs;                      // PF netdev -> VFs the node should have
+    std::string expect_netns_mode;                                   // "" | exclusive | shared
+    bool check_api = false;                                          // reach the API server with the kubeconfig
     std::chrono::milliseconds api_timeout{3000};
     bool json = false;
     // Test hook for check_api: returns "" when reachable, else the problem.
@@ -44,11 +43,11 @@ struct DoctorOptions {
 enum class Status { ok, warn, fail };
 
 struct Finding {
-    std::string check;     // rdma.ports, rdma.netns, sriov.vfs, cni.binary, cni.config, ipam.kubeconfig,
-                           // ipam.slices, ipam.slices.backlog, runtime.memlock
+    std::string check;  // rdma.ports, rdma.netns, sriov.vfs, cni.binary, cni.config, ipam.kubeconfig,
+                        // ipam.slices, ipam.slices.backlog, runtime.memlock
     Status status;
-    std::string subject;   // what it is about ("mlx5_0 port 1", "/etc/containerd/config.toml")
-    std::string message;   // what was found and, when not ok, what to do
+    std::string subject;  // what it is about ("mlx5_0 port 1", "/etc/containerd/config.toml")
+    std::string message;  // what was found and, when not ok, what to do
 };
 
 std::vector<Finding> doctor_checks(const DoctorOptions& options);

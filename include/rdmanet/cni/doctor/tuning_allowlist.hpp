@@ -9,7 +9,7 @@
 namespace rdmanet::cni::doctor {
 
 struct AllowlistTranslation {
-    std::vector<std::string> globs;       // "net.ipv4.conf.IFNAME.arp_*", in file order, each once
+    std::vector<std::string> globs;         // "net.ipv4.conf.IFNAME.arp_*", in file order, each once
     std::vector<std::string> untranslated;  // entries that are no per-interface key, or too complex a regex
 };
 

@@ -37,8 +37,8 @@ struct PodLink {
 struct AddRequest {
     const NetConf& conf;
     const Environment& env;
-    const NodePolicy& policy;       // the node admin's limits for this call
-    const StateStore& states;       // every attachment's state (the "in use by another pod" checks)
+    const NodePolicy& policy;  // the node admin's limits for this call
+    const StateStore& states;  // every attachment's state (the "in use by another pod" checks)
     Kernel& kernel;
     Rollback& rollback;
     AttachmentState& state;
@@ -50,7 +50,7 @@ struct AddRequest {
 struct DelRequest {
     const Environment& env;
     const std::optional<AttachmentState>& state;
-    const NodePolicy& policy;       // teardown runs with the defaults when the admin's file is broken
+    const NodePolicy& policy;  // teardown runs with the defaults when the admin's file is broken
     const StateStore& states;
     Kernel& kernel;
 };
@@ -62,7 +62,7 @@ struct CheckRequest {
     const NodePolicy& policy;
     const StateStore& states;
     Kernel& kernel;
-    const Interface& expected;      // our interface as the previous result lists it
+    const Interface& expected;  // our interface as the previous result lists it
 };
 
 // A random name ("rdm" + 8 hex digits) for links in transit; never a valid CNI_IFNAME clash

@@ -20,9 +20,9 @@ struct AttachmentKey;
 // A host netdev as the policy sees it.
 struct HostDevice {
     netns::LinkInfo link;
-    std::string pci_address;   // "" when not a PCI function
-    std::string vendor_id;     // "15b3"; "" when unknown
-    bool is_vf = false;        // sysfs <pci>/physfn exists
+    std::string pci_address;  // "" when not a PCI function
+    std::string vendor_id;    // "15b3"; "" when unknown
+    bool is_vf = false;       // sysfs <pci>/physfn exists
 };
 HostDevice describe_host_device(const netns::Sysfs& sysfs, const netns::LinkInfo& link);
 
@@ -44,8 +44,8 @@ void check_device_move(const NodePolicy& policy, netns::Rtnl& host, const netns:
 
 // macvlan / IPoIB child on `master`: loopback is refused, the uplink only when
 // policy.masters.allow_uplink is false, then policy.masters. Code 7 / 102 as above.
-void check_master(const NodePolicy& policy, netns::Rtnl& host, const netns::Sysfs& sysfs,
-                  const netns::LinkInfo& master, std::string_view mode);
+void check_master(const NodePolicy& policy, netns::Rtnl& host, const netns::Sysfs& sysfs, const netns::LinkInfo& master,
+                  std::string_view mode);
 
 // Pure matching, exposed for unit tests and for devices that are not netdevs (an RDMA device's
 // PCI function): empty string when `device` satisfies `rules`, else the reason it does not.

@@ -22,5 +22,4 @@ namespace rdmanet::cni {
 // deviceID (the RDMA shared device plugin's "0".."N-1") is not a device and is skipped.
 NetConf parse_net_conf(std::string_view stdin_bytes, Command command);
 
-
 }  // namespace rdmanet::cni

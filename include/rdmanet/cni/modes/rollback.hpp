@@ -24,9 +24,7 @@ public:
     Rollback& operator=(const Rollback&) = delete;
     ~Rollback() { unwind(); }
 
-    void push(std::string what, std::function<void()> undo) {
-        steps_.emplace_back(std::move(what), std::move(undo));
-    }
+    void push(std::string what, std::function<void()> undo) { steps_.emplace_back(std::move(what), std::move(undo)); }
     // ADD succeeded: keep everything.
     void commit() { steps_.clear(); }
 

@@ -15,7 +15,7 @@ namespace rdmanet::cni::ctl {
 // the repair runs the plugin's own DEL, which reads them there.
 struct LocalReconcileOptions {
     bool dry_run = false;
-    KernelServices services;   // null members: the real kernel
+    KernelServices services;  // null members: the real kernel
 };
 
 // Prints one line per repair ("repaired NETWORK CONTAINER IFNAME (MODE): netns PATH gone"), one
@@ -46,14 +46,14 @@ struct AgentOptions {
     // The local IPAM store: its pools' metrics, and (with kube) its node-slice backlog.
     std::string ipam_data_dir = std::string(ipam::kDefaultDataDir);
     KubeOptions kube;
-    std::string node_name;     // $NODE_NAME in the DaemonSet; required with kube
-    int pod_grace_seconds = 120;   // a pod missing from the API for this long is treated as gone
-    int max_passes = 0;        // 0 = until signalled (tests use a bound)
+    std::string node_name;        // $NODE_NAME in the DaemonSet; required with kube
+    int pod_grace_seconds = 120;  // a pod missing from the API for this long is treated as gone
+    int max_passes = 0;           // 0 = until signalled (tests use a bound)
     // The DRANET provider's --state-dir ("" = its default: dranet/ next to the node policy's
     // stateDir) and --socket: the claim GC runs when its claims.json exists.
     std::string dranet_state_dir;
     std::string dranet_socket = "/run/rdmanet/dranet.sock";
-    KernelServices services;   // null members: the real kernel
+    KernelServices services;  // null members: the real kernel
 };
 
 int run_agent(const AgentOptions& options, std::ostream& out, std::ostream& err);

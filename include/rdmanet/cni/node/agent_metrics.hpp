@@ -22,11 +22,11 @@ struct ClaimGcReport;
 namespace rdmanet::cni {
 
 struct PoolUsage {
-    std::string network;   // ipam.network_name ("" when unset)
-    std::string range;     // the pool's CIDR
-    std::string slice;     // "" = the whole range
-    double size = 0;       // addresses the range can hand out at all (before exclusions)
-    double used = 0;       // allocations
+    std::string network;  // ipam.network_name ("" when unset)
+    std::string range;    // the pool's CIDR
+    std::string slice;    // "" = the whole range
+    double size = 0;      // addresses the range can hand out at all (before exclusions)
+    double used = 0;      // allocations
 };
 
 // The pools of the local IPAM store in `data_dir` (nothing when it holds no store: never created).
@@ -57,9 +57,9 @@ public:
 private:
     std::uint64_t passes_ = 0;
     double last_pass_ = 0;
-    std::map<std::pair<std::string, std::string>, std::uint64_t> repairs_;   // (mode, reason)
-    std::map<std::string, std::uint64_t> repair_failures_;                   // mode
-    std::map<std::string, std::size_t> attachments_;                         // mode
+    std::map<std::pair<std::string, std::string>, std::uint64_t> repairs_;  // (mode, reason)
+    std::map<std::string, std::uint64_t> repair_failures_;                  // mode
+    std::map<std::string, std::size_t> attachments_;                        // mode
     std::uint64_t slice_published_ = 0;
     std::uint64_t slice_conflicts_ = 0;
     std::uint64_t slice_pending_ = 0;
@@ -70,7 +70,7 @@ private:
     std::uint64_t claim_gc_rounds_ = 0;
     std::uint64_t claims_released_ = 0;
     std::uint64_t claim_release_failures_ = 0;
-    std::map<std::string, std::uint64_t> claim_gc_skipped_;   // reason
+    std::map<std::string, std::uint64_t> claim_gc_skipped_;  // reason
     std::size_t claims_held_ = 0;
     CallStats calls_;
 };

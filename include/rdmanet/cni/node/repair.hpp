@@ -29,22 +29,22 @@ struct RepairItem {
     // Why it was undone, the "reason" of the repair metrics: "netns_gone", "netns_replaced"
     // (the path names another namespace now) or "pod_gone" (deleted from the API).
     std::string reason;
-    std::string error;   // failed repairs: why (the state is kept, the next pass tries again)
+    std::string error;  // failed repairs: why (the state is kept, the next pass tries again)
 };
 
 struct RepairReport {
-    std::size_t checked = 0;                  // attachment states read
-    std::size_t alive = 0;                    // left alone: sandbox still there
-    std::vector<RepairItem> repaired;         // undone and state removed (dry run: would be)
-    std::vector<RepairItem> failed;           // tried, something remains; kept for the next pass
-    std::vector<RepairItem> not_repairable;   // gone, but recorded without the configuration DEL needs
+    std::size_t checked = 0;                 // attachment states read
+    std::size_t alive = 0;                   // left alone: sandbox still there
+    std::vector<RepairItem> repaired;        // undone and state removed (dry run: would be)
+    std::vector<RepairItem> failed;          // tried, something remains; kept for the next pass
+    std::vector<RepairItem> not_repairable;  // gone, but recorded without the configuration DEL needs
     // Live attachments per mode (metrics: attachments per mode).
     std::map<std::string, std::size_t> alive_by_mode;
 };
 
 struct RepairOptions {
     bool dry_run = false;
-    KernelServices services;   // null members: the real kernel
+    KernelServices services;  // null members: the real kernel
 };
 
 // One pass over every attachment state in `store`. Never throws for one attachment: failures are

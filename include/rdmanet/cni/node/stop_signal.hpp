@@ -26,7 +26,7 @@ public:
 
 private:
     bool stopped_ = false;
-    sigset_t saved_mask_{};   // the caller's, restored at the end
+    sigset_t saved_mask_{};  // the caller's, restored at the end
 };
 
 // For a loop whose round may be abandoned at any point (it already survives SIGKILL, e.g. the

@@ -21,9 +21,9 @@
 namespace rdmanet::cni::node {
 
 struct UnixHttpReply {
-    long status = 0;   // 0: no answer (nothing listens, the connection closed, the time ran out)
+    long status = 0;  // 0: no answer (nothing listens, the connection closed, the time ran out)
     std::string body;
-    std::string error; // why there is no answer ("" with one)
+    std::string error;  // why there is no answer ("" with one)
 };
 
 // A connected stream socket to `path` whose reads (and writes) time out after `timeout`; an empty
@@ -82,7 +82,7 @@ inline UnixHttpReply read_http_reply(int fd) {
 
 // One request: connect, write, read; bounded by `timeout` for the connect and each read.
 inline UnixHttpReply unix_http_request(const std::string& socket_path, std::string_view method, std::string_view path,
-                                std::string_view body, std::chrono::milliseconds timeout) {
+                                       std::string_view body, std::chrono::milliseconds timeout) {
     const auto fd = connect_unix_socket(socket_path, timeout);
     if (!fd) return {0, {}, "cannot connect to " + socket_path + ": " + std::strerror(errno)};
     std::string req = std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: localhost\r\n";

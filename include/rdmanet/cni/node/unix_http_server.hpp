@@ -42,12 +42,12 @@ public:
     // Binds and listens (the socket file mode 0600; a stale socket at the path is replaced, any
     // other file there is refused). Throws std::runtime_error with the path on failure.
     UnixHttpServer(UnixServerOptions options, HttpHandler handler);
-    ~UnixHttpServer();   // stop()
+    ~UnixHttpServer();  // stop()
     UnixHttpServer(const UnixHttpServer&) = delete;
     UnixHttpServer& operator=(const UnixHttpServer&) = delete;
 
-    void start();   // the worker threads
-    void stop();    // ends the workers after their current connection, removes the socket file
+    void start();  // the worker threads
+    void stop();   // ends the workers after their current connection, removes the socket file
 
 private:
     void worker();

@@ -19,17 +19,17 @@
 namespace rdmanet::cni {
 
 inline constexpr const char* kCallMetricsFile = "calls.metrics";
-inline constexpr std::uint16_t kCallCodeOther = 999;   // failed with something other than a CNI error
+inline constexpr std::uint16_t kCallCodeOther = 999;  // failed with something other than a CNI error
 
 struct CallRecord {
     std::uint32_t magic = kMagic;
-    std::uint8_t verb = 0;         // Command
+    std::uint8_t verb = 0;  // Command
     std::uint8_t reserved = 0;
-    std::uint16_t code = 0;        // 0 = success, else the CNI error code (kCallCodeOther: unknown)
+    std::uint16_t code = 0;  // 0 = success, else the CNI error code (kCallCodeOther: unknown)
     std::uint32_t duration_us = 0;
     std::uint32_t reserved2 = 0;
     std::uint64_t unix_ms = 0;
-    static constexpr std::uint32_t kMagic = 0x31434e52;   // "RNC1"
+    static constexpr std::uint32_t kMagic = 0x31434e52;  // "RNC1"
 };
 static_assert(sizeof(CallRecord) == 24, "the record is a fixed 24-byte on-disk format");
 
@@ -56,7 +56,7 @@ public:
     static constexpr std::array<double, 12> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                         0.1,   0.25,   0.5,   1.0,  2.5,   10.0};
     struct Histogram {
-        std::array<std::uint64_t, kBuckets.size()> buckets{};   // non-cumulative per bucket
+        std::array<std::uint64_t, kBuckets.size()> buckets{};  // non-cumulative per bucket
         std::uint64_t count = 0;
         double sum_seconds = 0;
     };

@@ -15,7 +15,7 @@ namespace rdmanet::cni {
 using VerbHandler = std::function<void(const Environment& env, const std::string& input, std::ostream& out)>;
 
 // Returns the process exit status.
-int run_skel(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err,
-             std::string_view about, const VerbHandler& handle);
+int run_skel(const EnvLookup& lookup, std::istream& in, std::ostream& out, std::ostream& err, std::string_view about,
+             const VerbHandler& handle);
 
 }  // namespace rdmanet::cni

@@ -16,13 +16,13 @@ namespace rdmanet::cni {
 
 struct PodInterfaceRequest {
     const netns::NetNamespace& pod_ns;
-    netns::Rtnl& pod;             // opened inside pod_ns
-    int index = 0;                // the link in the pod
+    netns::Rtnl& pod;  // opened inside pod_ns
+    int index = 0;     // the link in the pod
     const std::string& ifname;
     const Result& ipam;
-    int iface = 0;                // the IPs of `ipam` with this interface index (or none) are ours
+    int iface = 0;  // the IPs of `ipam` with this interface index (or none) are ours
     const PodSettings& settings;
-    bool embedded_ipam = false;   // the addresses come from rdmanet-ipam (DAD may be skipped)
+    bool embedded_ipam = false;  // the addresses come from rdmanet-ipam (DAD may be skipped)
     // Called with what is about to change, before it changes (the caller saves it in the
     // attachment state), so that a DEL after a crash half-way undoes it.
     std::function<void(const PodSetupRecord&)> record;
@@ -45,8 +45,8 @@ void undo_pod_setup(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, const s
 
 // Throws Error naming the first address, route or rule of `expected` missing: addresses on the
 // link; routes in the recorded table (policyRouting) or the main table; the recorded rules.
-void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname, const Result& expected,
-                         int iface, const PodSettings& settings, const PodSetupRecord& record);
+void check_pod_interface(netns::Rtnl& pod, int index, const std::string& ifname, const Result& expected, int iface,
+                         const PodSettings& settings, const PodSetupRecord& record);
 
 // Throws Error(invalid_config) naming the first sysctl ADD set on the interface (policyRouting's
 // defaults, IPv6 on, accept_dad, the "sysctl" map) whose value in the pod now differs: the key,

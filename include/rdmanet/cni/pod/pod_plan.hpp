@@ -19,9 +19,9 @@ struct NodePolicy;
 // One sysctl the attachment writes: its /proc/sys-relative path and value, and the key that asked
 // for it (for errors: "sysctl.<key>", or the default's name).
 struct SysctlWrite {
-    std::string path;     // "net/ipv4/conf/net1/arp_ignore"
+    std::string path;  // "net/ipv4/conf/net1/arp_ignore"
     std::string value;
-    std::string origin;   // "sysctl.net.ipv4.conf.IFNAME.arp_ignore" | "policyRouting default" | "ipv6"
+    std::string origin;  // "sysctl.net.ipv4.conf.IFNAME.arp_ignore" | "policyRouting default" | "ipv6"
 };
 
 // What ADD changed beyond the interface itself, recorded in the attachment state before it is
@@ -29,12 +29,12 @@ struct SysctlWrite {
 struct PodSetupRecord {
     // policyRouting's first table (a state written before one table per address only has this).
     std::optional<unsigned> table;
-    std::vector<netns::RuleInfo> rules;          // "from <addr> lookup <table>", one per address
+    std::vector<netns::RuleInfo> rules;  // "from <addr> lookup <table>", one per address
     struct Sysctl {
         std::string path;
-        std::string original;   // the value before ADD wrote it
+        std::string original;  // the value before ADD wrote it
     };
-    std::vector<Sysctl> sysctls;                 // in write order; restored in reverse
+    std::vector<Sysctl> sysctls;  // in write order; restored in reverse
 
     bool empty() const { return !table && rules.empty() && sysctls.empty(); }
     // Every table the attachment uses: `table` and the rules' tables, each once.
@@ -68,7 +68,7 @@ bool skip_dad(const PodSettings& settings, bool embedded_ipam);
 unsigned choose_free_table(const std::vector<unsigned>& route_tables, const std::vector<netns::RuleInfo>& rules);
 // `count` distinct such tables, lowest first.
 std::vector<unsigned> choose_free_tables(const std::vector<unsigned>& route_tables,
-                                        const std::vector<netns::RuleInfo>& rules, std::size_t count);
+                                         const std::vector<netns::RuleInfo>& rules, std::size_t count);
 
 // One rule per address: "from <addr>/32|128 lookup <tables[i]>" with the configured priority
 // (as sbr: each address has its own table). The second form puts every address in one table.

@@ -23,11 +23,11 @@ enum class ErrorCode : int {
     try_again = 11,
     not_available = 50,
     // rdmanet's own
-    kernel_failure = 100,     // a netlink/syscall step failed
-    device_not_found = 101,   // the configured device/master does not exist
-    device_busy = 102,        // device in use (name clash, owned by another attachment)
-    ipam_failure = 103,       // delegated IPAM failed without a CNI error of its own
-    timeout = 104,            // a bounded step ran out of time
+    kernel_failure = 100,    // a netlink/syscall step failed
+    device_not_found = 101,  // the configured device/master does not exist
+    device_busy = 102,       // device in use (name clash, owned by another attachment)
+    ipam_failure = 103,      // delegated IPAM failed without a CNI error of its own
+    timeout = 104,           // a bounded step ran out of time
 };
 
 class Error : public std::runtime_error {

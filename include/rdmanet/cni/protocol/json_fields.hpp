@@ -28,7 +28,7 @@ public:
     JsonFields(const nlohmann::json& object, std::string path, ErrorCode code)
         : Base(object, std::move(path), RaiseError{code}) {}
     // The readers the base hands out (for_each_object, child) convert implicitly.
-    JsonFields(Base fields) : Base(std::move(fields)) {}   // NOLINT(google-explicit-constructor)
+    JsonFields(Base fields) : Base(std::move(fields)) {}  // NOLINT(google-explicit-constructor)
 
     // Wraps `value` after checking it is an object; `path` names it.
     static JsonFields of_object(const nlohmann::json& value, std::string path, ErrorCode code) {

@@ -15,16 +15,16 @@ namespace rdmanet::cni {
 struct Interface {
     std::string name;
     std::string mac;
-    std::optional<unsigned> mtu;      // 1.1.0
+    std::optional<unsigned> mtu;  // 1.1.0
     std::string sandbox;
-    std::string socket_path;          // 1.1.0
-    std::string pci_id;               // 1.1.0
+    std::string socket_path;  // 1.1.0
+    std::string pci_id;       // 1.1.0
 };
 
 struct IpConfig {
-    base::IpNetwork address;          // with host bits: 10.1.0.5/24
+    base::IpNetwork address;  // with host bits: 10.1.0.5/24
     std::optional<base::IpAddress> gateway;
-    std::optional<int> interface;     // index into interfaces
+    std::optional<int> interface;  // index into interfaces
 };
 
 // Routes (with the 1.1.0 extras mtu, advmss, priority, table, scope) and DNS settings: the model

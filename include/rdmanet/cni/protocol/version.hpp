@@ -4,8 +4,7 @@
 
 namespace rdmanet::cni {
 
-inline constexpr std::array<std::string_view, 5> kSupportedVersions = {"0.3.0", "0.3.1", "0.4.0",
-                                                                       "1.0.0", "1.1.0"};
+inline constexpr std::array<std::string_view, 5> kSupportedVersions = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
 inline constexpr std::string_view kLatestVersion = "1.1.0";
 
 bool is_supported_version(std::string_view version);

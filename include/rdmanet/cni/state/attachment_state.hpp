@@ -23,8 +23,8 @@ struct AttachmentState {
     std::string network;
     std::string container_id;
     std::string ifname;
-    std::string mode;                 // the mode's registry name
-    std::string netns;                // CNI_NETNS at ADD
+    std::string mode;   // the mode's registry name
+    std::string netns;  // CNI_NETNS at ADD
     // The pod namespace's identity at ADD (st_dev/st_ino of the nsfs file behind CNI_NETNS, 0 when
     // unknown): the node agent treats the sandbox as gone when the path is gone or now names a
     // different namespace (a runtime reusing the path for a new pod).
@@ -36,15 +36,15 @@ struct AttachmentState {
     nlohmann::json netconf;
     std::string cni_args;
     std::vector<std::string> cni_path;
-    std::optional<std::string> nodename;   // $NODENAME at ADD: the node slice its IPAM used
-    bool complete = false;            // false while ADD is still in progress (written before the move)
+    std::optional<std::string> nodename;  // $NODENAME at ADD: the node slice its IPAM used
+    bool complete = false;                // false while ADD is still in progress (written before the move)
 
     // hostdev: the device's identity in the host, to return it or find it again.
-    std::string host_ifname;          // original name in the host netns
-    std::string host_mac;             // its MAC (identity when the name changed)
-    std::string pci_address;          // PCI/aux id when known
+    std::string host_ifname;  // original name in the host netns
+    std::string host_mac;     // its MAC (identity when the name changed)
+    std::string pci_address;  // PCI/aux id when known
     bool host_was_up = false;
-    std::string host_alias;           // alias before we used it to record the host name
+    std::string host_alias;  // alias before we used it to record the host name
 
     // rdma.isolation: the RDMA device moved (or about to be moved) into the pod, by its host name;
     // empty when none. DEL moves it back only if the pod still owns it.
@@ -90,15 +90,13 @@ public:
 
     const std::string& dir() const { return dir_; }
     // Names are validated by the caller (network name, container id, ifname): no '/' possible.
-    std::string path_for(const std::string& network, const std::string& container_id,
-                         const std::string& ifname) const;
+    std::string path_for(const std::string& network, const std::string& container_id, const std::string& ifname) const;
     // Creates the directory (0700) when needed; the file is 0600.
     void save(const AttachmentState& state) const;
     // nullopt when missing; a corrupt file is treated as missing (logged) so DEL still succeeds.
     std::optional<AttachmentState> load(const std::string& network, const std::string& container_id,
                                         const std::string& ifname) const;
-    void remove(const std::string& network, const std::string& container_id,
-                const std::string& ifname) const;
+    void remove(const std::string& network, const std::string& container_id, const std::string& ifname) const;
     // Every readable state of `network` (for GC).
     std::vector<AttachmentState> list(const std::string& network) const;
     // Every readable state of every network (the node policy's "attached to another pod" check).

@@ -25,11 +25,11 @@ NetnsIdentity netns_identity_of_fd(int fd);
 NetnsIdentity netns_identity_of_path(const std::string& path);
 
 enum class SandboxStatus {
-    alive,      // the recorded namespace still exists at the recorded path
-    gone,       // the path is gone or no longer a network namespace
-    replaced,   // the path names a different namespace now (reused for another pod)
-    unknown,    // nothing to compare with (no netns path, or its directory is not visible here):
-                // never repaired
+    alive,     // the recorded namespace still exists at the recorded path
+    gone,      // the path is gone or no longer a network namespace
+    replaced,  // the path names a different namespace now (reused for another pod)
+    unknown,   // nothing to compare with (no netns path, or its directory is not visible here):
+               // never repaired
 };
 std::string_view sandbox_status_name(SandboxStatus status);
 

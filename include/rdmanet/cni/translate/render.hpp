@@ -30,8 +30,8 @@ struct RenderOptions {
     std::string ipam_kubeconfig = kDefaultKubeconfigPath;
     // cniVersion written for the operator kinds (theirs render 0.3.1; rdmanet prefers 1.0.0).
     std::string cni_version = "1.0.0";
-    std::string output = "yaml";   // yaml | json
-    bool validate = true;          // run the plugin's parser on the result (tests turn it off)
+    std::string output = "yaml";  // yaml | json
+    bool validate = true;         // run the plugin's parser on the result (tests turn it off)
     // nv-ipam IPPools (nv-ipam.nvidia.com/v1alpha1) by name, for converting nv-ipam networks;
     // render_documents fills it from the input's IPPool documents.
     std::map<std::string, nlohmann::json> nv_ipam_pools;

@@ -47,7 +47,7 @@
 namespace rdmanet::ipam {
 
 namespace kube {
-struct KubeConfig;   // rdmanet/ipam/kube/kubeconfig.hpp
+struct KubeConfig;  // rdmanet/ipam/kube/kubeconfig.hpp
 }
 
 inline constexpr std::string_view kDefaultDataDir = "/var/lib/cni/rdmanet/ipam";
@@ -58,7 +58,7 @@ using Route = base::Route;
 using Dns = base::Dns;
 
 struct StaticAddress {
-    base::IpNetwork address;                     // with host bits: "10.1.0.5/24"
+    base::IpNetwork address;  // with host bits: "10.1.0.5/24"
     std::optional<base::IpAddress> gateway;
 };
 
@@ -73,7 +73,7 @@ struct StoreConfig {
     // read_confined below one of these directories (confined_file.hpp), so a NAD cannot point the
     // plugin at the kubelet's credentials through a kubeconfig it controls. Empty = unconfined.
     std::vector<std::string> kubeconfig_dirs;
-    std::function<void(const std::string& message)> on_refusal;   // the audit log, as in PathLimits
+    std::function<void(const std::string& message)> on_refusal;  // the audit log, as in PathLimits
     // The caller's own Kubernetes access, used only when `kubeconfig` is empty: rdmanetctl
     // dranet-provider's --kubeconfig/--in-cluster for profiles that name no kubeconfig. Called
     // once per verb, so a rotated service-account token is read again. Never set from a
@@ -112,7 +112,7 @@ struct NvPoolKeys {
 struct IpamConfig {
     std::string type;
     NvPoolKeys nv;
-    std::vector<Range> ranges;                    // ranges[i].field names its origin
+    std::vector<Range> ranges;  // ranges[i].field names its origin
     std::optional<base::IpAddress> gateway;
     std::vector<Route> routes;
     Dns dns;
@@ -126,9 +126,9 @@ struct IpamConfig {
 };
 
 enum class Strictness {
-    strict,    // ADD, CHECK: every error is fatal
-    lenient,   // DEL, GC: a range entry that no longer parses is dropped, so that teardown works
-               // with a config that has become invalid (the local store releases by attachment)
+    strict,   // ADD, CHECK: every error is fatal
+    lenient,  // DEL, GC: a range entry that no longer parses is dropped, so that teardown works
+              // with a config that has become invalid (the local store releases by attachment)
 };
 
 // Where the ipam object's file keys may point: the node policy, filled in by the cni layer

@@ -9,13 +9,13 @@ namespace rdmanet::ipam {
 // Codes: the CNI spec's where one fits (SPEC.md §6), rdmanet's own IPAM codes from 110 on (the cni
 // layer uses 100-109 for its own).
 namespace codes {
-inline constexpr int unsupported_field = 2;   // a key/value we understand but cannot serve yet
-inline constexpr int io_failure = 5;          // datastore could not be read or written
-inline constexpr int invalid_config = 7;      // bad ipam configuration or static request
-inline constexpr int try_again = 11;          // datastore busy past its timeout: retry later
-inline constexpr int range_full = 110;        // no free address left in a range
-inline constexpr int address_in_use = 111;    // a requested static address belongs to someone else
-inline constexpr int not_allocated = 112;     // CHECK: the attachment holds no address in a range
+inline constexpr int unsupported_field = 2;  // a key/value we understand but cannot serve yet
+inline constexpr int io_failure = 5;         // datastore could not be read or written
+inline constexpr int invalid_config = 7;     // bad ipam configuration or static request
+inline constexpr int try_again = 11;         // datastore busy past its timeout: retry later
+inline constexpr int range_full = 110;       // no free address left in a range
+inline constexpr int address_in_use = 111;   // a requested static address belongs to someone else
+inline constexpr int not_allocated = 112;    // CHECK: the attachment holds no address in a range
 }  // namespace codes
 
 struct IpamError : std::runtime_error {

@@ -28,12 +28,12 @@ struct Interval {
 std::vector<Interval> merge_intervals(std::vector<Interval> intervals);
 
 struct Range {
-    base::IpNetwork cidr;                 // normalised: host bits cleared
-    uint128 first = 0;                     // lowest offset that may be handed out
-    uint128 last = 0;                      // highest offset that may be handed out
-    std::vector<Interval> excluded;        // merged, sorted, clipped to [first, last]; holds the gateway
+    base::IpNetwork cidr;            // normalised: host bits cleared
+    uint128 first = 0;               // lowest offset that may be handed out
+    uint128 last = 0;                // highest offset that may be handed out
+    std::vector<Interval> excluded;  // merged, sorted, clipped to [first, last]; holds the gateway
     std::optional<base::IpAddress> gateway;
-    std::string field;                     // where it came from, for messages: "ipam", "ipam.ipRanges[1]"
+    std::string field;  // where it came from, for messages: "ipam", "ipam.ipRanges[1]"
 
     base::IpAddress address_at(uint128 offset) const;
     // Offset of `ip` from the network address; nullopt when `ip` is not inside the CIDR.

@@ -11,7 +11,7 @@
 namespace rdmanet::ipam {
 
 struct StaticPlan {
-    std::vector<std::optional<uint128>> per_range;   // size == config.ranges.size()
+    std::vector<std::optional<uint128>> per_range;  // size == config.ranges.size()
     std::vector<base::IpNetwork> passthrough;       // inside no range: returned as-is
 };
 

@@ -30,18 +30,18 @@
 namespace rdmanet::ipam {
 
 struct PoolKey {
-    std::string network_name;     // ipam.network_name, "" when unset
-    base::IpNetwork range;       // normalised CIDR
+    std::string network_name;  // ipam.network_name, "" when unset
+    base::IpNetwork range;     // normalised CIDR
 
-    std::string name() const;     // whereabouts' IPPool object name
+    std::string name() const;  // whereabouts' IPPool object name
     friend auto operator<=>(const PoolKey&, const PoolKey&) = default;
     friend bool operator==(const PoolKey&, const PoolKey&) = default;
 };
 
 // Who holds an address: whereabouts' allocation entry {id, podref, ifname}.
 struct Owner {
-    std::string container_id;     // "id"
-    std::string podref;           // "namespace/name", or the container id when the pod is unknown
+    std::string container_id;  // "id"
+    std::string podref;        // "namespace/name", or the container id when the pod is unknown
     std::string ifname;
     friend bool operator==(const Owner&, const Owner&) = default;
 };
@@ -59,17 +59,17 @@ struct Allocation {
     uint128 offset = 0;
     base::IpAddress ip;
     Owner owner;
-    std::string network;          // CNI network name that made it (scopes GC)
-    bool reused = false;          // allocate(): the podRef+ifname already held it
+    std::string network;  // CNI network name that made it (scopes GC)
+    bool reused = false;  // allocate(): the podRef+ifname already held it
 };
 
 struct AllocateRequest {
-    Range range;                  // what may be handed out (pool CIDR = range.cidr)
-    std::string network_name;     // ipam.network_name: with range.cidr, the pool key
-    bool overlapping_check = true;// enable_overlapping_ranges: unique across pools of network_name
+    Range range;                    // what may be handed out (pool CIDR = range.cidr)
+    std::string network_name;       // ipam.network_name: with range.cidr, the pool key
+    bool overlapping_check = true;  // enable_overlapping_ranges: unique across pools of network_name
     Owner owner;
-    std::string network;          // CNI network name, recorded for GC
-    std::optional<uint128> requested;   // static request inside this range
+    std::string network;               // CNI network name, recorded for GC
+    std::optional<uint128> requested;  // static request inside this range
 
     PoolKey pool() const { return {network_name, range.cidr}; }
 };

@@ -13,9 +13,9 @@
 namespace rdmanet::ipam::kube {
 
 struct AccessDeniedRecord {
-    std::int64_t unix_time = 0;   // when it was last refused
-    long http = 0;                // 401 or 403
-    std::string message;          // the IPAM's message: the kubeconfig and the server's words
+    std::int64_t unix_time = 0;  // when it was last refused
+    long http = 0;               // 401 or 403
+    std::string message;         // the IPAM's message: the kubeconfig and the server's words
 };
 
 // Best effort (a node that cannot write its own data dir has louder problems): never throws.

@@ -21,9 +21,9 @@ struct HttpResponse {
 
 // Per-request variations of what is asked and kept.
 struct RequestOptions {
-    std::string_view accept;             // "" = application/json
-    bool discard_success_body = false;   // a 2xx answer's body is read and dropped, not stored
-    std::size_t max_body = kMaxObjectBody;   // one object; a LIST passes kMaxListBody (http_wire.hpp)
+    std::string_view accept;                // "" = application/json
+    bool discard_success_body = false;      // a 2xx answer's body is read and dropped, not stored
+    std::size_t max_body = kMaxObjectBody;  // one object; a LIST passes kMaxListBody (http_wire.hpp)
 };
 
 enum class TransportFailure { resolve, connect, timeout, tls_handshake, tls_verification, send, receive, protocol };
@@ -31,8 +31,8 @@ enum class TransportFailure { resolve, connect, timeout, tls_handshake, tls_veri
 // The request did not produce an HTTP response (connect, TLS, send/receive, timeout).
 struct TransportError : std::runtime_error {
     TransportFailure kind;
-    bool retryable;           // worth another attempt (refused, reset, dropped, timed out)
-    bool tls_verification;    // the server's certificate was not trusted
+    bool retryable;         // worth another attempt (refused, reset, dropped, timed out)
+    bool tls_verification;  // the server's certificate was not trusted
     TransportError(TransportFailure k, bool retry, bool tls, const std::string& what)
         : std::runtime_error(what), kind(k), retryable(retry), tls_verification(tls) {}
 };

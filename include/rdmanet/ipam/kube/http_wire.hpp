@@ -16,11 +16,11 @@ namespace rdmanet::ipam::kube {
 // "https://host:port/prefix" split up. Throws std::invalid_argument naming what is wrong.
 struct ServerUrl {
     bool tls = true;
-    std::string host;          // without the brackets of an IPv6 literal
-    std::string port;          // "443" / "80" when the URL has none
-    std::string path_prefix;   // "" or "/k8s/clusters/c-1" (no trailing slash)
-    bool host_is_ip = false;   // certificate checked against an IP SAN, no SNI
-    std::string host_header() const;   // "host[:port]" as the Host header wants it
+    std::string host;                 // without the brackets of an IPv6 literal
+    std::string port;                 // "443" / "80" when the URL has none
+    std::string path_prefix;          // "" or "/k8s/clusters/c-1" (no trailing slash)
+    bool host_is_ip = false;          // certificate checked against an IP SAN, no SNI
+    std::string host_header() const;  // "host[:port]" as the Host header wants it
 };
 ServerUrl parse_server_url(std::string_view url);
 
@@ -46,7 +46,7 @@ struct ParsedResponse {
     long status = 0;
     std::string body;
     std::optional<std::chrono::milliseconds> retry_after;
-    bool keep_alive = true;    // the connection can carry the next request
+    bool keep_alive = true;  // the connection can carry the next request
 };
 
 // The response is not HTTP/1.x or its framing is broken.
@@ -66,11 +66,21 @@ public:
     // The connection closed: completes a body delimited by the close, else throws ProtocolError.
     void end_of_stream();
     bool done() const { return state_ == State::done; }
-    bool started() const { return started_; }   // any byte of the answer arrived
+    bool started() const { return started_; }  // any byte of the answer arrived
     ParsedResponse take() { return std::move(response_); }
 
 private:
-    enum class State { status_line, headers, body_length, chunk_size, chunk_data, chunk_end, trailers, body_close, done };
+    enum class State {
+        status_line,
+        headers,
+        body_length,
+        chunk_size,
+        chunk_data,
+        chunk_end,
+        trailers,
+        body_close,
+        done
+    };
     void line(std::string_view text);
     void header_line(std::string_view text);
     void headers_done();
@@ -79,15 +89,15 @@ private:
     State state_ = State::status_line;
     bool discard_success_;
     std::size_t max_body_;
-    unsigned long long body_bytes_ = 0;     // of the current answer, kept or dropped
-    std::size_t header_bytes_ = 0;          // status and header lines of the current answer
+    unsigned long long body_bytes_ = 0;  // of the current answer, kept or dropped
+    std::size_t header_bytes_ = 0;       // status and header lines of the current answer
     bool keep_body_ = true;
     bool started_ = false;
     bool http10_ = false;
     bool chunked_ = false;
     std::optional<unsigned long long> content_length_;
     unsigned long long remaining_ = 0;
-    std::string pending_;   // a line not yet complete
+    std::string pending_;  // a line not yet complete
     ParsedResponse response_;
 };
 

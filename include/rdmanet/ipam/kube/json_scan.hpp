@@ -33,10 +33,14 @@ inline bool valid_utf8(std::string_view s) {
         }
         int len = 0;
         std::uint32_t cp = 0, min = 0;
-        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
-        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
-        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
-        else return false;
+        if ((c & 0xE0) == 0xC0)
+            len = 2, cp = c & 0x1F, min = 0x80;
+        else if ((c & 0xF0) == 0xE0)
+            len = 3, cp = c & 0x0F, min = 0x800;
+        else if ((c & 0xF8) == 0xF0)
+            len = 4, cp = c & 0x07, min = 0x10000;
+        else
+            return false;
         if (i + static_cast<std::size_t>(len) > s.size()) return false;
         for (int k = 1; k < len; ++k) {
             const auto cc = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
@@ -111,7 +115,7 @@ private:
 
     bool object(int depth) {
         if (depth > kMaxDepth || !h_.start_object()) return false;
-        ++i_;   // '{'
+        ++i_;  // '{'
         if (at('}')) {
             ++i_;
             return h_.end_object();
@@ -135,7 +139,7 @@ private:
 
     bool array(int depth) {
         if (depth > kMaxDepth || !h_.start_array()) return false;
-        ++i_;   // '['
+        ++i_;  // '['
         if (at(']')) {
             ++i_;
             return h_.end_array();
@@ -189,10 +193,14 @@ private:
         for (int k = 0; k < 4; ++k) {
             const char c = s_[i_++];
             out <<= 4;
-            if (c >= '0' && c <= '9') out |= static_cast<std::uint32_t>(c - '0');
-            else if (c >= 'a' && c <= 'f') out |= static_cast<std::uint32_t>(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') out |= static_cast<std::uint32_t>(c - 'A' + 10);
-            else return false;
+            if (c >= '0' && c <= '9')
+                out |= static_cast<std::uint32_t>(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                out |= static_cast<std::uint32_t>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                out |= static_cast<std::uint32_t>(c - 'A' + 10);
+            else
+                return false;
         }
         return true;
     }
@@ -231,7 +239,7 @@ private:
             high = true;
             ++i_;
         }
-        if (i_ >= n) return false;   // unterminated
+        if (i_ >= n) return false;  // unterminated
         buf.assign(s_.data() + start, i_ - start);
         while (i_ < s_.size()) {
             const auto c = static_cast<unsigned char>(s_[i_++]);
@@ -272,7 +280,7 @@ private:
             default: return false;
             }
         }
-        return false;   // unterminated
+        return false;  // unterminated
     }
 
     std::string_view s_;

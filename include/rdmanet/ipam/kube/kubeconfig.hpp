@@ -18,7 +18,7 @@
 #include <vector>
 
 namespace rdmanet::ipam {
-struct StoreConfig;   // rdmanet/ipam/core/config.hpp
+struct StoreConfig;  // rdmanet/ipam/core/config.hpp
 }
 
 namespace rdmanet::ipam::kube {
@@ -27,13 +27,13 @@ inline constexpr std::string_view kDefaultNamespace = "kube-system";
 inline constexpr std::string_view kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 struct KubeConfig {
-    std::string server;                  // "https://10.0.0.1:6443", no trailing slash
+    std::string server;  // "https://10.0.0.1:6443", no trailing slash
     std::string namespace_ = std::string(kDefaultNamespace);
-    std::string token;                   // bearer token ("" = none); never logged
-    std::string ca_pem;                  // "" = the system trust store
+    std::string token;   // bearer token ("" = none); never logged
+    std::string ca_pem;  // "" = the system trust store
     std::string client_cert_pem, client_key_pem;
     bool insecure_skip_tls_verify = false;
-    std::string source;                  // "kubeconfig /etc/cni/...", for messages
+    std::string source;  // "kubeconfig /etc/cni/...", for messages
 };
 
 // Files referenced by a kubeconfig are read through this (tests substitute their own).

@@ -52,7 +52,7 @@ bool slice_has_usable(const Range& parent, const base::IpNetwork& slice);
 PoolKey slice_pool_key(std::string_view network_name, std::string_view node, const base::IpNetwork& slice);
 
 struct SliceEntry {
-    std::string node;              // "" = free (whereabouts' controller lists free slices)
+    std::string node;  // "" = free (whereabouts' controller lists free slices)
     base::IpNetwork slice;
     friend bool operator==(const SliceEntry&, const SliceEntry&) = default;
 };
@@ -62,9 +62,9 @@ struct NodeSlicePool {
     std::string resource_version;
     base::IpNetwork range;
     int slice_prefix = 0;
-    std::string slice_size_text;   // spec.sliceSize as stored
+    std::string slice_size_text;  // spec.sliceSize as stored
     bool has_status = false;
-    std::vector<SliceEntry> entries;   // status.allocations in stored order
+    std::vector<SliceEntry> entries;  // status.allocations in stored order
 
     std::vector<base::IpNetwork> slices_of(std::string_view node) const;
     // The holder of `slice`; "" when free or not listed.
@@ -88,7 +88,7 @@ std::optional<NodeSlicePool> parse_stored_node_slice_pool(const nlohmann::json& 
 // the caller found unusable: fully excluded) and slices without a usable address. nullopt when
 // every slice is held: the range is exhausted.
 std::optional<base::IpNetwork> free_slice(const NodeSlicePool& pool, const Range& parent,
-                                           const std::vector<base::IpNetwork>& avoid = {});
+                                          const std::vector<base::IpNetwork>& avoid = {});
 
 // JSON patch claiming `slice` for `node`: a test of the resourceVersion read (racing claimers:
 // exactly one write succeeds, the others get 422 and re-read) and the new status. A listed free

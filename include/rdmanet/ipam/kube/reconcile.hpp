@@ -23,9 +23,9 @@
 namespace rdmanet::ipam::kube {
 
 struct ReconcileReport {
-    std::vector<std::string> released;          // "pool ip podref ifname"
-    std::vector<std::string> reservations_deleted;   // reservation names
-    std::vector<std::string> unreserved;        // pool entries of live pods without a reservation (left alone)
+    std::vector<std::string> released;              // "pool ip podref ifname"
+    std::vector<std::string> reservations_deleted;  // reservation names
+    std::vector<std::string> unreserved;            // pool entries of live pods without a reservation (left alone)
     // Entries of node-slice IPPools (a slice a NodeSlicePool lists for a node): node slices write
     // no reservation by design (slices are disjoint), so they are counted, not listed as unreserved.
     std::size_t slice_entries = 0;

@@ -16,9 +16,9 @@ namespace rdmanet::ipam::kube {
 using std::chrono::milliseconds;
 
 struct RetryPolicy {
-    milliseconds initial{4};        // first backoff ceiling
-    milliseconds max{400};          // ceiling of any one backoff (Retry-After excepted)
-    milliseconds max_retry_after{10000};   // a Retry-After longer than this is shortened to it
+    milliseconds initial{4};              // first backoff ceiling
+    milliseconds max{400};                // ceiling of any one backoff (Retry-After excepted)
+    milliseconds max_retry_after{10000};  // a Retry-After longer than this is shortened to it
 };
 
 bool retryable_status(long http_status);

@@ -22,12 +22,12 @@ namespace rdmanet::ipam::kube {
 struct SliceChange {
     enum class Op { add, remove };
     Op op = Op::add;
-    std::string ns;                // the IPPool's namespace
-    PoolKey pool;                  // the slice IPPool (name() is its object name)
+    std::string ns;  // the IPPool's namespace
+    PoolKey pool;    // the slice IPPool (name() is its object name)
     std::string container_id;
     std::string ifname;
-    std::string podref;            // add: the owner's podref
-    std::vector<std::pair<uint128, Owner>> entries;   // remove: the entries released
+    std::string podref;                              // add: the owner's podref
+    std::vector<std::pair<uint128, Owner>> entries;  // remove: the entries released
 
     friend bool operator==(const SliceChange&, const SliceChange&) = default;
 };
@@ -38,7 +38,7 @@ SliceChange slice_change_from_json(const nlohmann::json& j);
 
 class SliceBacklog {
 public:
-    explicit SliceBacklog(std::string dir);   // <slices dir>/backlog, created on first write
+    explicit SliceBacklog(std::string dir);  // <slices dir>/backlog, created on first write
 
     // Writes a marker durably; returns its file name.
     std::string add(const SliceChange& change);

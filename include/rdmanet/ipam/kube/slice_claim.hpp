@@ -17,9 +17,9 @@
 namespace rdmanet::ipam::kube {
 
 struct SliceScope {
-    std::string ns;           // the IPAM namespace
-    std::string pool_name;    // the NodeSlicePool's name (network_name, else the network's name)
-    std::string node;         // this node
+    std::string ns;         // the IPAM namespace
+    std::string pool_name;  // the NodeSlicePool's name (network_name, else the network's name)
+    std::string node;       // this node
     int slice_prefix = 0;
 };
 
@@ -38,7 +38,7 @@ bool patch_node_slice_pool(KubeApi& api, const SliceScope& scope, const nlohmann
 // `unusable` (another process of the same node may have claimed one meanwhile), else the lowest
 // free one. Throws range_exhausted() when no slice is free.
 base::IpNetwork claim_slice(KubeApi& api, const SliceScope& scope, const Range& parent,
-                             const std::vector<base::IpNetwork>& unusable);
+                            const std::vector<base::IpNetwork>& unusable);
 
 // Releases `slice` held by scope.node (a no-op when it is not). Returns whether it was released.
 bool release_slice(KubeApi& api, const SliceScope& scope, const Range& parent, const base::IpNetwork& slice);

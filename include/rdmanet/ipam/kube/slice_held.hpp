@@ -15,10 +15,10 @@
 namespace rdmanet::ipam::kube {
 
 struct HeldSlices {
-    std::string pool_name;    // the NodeSlicePool
-    std::string node;         // the node name the slices were claimed under
-    std::string range;        // the range as written ("" when the file has none)
-    std::string slice_size;   // "/25"
+    std::string pool_name;   // the NodeSlicePool
+    std::string node;        // the node name the slices were claimed under
+    std::string range;       // the range as written ("" when the file has none)
+    std::string slice_size;  // "/25"
     std::vector<base::IpNetwork> slices;
     std::vector<base::IpNetwork> revoked;
 

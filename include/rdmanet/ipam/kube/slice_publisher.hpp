@@ -41,10 +41,10 @@ PublishResult publish_change(KubeApi& api, Store& local, const SliceChange& chan
 
 struct PublishReport {
     int published = 0;
-    int remaining = 0;                    // still in the backlog (API unreachable)
-    std::vector<std::string> conflicts;   // changes another writer's entry, or a revoked slice, prevented
-    std::string error;                    // why publication stopped ("" = backlog empty)
-    long access_denied = 0;               // 401/403 when it stopped because the credentials were refused
+    int remaining = 0;                   // still in the backlog (API unreachable)
+    std::vector<std::string> conflicts;  // changes another writer's entry, or a revoked slice, prevented
+    std::string error;                   // why publication stopped ("" = backlog empty)
+    long access_denied = 0;              // 401/403 when it stopped because the credentials were refused
 };
 
 // Publishes the backlog oldest first (the node agent's and every CNI call's entry point).

@@ -38,10 +38,10 @@
 namespace rdmanet::ipam::kube {
 
 struct SliceReclaimReport {
-    std::vector<std::string> released;   // "<NodeSlicePool> <slice> <node>"
-    std::vector<std::string> kept;       // "<NodeSlicePool> <slice> <node>: <why>" (node gone, slice in use)
-    std::vector<std::string> restored;   // released, then given back: a live pod's entry appeared
-    std::vector<std::string> problems;   // what needs a human (a restored slice another node took)
+    std::vector<std::string> released;  // "<NodeSlicePool> <slice> <node>"
+    std::vector<std::string> kept;      // "<NodeSlicePool> <slice> <node>: <why>" (node gone, slice in use)
+    std::vector<std::string> restored;  // released, then given back: a live pod's entry appeared
+    std::vector<std::string> problems;  // what needs a human (a restored slice another node took)
     std::size_t node_slice_pools = 0, slices = 0, nodes = 0;
 };
 
@@ -51,7 +51,8 @@ std::vector<SliceEntry> slices_of_missing_nodes(const NodeSlicePool& pool, const
 // The names of the slice IPPools of `slice` held by `node` in NodeSlicePool `pool_name`:
 // "<pool_name>-<node>-<slice>" (network_name set) and "<node>-<slice>" (no network_name: the
 // NodeSlicePool then has the CNI network's name, which the IPPool's name leaves out).
-std::vector<PoolKey> slice_pool_candidates(const std::string& pool_name, const std::string& node, const base::IpNetwork& slice);
+std::vector<PoolKey> slice_pool_candidates(const std::string& pool_name, const std::string& node,
+                                           const base::IpNetwork& slice);
 
 // The names of the Node objects (GET /api/v1/nodes), sorted.
 std::vector<std::string> list_nodes(KubeApi& api);

@@ -53,9 +53,9 @@ inline constexpr std::chrono::milliseconds kPublishBudget{1000};
 inline constexpr std::chrono::milliseconds kClaimBudget{8000};
 
 struct SliceSettings {
-    std::string pool_name;   // the NodeSlicePool: network_name, else the CNI network's name
-    std::string node;        // this node (node_identity.hpp)
-    int prefix = 0;          // node_slice_size
+    std::string pool_name;  // the NodeSlicePool: network_name, else the CNI network's name
+    std::string node;       // this node (node_identity.hpp)
+    int prefix = 0;         // node_slice_size
     // StoreConfig::defer_slice_publication: ADD and DEL commit locally with the backlog marker and
     // publish nothing (neither their own change nor older ones); the node agent publishes.
     bool defer_publication = false;
@@ -68,17 +68,18 @@ std::string slices_dir(const std::string& data_dir);
 // the node-slice backlog of the IPAM data directory `data_dir` (<data_dir>/kubernetes/slices) with
 // the credentials of `kubeconfig`, oldest change first, within `budget`. Safe to run while CNI
 // calls run (every change is idempotent). A missing slices directory is an empty backlog.
-PublishReport publish_pending(const KubeConfig& kubeconfig, const std::string& data_dir, std::chrono::milliseconds budget);
+PublishReport publish_pending(const KubeConfig& kubeconfig, const std::string& data_dir,
+                              std::chrono::milliseconds budget);
 
 // What the node's held files say (the node's own view, no API request): per NodeSlicePool and
 // node name, the slices it allocates from and those it found revoked (released by the cluster's
 // reconciler, or taken over while the node could not see the API server). A revoked slice is never
 // allocated from again.
 struct HeldSliceState {
-    std::string pool_name;   // the NodeSlicePool
+    std::string pool_name;  // the NodeSlicePool
     std::string node;
-    base::IpNetwork range;   // the network's range
-    int prefix = 0;          // node_slice_size
+    base::IpNetwork range;  // the network's range
+    int prefix = 0;         // node_slice_size
     std::vector<base::IpNetwork> held;
     std::vector<base::IpNetwork> revoked;
 };
@@ -141,7 +142,7 @@ private:
     // agent (access_denied_record.hpp); ADD fails, DEL and GC release locally and report it.
     void note_denied(const AccessDenied& e);
 
-    bool unreachable_ = false;   // publication failed in this call: later changes go to the backlog
+    bool unreachable_ = false;  // publication failed in this call: later changes go to the backlog
     std::optional<AccessDenied> denied_;
     bool recheck_due_ = false;
 };

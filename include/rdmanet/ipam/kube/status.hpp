@@ -9,9 +9,9 @@ namespace rdmanet::ipam::kube {
 
 struct ApiStatus {
     long http = 0;
-    std::string reason;       // "NotFound", "AlreadyExists", "Conflict", "Invalid", ... ("" if no Status body)
+    std::string reason;  // "NotFound", "AlreadyExists", "Conflict", "Invalid", ... ("" if no Status body)
     std::string message;
-    std::string details_name; // set for an object that is missing/conflicting, "" for a missing resource
+    std::string details_name;  // set for an object that is missing/conflicting, "" for a missing resource
     std::string details_kind;
 };
 

@@ -24,7 +24,8 @@ inline constexpr std::string_view kJsonPatch = "application/json-patch+json";
 // full pool, ~700 kB at 10k entries) unless asked for its metadata only, as client-go's metadata
 // client asks (the apiserver's response transform, served for custom resources too); a server
 // that does not know the transform answers plain JSON, which the client drops unread anyway.
-inline constexpr std::string_view kMetadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+inline constexpr std::string_view kMetadataOnly =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 // /apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/<ns>/<plural>[/<name>]
 std::string collection_path(std::string_view ns, std::string_view plural);
@@ -45,10 +46,10 @@ struct EntrySelector {
 // we only ever patch /spec/allocations/<offset>, so unknown fields stay untouched on the server.
 struct PoolObject {
     std::string resource_version;
-    PoolDump dump;                     // allocations: every entry, or only the selected ones (complete false)
-    MemoryRuns taken;                  // the offset of every entry
-    bool has_allocations_map = true;   // false: spec.allocations absent/null, a patch must add it first
-    bool complete = true;              // dump.allocations holds every entry
+    PoolDump dump;                    // allocations: every entry, or only the selected ones (complete false)
+    MemoryRuns taken;                 // the offset of every entry
+    bool has_allocations_map = true;  // false: spec.allocations absent/null, a patch must add it first
+    bool complete = true;             // dump.allocations holds every entry
 
     // Only selected entries are seen when the read had a selector: select at least these.
     std::optional<std::pair<uint128, Owner>> held_by(std::string_view podref, std::string_view ifname) const;
@@ -74,8 +75,8 @@ nlohmann::json owner_json(const Owner& owner);
 // One change of a pool's allocations map.
 struct PoolChange {
     uint128 offset;
-    std::optional<Owner> set;          // nullopt: remove the entry
-    std::optional<Owner> expect;       // what the entry must hold now; nullopt: it must be absent
+    std::optional<Owner> set;     // nullopt: remove the entry
+    std::optional<Owner> expect;  // what the entry must hold now; nullopt: it must be absent
 };
 
 // RFC 6902 patch. Each change first tests the entry it touches: `{"op":"test","path":

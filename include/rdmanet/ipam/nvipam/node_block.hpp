@@ -32,12 +32,12 @@ struct NodeBlock {
     std::string node;
     Pool pool;
     NodeAllocation allocation;
-    std::string source;            // "nv-ipam" (the controller's, or any writer but this node) | "rdmanet"
-    std::int64_t read_at = 0;      // unix seconds of the last successful read
+    std::string source;        // "nv-ipam" (the controller's, or any writer but this node) | "rdmanet"
+    std::int64_t read_at = 0;  // unix seconds of the last successful read
 };
 
-std::string local_store_dir(const std::string& data_dir);   // <data_dir>/nvipam
-std::string blocks_dir(const std::string& data_dir);        // <data_dir>/nvipam/blocks
+std::string local_store_dir(const std::string& data_dir);  // <data_dir>/nvipam
+std::string blocks_dir(const std::string& data_dir);       // <data_dir>/nvipam/blocks
 
 // The cached blocks of this data directory (unreadable files skipped).
 std::vector<NodeBlock> cached_blocks(const std::string& data_dir);

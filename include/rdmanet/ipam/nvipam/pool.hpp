@@ -36,8 +36,8 @@ inline constexpr std::string_view kDefaultNamespace = "kube-system";
 
 enum class PoolType { ippool, cidrpool };
 
-std::string_view plural(PoolType type);      // "ippools", "cidrpools"
-std::string_view kind(PoolType type);        // "IPPool", "CIDRPool"
+std::string_view plural(PoolType type);  // "ippools", "cidrpools"
+std::string_view kind(PoolType type);    // "IPPool", "CIDRPool"
 // "ippool" / "cidrpool" (nv-ipam's poolType values); IpamError(invalid_config) naming `field` otherwise.
 PoolType parse_pool_type(std::string_view text, const std::string& field);
 
@@ -54,12 +54,12 @@ struct IndexRange {
 // Kubernetes' core/v1 NodeSelector: terms are ORed, a term's requirements ANDed.
 struct Requirement {
     std::string key;
-    std::string op;                   // In, NotIn, Exists, DoesNotExist, Gt, Lt
+    std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
     std::vector<std::string> values;
 };
 struct SelectorTerm {
-    std::vector<Requirement> expressions;   // matchExpressions: on the node's labels
-    std::vector<Requirement> fields;        // matchFields: metadata.name only
+    std::vector<Requirement> expressions;  // matchExpressions: on the node's labels
+    std::vector<Requirement> fields;       // matchFields: metadata.name only
 };
 struct NodeSelector {
     std::vector<SelectorTerm> terms;
@@ -68,15 +68,15 @@ struct NodeSelector {
 // One node's block (IPPool: start..end) or subnet (CIDRPool: prefix, gateway) as status holds it.
 struct NodeAllocation {
     std::string node;
-    base::IpAddress start;                  // IPPool; CIDRPool: prefix's network address
-    base::IpAddress end;                    // IPPool; CIDRPool: prefix's last address
-    base::IpNetwork prefix;                 // CIDRPool
-    std::optional<base::IpAddress> gateway; // CIDRPool: per subnet
+    base::IpAddress start;                   // IPPool; CIDRPool: prefix's network address
+    base::IpAddress end;                     // IPPool; CIDRPool: prefix's last address
+    base::IpNetwork prefix;                  // CIDRPool
+    std::optional<base::IpAddress> gateway;  // CIDRPool: per subnet
     friend bool operator==(const NodeAllocation&, const NodeAllocation&) = default;
 };
 
 struct StaticAllocation {
-    std::string node;                       // "": held back for no node
+    std::string node;  // "": held back for no node
     base::IpNetwork prefix;
     std::optional<base::IpAddress> gateway;
 };
@@ -86,20 +86,20 @@ struct Pool {
     std::string name;
     std::string ns;
     std::string resource_version;
-    base::IpNetwork subnet;                 // IPPool spec.subnet, CIDRPool spec.cidr (normalised)
-    std::uint64_t block_size = 0;           // IPPool perNodeBlockSize
-    int node_prefix = 0;                    // CIDRPool perNodeNetworkPrefix
-    std::optional<base::IpAddress> gateway; // IPPool
-    std::optional<std::uint64_t> gateway_index;   // CIDRPool
+    base::IpNetwork subnet;                      // IPPool spec.subnet, CIDRPool spec.cidr (normalised)
+    std::uint64_t block_size = 0;                // IPPool perNodeBlockSize
+    int node_prefix = 0;                         // CIDRPool perNodeNetworkPrefix
+    std::optional<base::IpAddress> gateway;      // IPPool
+    std::optional<std::uint64_t> gateway_index;  // CIDRPool
     std::vector<AddressRange> exclusions;
     std::vector<IndexRange> node_exclusions;
     std::vector<StaticAllocation> statics;  // CIDRPool
     std::optional<NodeSelector> selector;
     std::vector<base::IpNetwork> routes;
     bool default_gateway = false;
-    std::vector<NodeAllocation> allocations;   // status, as written (possibly invalid entries)
+    std::vector<NodeAllocation> allocations;  // status, as written (possibly invalid entries)
 
-    std::string where() const;              // "CIDRPool kube-system/rail1"
+    std::string where() const;  // "CIDRPool kube-system/rail1"
     const NodeAllocation* allocation_of(std::string_view node) const;
 };
 

@@ -23,7 +23,7 @@ struct PoolRef {
     PoolType type = PoolType::ippool;
     std::string ns;
     std::string name;
-    std::string path() const;   // /apis/nv-ipam.nvidia.com/v1alpha1/namespaces/<ns>/<plural>/<name>
+    std::string path() const;  // /apis/nv-ipam.nvidia.com/v1alpha1/namespaces/<ns>/<plural>/<name>
 };
 
 // GET. Throws IpamError(io_failure) "no CIDRPool <name> in namespace <ns>" when it does not exist (or the
@@ -34,7 +34,7 @@ nlohmann::json get_pool(kube::KubeApi& api, const PoolRef& ref);
 std::optional<std::map<std::string, std::string>> node_labels(kube::KubeApi& api, const std::string& node);
 
 struct Claimed {
-    Pool pool;                  // as read (with the claim applied when this node wrote it)
+    Pool pool;  // as read (with the claim applied when this node wrote it)
     NodeAllocation allocation;
     bool written_here = false;  // this node wrote the status entry (no controller had)
     nlohmann::json object;      // the pool object as read (status as written when written_here)

@@ -10,9 +10,9 @@
 namespace rdmanet::cni {
 
 struct HostdevConf : ModeSettingsOf<HostdevConf> {
-    std::string device;                    // netdev name
-    std::string hwaddr;                    // MAC of the device
-    std::string kernelpath;                // absolute, under /sys/devices/
+    std::string device;      // netdev name
+    std::string hwaddr;      // MAC of the device
+    std::string kernelpath;  // absolute, under /sys/devices/
     // PCI address (or auxiliary id) after precedence: runtimeConfig.deviceID > deviceID > pciBusID.
     std::string pci_address;
 };

@@ -11,10 +11,10 @@
 namespace rdmanet::cni {
 
 struct IpoibConf : ModeSettingsOf<IpoibConf> {
-    std::string master;                    // required on ADD/CHECK: the IPoIB parent netdev
-    std::optional<unsigned> pkey;          // 1..0xffff except 0x8000; nullopt = the parent's
-    std::optional<std::string> mode;       // ipoibMode: datagram|connected; nullopt = the parent's
-    unsigned mtu = 0;                      // 0 = the parent's; never above it
+    std::string master;               // required on ADD/CHECK: the IPoIB parent netdev
+    std::optional<unsigned> pkey;     // 1..0xffff except 0x8000; nullopt = the parent's
+    std::optional<std::string> mode;  // ipoibMode: datagram|connected; nullopt = the parent's
+    unsigned mtu = 0;                 // 0 = the parent's; never above it
 };
 
 // Keys: master (required on ADD/CHECK), pkey, ipoibMode, mtu.

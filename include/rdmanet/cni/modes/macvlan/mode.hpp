@@ -10,10 +10,10 @@
 namespace rdmanet::cni {
 
 struct MacvlanConf : ModeSettingsOf<MacvlanConf> {
-    std::string master;                    // required on ADD/CHECK
-    std::string mode = "bridge";           // macvlanMode: bridge|private|vepa|passthru
-    unsigned mtu = 0;                      // 0 = master's
-    std::optional<std::string> mac;        // config-level MAC (lowest precedence)
+    std::string master;              // required on ADD/CHECK
+    std::string mode = "bridge";     // macvlanMode: bridge|private|vepa|passthru
+    unsigned mtu = 0;                // 0 = master's
+    std::optional<std::string> mac;  // config-level MAC (lowest precedence)
 
     std::optional<std::string> own_mac() const override { return mac; }
 };

@@ -44,21 +44,21 @@ struct RdmaFacts {
     // macvlan/ipoib: the pod gets a child of a parent whose RDMA device stays shared; the pod
     // can never own it.
     bool child = false;
-    std::vector<std::string> devices;           // RDMA devices of the function / the parent
-    std::optional<netns::RdmaNetnsMode> mode;   // nullopt: no RDMA netlink / netns support
-    std::string subject;                        // "PCI device 0000:af:00.2", "master ib0"
+    std::vector<std::string> devices;          // RDMA devices of the function / the parent
+    std::optional<netns::RdmaNetnsMode> mode;  // nullopt: no RDMA netlink / netns support
+    std::string subject;                       // "PCI device 0000:af:00.2", "master ib0"
     // The single device is a software one bound to the netdev the pod gets (rxe): its driver
     // deletes it when that netdev moves, so the pod cannot own it and the host loses it.
     bool bound_to_netdev = false;
-    std::string netdev;                         // that netdev's host name (for the messages)
+    std::string netdev;  // that netdev's host name (for the messages)
 };
 
 struct RdmaDecision {
     RdmaStep step = RdmaStep::nothing;
-    std::string device;     // the device to move (step move)
-    std::string message;    // the error (fail), a warning (warn) or why nothing happens
-    std::string hint;       // what an admin does about a failure (CNI error details)
-    bool warn = false;      // log `message` as a warning
+    std::string device;   // the device to move (step move)
+    std::string message;  // the error (fail), a warning (warn) or why nothing happens
+    std::string hint;     // what an admin does about a failure (CNI error details)
+    bool warn = false;    // log `message` as a warning
 };
 
 RdmaDecision decide_rdma_isolation(const RdmaFacts& facts);

@@ -29,16 +29,16 @@ inline constexpr const char* kRoceV2 = "RoCE v2";
 std::string roce_v2_gid(const base::IpAddress& address);
 
 struct RoceGid {
-    std::string address;   // the pod address, without prefix
-    std::string gid;       // sysfs form
+    std::string address;  // the pod address, without prefix
+    std::string gid;      // sysfs form
     unsigned port = 0;
     unsigned index = 0;
     friend bool operator==(const RoceGid&, const RoceGid&) = default;
 };
 
 struct GidMatch {
-    std::vector<RoceGid> found;          // in the order of `addresses`
-    std::vector<std::string> missing;    // addresses without a RoCE v2 entry yet
+    std::vector<RoceGid> found;        // in the order of `addresses`
+    std::vector<std::string> missing;  // addresses without a RoCE v2 entry yet
 };
 // For each address, the lowest (port, index) RoCE v2 entry carrying its GID.
 GidMatch match_roce_v2_gids(const std::vector<netns::RdmaGidEntry>& table,

@@ -18,20 +18,20 @@ namespace rdmanet::cni {
 struct SriovConf : ModeSettingsOf<SriovConf> {
     // PCI address after precedence runtimeConfig.deviceID > deviceID > pciBusID.
     std::string pci_address;
-    std::optional<std::string> mac;          // admin + effective MAC of the VF
-    unsigned vlan = 0;                       // 0-4094, 0 = no VLAN
-    unsigned vlan_qos = 0;                   // 0-7, needs vlan != 0
-    std::string vlan_proto = "802.1q";       // 802.1q | 802.1ad (the latter needs vlan != 0)
-    bool vlan_set = false;                   // any of vlan/vlanQoS/vlanProto given
-    std::optional<bool> spoofchk;            // "on" | "off"
-    std::optional<bool> trust;               // "on" | "off"
-    std::optional<std::string> link_state;   // auto | enable | disable
-    std::optional<unsigned> min_tx_rate;     // Mbps
-    std::optional<unsigned> max_tx_rate;     // Mbps, 0 = no limit; >= min_tx_rate
-    std::optional<std::string> guid;         // InfiniBand GUID from the config (lowest precedence)
-    std::optional<std::string> args_guid;    // args.cni.guid (the CNI "args" convention)
-    std::optional<unsigned> pkey;            // InfiniBand partition key, recorded only
-    unsigned mtu = 0;                        // 0 = leave the VF's MTU
+    std::optional<std::string> mac;         // admin + effective MAC of the VF
+    unsigned vlan = 0;                      // 0-4094, 0 = no VLAN
+    unsigned vlan_qos = 0;                  // 0-7, needs vlan != 0
+    std::string vlan_proto = "802.1q";      // 802.1q | 802.1ad (the latter needs vlan != 0)
+    bool vlan_set = false;                  // any of vlan/vlanQoS/vlanProto given
+    std::optional<bool> spoofchk;           // "on" | "off"
+    std::optional<bool> trust;              // "on" | "off"
+    std::optional<std::string> link_state;  // auto | enable | disable
+    std::optional<unsigned> min_tx_rate;    // Mbps
+    std::optional<unsigned> max_tx_rate;    // Mbps, 0 = no limit; >= min_tx_rate
+    std::optional<std::string> guid;        // InfiniBand GUID from the config (lowest precedence)
+    std::optional<std::string> args_guid;   // args.cni.guid (the CNI "args" convention)
+    std::optional<unsigned> pkey;           // InfiniBand partition key, recorded only
+    unsigned mtu = 0;                       // 0 = leave the VF's MTU
 
     // runtimeConfig.infinibandGUID > args.cni.guid > CNI_ARGS GUID > guid; nullopt when none.
     // Lower-case. ib-sriov-cni reads runtimeConfig.infinibandGUID > args.cni.guid; CNI_ARGS and
@@ -42,7 +42,6 @@ struct SriovConf : ModeSettingsOf<SriovConf> {
 
     std::optional<std::string> own_mac() const override { return mac; }
 };
-
 
 // Keys: deviceID/pciBusID (a VF's PCI address, required on ADD/CHECK), mac, vlan, vlanQoS,
 // vlanProto, spoofchk, trust, link_state, min_tx_rate, max_tx_rate, guid, args.cni.guid, pkey,

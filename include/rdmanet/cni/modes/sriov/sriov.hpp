@@ -23,14 +23,14 @@ namespace rdmanet::cni::sriov {
 
 // A VF as sysfs describes it: <root>/bus/pci/devices/<pci>/{physfn,driver,net/,infiniband/}.
 struct VfDevice {
-    std::string pci;                      // VF PCI address
-    std::string pf_pci;                   // basename of physfn
-    std::string pf;                       // PF netdev: first entry of physfn/net/
-    unsigned index = 0;                   // i where physfn/virtfn<i> -> pci
-    std::string driver;                   // bound driver, "" when unbound
-    bool userspace = false;               // vfio-pci, uio_pci_generic, igb_uio: DPDK mode
-    std::optional<std::string> netdev;    // VF netdev in the host, when it has one there
-    bool infiniband = false;              // PF's link type is InfiniBand (class/net/<pf>/type 32)
+    std::string pci;                    // VF PCI address
+    std::string pf_pci;                 // basename of physfn
+    std::string pf;                     // PF netdev: first entry of physfn/net/
+    unsigned index = 0;                 // i where physfn/virtfn<i> -> pci
+    std::string driver;                 // bound driver, "" when unbound
+    bool userspace = false;             // vfio-pci, uio_pci_generic, igb_uio: DPDK mode
+    std::optional<std::string> netdev;  // VF netdev in the host, when it has one there
+    bool infiniband = false;            // PF's link type is InfiniBand (class/net/<pf>/type 32)
 };
 
 bool is_userspace_driver(const std::string& driver);
@@ -69,7 +69,7 @@ private:
     base::UniqueFd fd_;
 };
 
-inline constexpr std::chrono::seconds kVfLockTimeout{60};     // sriov-cni PR #313
+inline constexpr std::chrono::seconds kVfLockTimeout{60};  // sriov-cni PR #313
 inline constexpr std::chrono::seconds kGuidLockTimeout{60};
 
 // Directory of the sriov bookkeeping below the state dir: <state_dir>/sriov.
@@ -85,8 +85,8 @@ class InUseRecords {
 public:
     explicit InUseRecords(std::string state_dir) : dir_(sriov_dir(state_dir) + "/pci") {}
     std::optional<VfOwner> read(const std::string& pci) const;
-    void write(const std::string& pci, const VfOwner& owner) const;   // atomic, 0600
-    void remove(const std::string& pci) const;                          // ENOENT is fine
+    void write(const std::string& pci, const VfOwner& owner) const;  // atomic, 0600
+    void remove(const std::string& pci) const;                       // ENOENT is fine
     // ADD's claim: refuses (device_busy, 102) a VF recorded for another attachment whose netns
     // still exists; a record whose netns is gone is stale and removed (logged); then records
     // `owner`. Returns true when a record for `owner` itself already existed (a retried ADD).
@@ -101,22 +101,21 @@ private:
 // The changes ADD makes on the PF, in sriov-cni's order: vlan -> MAC -> rate -> spoofchk ->
 // trust -> link_state. `mac` is the requested MAC (config/runtime/CNI_ARGS), if any.
 // InfiniBand VFs get neither VLAN nor MAC (Error invalid_config when the config asks for them).
-std::vector<netns::VfChange> plan_apply(const SriovConf& conf, const std::optional<std::string>& mac,
-                                        unsigned vf, bool infiniband);
+std::vector<netns::VfChange> plan_apply(const SriovConf& conf, const std::optional<std::string>& mac, unsigned vf,
+                                        bool infiniband);
 // Field name of a change as recorded in SriovState::applied ("vlan", "mac", ...).
 std::string field_name(netns::VfChange::Field field);
 // The change that puts `field` back to `original` (the VF as read before ADD); nullopt for a
 // field that cannot be restored because the driver never reported it (spoofchk/trust unknown).
 // An all-zero original MAC is written back as zeros, which clears the admin MAC.
-std::optional<netns::VfChange> restore_change(const std::string& field, const netns::VfInfo& original,
-                                              unsigned vf);
+std::optional<netns::VfChange> restore_change(const std::string& field, const netns::VfInfo& original, unsigned vf);
 // True when `vf` shows the value `change` set (used to verify the MAC, and by CHECK).
 bool reflects(const netns::VfInfo& vf, const netns::VfChange& change);
 
 // Applies `change`, and for a MAC re-reads the VF until it shows it (attempts x interval, as
 // sriov-cni: 20 x 100 ms). Error(kernel_failure) when it never does.
-void apply_verified(netns::VfControl& vfs, const std::string& pf, const netns::VfChange& change,
-                    int attempts = 20, std::chrono::milliseconds interval = std::chrono::milliseconds(100));
+void apply_verified(netns::VfControl& vfs, const std::string& pf, const netns::VfChange& change, int attempts = 20,
+                    std::chrono::milliseconds interval = std::chrono::milliseconds(100));
 
 // ---- InfiniBand GUID (guid.cpp) ------------------------------------------------------
 
@@ -124,7 +123,7 @@ void apply_verified(netns::VfControl& vfs, const std::string& pf, const netns::V
 // bytes of the VF netdev's 20-byte IPoIB address (`hwaddr`, as rtnetlink formats it); "" when
 // neither is known.
 std::string current_guid(const netns::VfInfo& vf, const std::string& hwaddr);
-bool is_reserved_guid(const std::string& guid);   // all zeros or all ones
+bool is_reserved_guid(const std::string& guid);  // all zeros or all ones
 // Node GUID then port GUID on the PF.
 void set_vf_guid(netns::VfControl& vfs, const std::string& pf, unsigned vf, const std::string& guid);
 // Unbind + bind the VF's driver through sysfs (<root>/bus/pci/drivers/<driver>/{unbind,bind}) so

@@ -36,8 +36,8 @@ namespace rdmanet::cni::node::dranet {
 inline constexpr const char* kDefaultProviderSocket = "/run/rdmanet/dranet.sock";
 
 struct ClaimGcOptions {
-    std::string state_dir;     // the provider's --state-dir (claims.json)
-    std::string socket_path;   // the provider's --socket
+    std::string state_dir;                             // the provider's --state-dir (claims.json)
+    std::string socket_path;                           // the provider's --socket
     std::chrono::milliseconds api_budget{30000};       // discovery + list, retries included
     std::chrono::milliseconds release_timeout{30000};  // one ReleaseProfileConfig (the provider's IPAM DEL)
 };
@@ -49,13 +49,13 @@ enum class GcSkip { none, discovery, list, credentials, provider };
 const char* to_string(GcSkip reason);
 
 struct ClaimGcReport {
-    bool ran = false;           // the provider has records: the API was asked
+    bool ran = false;  // the provider has records: the API was asked
     GcSkip skipped = GcSkip::none;
-    std::string error;          // why skipped, or the release failures' messages
-    std::string version;        // resource.k8s.io version listed
-    std::vector<ClaimKey> released;         // answered 200 by the provider
-    std::vector<std::string> failures;      // releases answered with an error (retried next round)
-    std::size_t held = 0;       // claim UIDs recorded after the round
+    std::string error;                  // why skipped, or the release failures' messages
+    std::string version;                // resource.k8s.io version listed
+    std::vector<ClaimKey> released;     // answered 200 by the provider
+    std::vector<std::string> failures;  // releases answered with an error (retried next round)
+    std::size_t held = 0;               // claim UIDs recorded after the round
 };
 
 // The version of resource.k8s.io to list from its APIGroup discovery document: v1, else v1beta2,
@@ -68,7 +68,8 @@ std::optional<std::string> choose_resource_version(const nlohmann::json& api_gro
 std::set<std::string> parse_claim_uids(std::string_view list_body);
 
 // The recorded (claim, device) pairs whose claim is not in `live`.
-std::vector<ClaimKey> claims_to_release(const std::map<ClaimKey, ClaimRecord>& recorded, const std::set<std::string>& live);
+std::vector<ClaimKey> claims_to_release(const std::map<ClaimKey, ClaimRecord>& recorded,
+                                        const std::set<std::string>& live);
 
 // One round (see above). Never throws for the API's or the provider's trouble: it is in the report.
 ClaimGcReport collect_claims(const ipam::kube::KubeConfig& config, const ClaimGcOptions& options);

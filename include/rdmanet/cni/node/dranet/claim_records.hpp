@@ -22,7 +22,7 @@ struct ClaimKey {
 
 struct ClaimRecord {
     std::string profile;
-    std::vector<unsigned> tables;   // one per address, in answer order
+    std::vector<unsigned> tables;  // one per address, in answer order
 };
 
 // `count` tables from `first` up that are not in `used`, skipping 0 and the kernel's reserved
@@ -42,14 +42,15 @@ public:
 
     // The claim's tables: the recorded ones when it holds `count` already, else fresh ones
     // (recorded before they are returned). Throws ProviderError(500) when the record cannot be written.
-    std::vector<unsigned> tables_for(const ClaimKey& key, const std::string& profile, unsigned first, std::size_t count);
+    std::vector<unsigned> tables_for(const ClaimKey& key, const std::string& profile, unsigned first,
+                                     std::size_t count);
     // Forgets the claim's device; returns its record (nullopt when none).
     std::optional<ClaimRecord> forget(const ClaimKey& key);
     std::optional<ClaimRecord> find(const ClaimKey& key) const;
     std::map<ClaimKey, ClaimRecord> all() const;
 
 private:
-    void save() const;   // under mutex_
+    void save() const;  // under mutex_
 
     std::string state_dir_;
     mutable std::mutex mutex_;

@@ -23,9 +23,9 @@ namespace rdmanet::cni::node::dranet {
 
 struct Profile {
     std::string name;
-    std::string network;          // "network", else the profile's name
+    std::string network;  // "network", else the profile's name
     ipam::IpamConfig ipam;
-    PodSettings pod;              // policyRouting and the two ARP sysctls
+    PodSettings pod;  // policyRouting and the two ARP sysctls
     std::optional<int> arp_ignore;
     std::optional<int> arp_announce;
 };

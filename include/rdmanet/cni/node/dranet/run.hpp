@@ -10,7 +10,7 @@ namespace rdmanet::cni::node::dranet {
 struct RunOptions {
     std::string socket_path;
     std::string profiles_dir;
-    std::string state_dir;    // "" = <node policy's stateDir>/../dranet (next to rdmanet's state)
+    std::string state_dir;  // "" = <node policy's stateDir>/../dranet (next to rdmanet's state)
     std::string node_name;
     unsigned threads = 4;
     // --kubeconfig/--in-cluster/--namespace: the Kubernetes access of profiles that name no

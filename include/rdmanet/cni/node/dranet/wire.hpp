@@ -24,7 +24,7 @@ struct ProviderError : std::runtime_error {
 };
 
 struct DeviceIds {
-    std::string name;          // DRANET's device name; the IPAM attachment's interface name
+    std::string name;  // DRANET's device name; the IPAM attachment's interface name
     std::string pci_address;
     std::string mac_address;
 };
@@ -32,8 +32,8 @@ struct DeviceIds {
 struct ProfileRequest {
     DeviceIds device;
     std::string claim_uid;
-    std::string profile;                       // config.profile
-    std::vector<std::string> static_addresses; // config.interface.addresses, as written
+    std::string profile;                        // config.profile
+    std::vector<std::string> static_addresses;  // config.interface.addresses, as written
 };
 
 // Throws ProviderError(400) naming the member when the body is not this shape: malformed JSON, a
@@ -53,23 +53,23 @@ bool is_valid_device_name(std::string_view name);
 inline constexpr unsigned kScopeLink = 253;
 
 struct RouteConfig {
-    std::string destination;   // CIDR ("0.0.0.0/0" for a default route)
-    std::string gateway;       // "" = on-link (scope link)
-    std::string source;        // preferred source, "" = none
+    std::string destination;  // CIDR ("0.0.0.0/0" for a default route)
+    std::string gateway;      // "" = on-link (scope link)
+    std::string source;       // preferred source, "" = none
     unsigned scope = 0;
-    unsigned table = 0;        // 0 = main
+    unsigned table = 0;  // 0 = main
     friend bool operator==(const RouteConfig&, const RouteConfig&) = default;
 };
 
 struct RuleConfig {
     unsigned priority = 0;
-    std::string source;        // "10.0.0.5/32"
+    std::string source;  // "10.0.0.5/32"
     unsigned table = 0;
     friend bool operator==(const RuleConfig&, const RuleConfig&) = default;
 };
 
 struct NetworkConfigAnswer {
-    std::vector<std::string> addresses;   // "10.0.0.5/24"
+    std::vector<std::string> addresses;  // "10.0.0.5/24"
     std::optional<int> arp_ignore;
     std::optional<int> arp_announce;
     std::vector<RouteConfig> routes;
