@@ -9,25 +9,6 @@
 
 namespace rdmanet::cni::ctl {
 
-namespace {
-
-std::string describe(const RepairItem& item) {
-    return item.network + " " + item.container_id + " " + item.ifname + " (" + item.mode + "): netns " +
-           (item.netns.empty() ? "\"\"" : item.netns) + ", " + item.reason;
-}
-
-}  // namespace
-
-void print_repair_report(const RepairReport& report, bool dry_run, std::ostream& out, std::ostream& err) {
-    for (const auto& item : report.repaired) out << (dry_run ? "would repair " : "repaired ") << describe(item) << '\n';
-    for (const auto& item : report.failed) err << "repair failed " << describe(item) << ": " << item.error << '\n';
-    for (const auto& item : report.not_repairable)
-        err << "not repairable " << describe(item) << ": " << item.error << '\n';
-    out << "reconcile --local: " << report.checked << " attachments, " << report.alive << " alive, "
-        << report.repaired.size() << (dry_run ? " to repair, " : " repaired, ") << report.failed.size() << " failed, "
-        << report.not_repairable.size() << " not repairable\n";
-}
-
 int reconcile_local(const LocalReconcileOptions& options, std::ostream& out, std::ostream& err) {
     return base::exit_status_of(err, "rdmanetctl reconcile --local", [&] {
         const NodePolicy policy = load_node_policy_or_defaults(process_env_lookup(), mode_names());
