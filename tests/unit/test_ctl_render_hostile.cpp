@@ -42,6 +42,13 @@ std::string render_error(const json& doc, RenderOptions options = {}) {
     return "";
 }
 
+// Options that switch the network's IPAM to rdmanet-ipam.
+RenderOptions to_rdmanet_ipam() {
+    RenderOptions options;
+    options.ipam = "rdmanet";
+    return options;
+}
+
 json config_of(const json& nad) { return json::parse(nad.at("spec").at("config").get<std::string>()); }
 
 std::string deep(std::size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
@@ -69,7 +76,7 @@ TEST_CASE("render: JSON strings of a CR nested past the limit are refused, not a
 }
 
 TEST_CASE("render: a value of the wrong type is named by its field", "[ctl][render][hostile]") {
-    CHECK(render_error(macvlan_cr({{"ipam", R"({"type": 5})"}}), RenderOptions{.ipam = "rdmanet"}) ==
+    CHECK(render_error(macvlan_cr({{"ipam", R"({"type": 5})"}}), to_rdmanet_ipam()) ==
           "MacvlanNetwork n1: spec.ipam.type must be a string, got 5");
     CHECK(render_error(macvlan_cr({{"networkNamespace", 7}})) ==
           "MacvlanNetwork n1: spec.networkNamespace must be a string, got 7");
@@ -82,7 +89,7 @@ TEST_CASE("render: a value of the wrong type is named by its field", "[ctl][rend
         {"kind", "NetworkAttachmentDefinition"},
         {"metadata", {{"name", "n1"}}},
         {"spec", {{"config", R"({"cniVersion":"1.0.0","name":5,"type":"rdmanet","mode":"macvlan","master":"eth1"})"}}}};
-    CHECK(render_error(nad, RenderOptions{.ipam = "rdmanet"}) ==
+    CHECK(render_error(nad, to_rdmanet_ipam()) ==
           "NetworkAttachmentDefinition n1: spec.config.name must be a string, got 5");
     CHECK_THAT(render_error(nad), Catch::Contains("name must be a string, got 5"));
     // A plugin whose type is not a string, inside a list of meta plugins that stays chained.
