@@ -146,17 +146,9 @@ TEST_CASE(
     "[kube][integration][dranet][nvipam]") {
     ServerUnderTest server;
     Env env(server);
-    const std::string api = "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/" + kNs + "/cidrpools";
-    const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
-                       {"kind", "CIDRPool"},
-                       {"metadata", {{"name", "rail1"}, {"namespace", kNs}}},
-                       {"spec", {{"cidr", "10.12.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}}}};
-    auto created = server.request("POST", api, pool.dump());
-    REQUIRE(created.status == 201);
-    json with_status = created.body;
-    with_status["status"] = {
-        {"allocations", {{{"nodeName", "node-1"}, {"prefix", "10.12.7.0/24"}, {"gateway", "10.12.7.1"}}}}};
-    REQUIRE(server.request("PUT", api + "/rail1/status", with_status.dump()).status == 200);
+    create_nv_pool(server, "cidrpools", "rail1",
+                   {{"cidr", "10.12.0.0/16"}, {"perNodeNetworkPrefix", 24}, {"gatewayIndex", 1}},
+                   {{{"nodeName", "node-1"}, {"prefix", "10.12.7.0/24"}, {"gateway", "10.12.7.1"}}});
 
     ProviderProcess p("nvipam");
     p.extra_env = env.env();
@@ -184,7 +176,7 @@ TEST_CASE(
     CHECK(b.j()["interface"]["addresses"] == json::array({"10.12.7.3/24"}));
     CHECK(server.stats()["requests"].get<std::uint64_t>() == before);  // the node's block is cached locally
     // ... and the count does see a read of the pool (the comparison above could fail).
-    REQUIRE(server.request("GET", api + "/rail1").status == 200);
+    REQUIRE(server.request("GET", kNvApi + "/cidrpools/rail1").status == 200);
     CHECK(server.stats()["requests"].get<std::uint64_t>() > before);
 }
 
@@ -287,23 +279,15 @@ TEST_CASE(
     "[kube][integration][dranet][nvipam]") {
     ServerUnderTest server;
     Env env(server);
-    const std::string api = "/apis/nv-ipam.nvidia.com/v1alpha1/namespaces/" + kNs + "/ippools";
-    const json pool = {{"apiVersion", "nv-ipam.nvidia.com/v1alpha1"},
-                       {"kind", "IPPool"},
-                       {"metadata", {{"name", "rail2"}, {"namespace", kNs}}},
-                       {"spec",
-                        {{"subnet", "192.168.0.0/24"},
-                         {"perNodeBlockSize", 100},
-                         {"gateway", "192.168.0.1"},
-                         {"routes", {{{"dst", "10.200.0.0/16"}}}}}}};
-    auto created = server.request("POST", api, pool.dump());
-    REQUIRE(created.status == 201);
     // nv-ipam's controller's blocks: node-1 (the provider's node) holds the second one.
-    json with_status = created.body;
-    with_status["status"] = {{"allocations",
-                              {{{"nodeName", "node-2"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
-                               {{"nodeName", "node-1"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}}}};
-    REQUIRE(server.request("PUT", api + "/rail2/status", with_status.dump()).status == 200);
+    create_nv_pool(server, "ippools", "rail2",
+                   {{"subnet", "192.168.0.0/24"},
+                    {"perNodeBlockSize", 100},
+                    {"gateway", "192.168.0.1"},
+                    {"routes", {{{"dst", "10.200.0.0/16"}}}}},
+                   {{{"nodeName", "node-2"}, {"startIP", "192.168.0.1"}, {"endIP", "192.168.0.100"}},
+                    {{"nodeName", "node-1"}, {"startIP", "192.168.0.101"}, {"endIP", "192.168.0.200"}}});
+    const std::string api = kNvApi + "/ippools";
     const json status_before = server.request("GET", api + "/rail2").body["status"];
 
     ProviderProcess p("nvippool");
