@@ -186,7 +186,7 @@ RealApiServer::RealApiServer(RealServerOptions options) {
         start_etcd(*bin);
         start_apiserver(*bin);
         wait_ready();
-        apply_project_manifests(options.crds);
+        if (options.project_manifests) apply_project_manifests(options.crds);
     } catch (...) {
         stop_process(apiserver_pid_);
         stop_process(etcd_pid_);

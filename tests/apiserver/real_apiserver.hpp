@@ -70,6 +70,9 @@ void skip_unless_real_binaries();
 
 struct RealServerOptions {
     bool crds = true;  // false: deploy/crds/ not applied (the whereabouts group is not served: 404)
+    // false: nothing of deploy/ is created (no namespace, CRDs or RBAC): an empty cluster, for a
+    // test that creates the manifests itself (the Helm chart's).
+    bool project_manifests = true;
 };
 
 class RealApiServer : public ApiServer {
