@@ -213,7 +213,8 @@ TEST_CASE("helm: the chart's nv-ipam CRDs are deploy/crds' and kept on uninstall
                      "CustomResourceDefinition", "ippools.nv-ipam.nvidia.com"));
 }
 
-TEST_CASE("helm: local datastore without the provider: no pool access, no token on the node, no CronJob", "[helm]") {
+TEST_CASE("helm: local datastore without the provider: no pool access and no token on the node and no CronJob",
+          "[helm]") {
     const auto objects = render_values("local");
     CHECK_FALSE(find(objects, "CronJob", "rdmanet-reconcile"));
     json ns = one(objects, "Namespace", "rdmanet-local");
@@ -363,7 +364,8 @@ TEST_CASE("helm: kubernetes datastore with the provider: every value lands where
     check_flags_known(objects);
 }
 
-TEST_CASE("helm: nodePolicy is written on every node, parses as a node policy, and a change rolls the pods", "[helm]") {
+TEST_CASE("helm: nodePolicy is written on every node and parses as a node policy and a change rolls the pods",
+          "[helm]") {
     const auto objects = render_values("kubernetes");
     auto cm = one(objects, "ConfigMap", "rdma-node-policy");
     const std::string policy_text = cm["data"]["policy.json"];
@@ -427,7 +429,7 @@ TEST_CASE("helm: nodePolicy is written on every node, parses as a node policy, a
     CHECK(pod_spec(one(defaults, "DaemonSet", "rdmanet")).at("initContainers").size() == 1);
 }
 
-TEST_CASE("helm: the values schema refuses what the node would refuse, naming the value", "[helm]") {
+TEST_CASE("helm: the values schema refuses what the node would refuse and names the value", "[helm]") {
     const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
         {{"--set", "datastore.type=sqlite"}, "datastore"},
         {{"--set", "nodePolicy.mdoes={macvlan}"}, "mdoes"},
