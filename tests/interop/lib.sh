@@ -138,17 +138,22 @@ start_apiserver() {
   echo "real kube-apiserver ready in $((SECONDS - t0)) s"
 }
 
-# api VERB PATH [BODY [CONTENT_TYPE]]: prints the body; exits 1 on an HTTP error.
-api() {
+# api_try VERB PATH [BODY [CONTENT_TYPE]]: a request as the admin; prints the body, returns 1 on
+# an HTTP error (the status and body on stderr). api: the same, failing the suite on an error.
+api_try() {
   local out code
   out=$(ip netns exec "$API_NETNS" curl -sS --cacert "$CA" -H "Authorization: Bearer $ADMIN_TOKEN" \
     -H "Content-Type: ${4:-application/json}" -X "$1" ${3:+--data-binary "$3"} \
-    -w '\n%{http_code}' "$URL$2") || fail "curl $1 $2 failed"
+    -w '\n%{http_code}' "$URL$2") || { echo "curl $1 $2 failed" >&2; return 1; }
   code=${out##*$'\n'}
   out=${out%$'\n'*}
-  ((code < 400)) || fail "$1 $2: HTTP $code: $out"
+  if ((code >= 400)); then
+    echo "$1 $2: HTTP $code: $out" >&2
+    return 1
+  fi
   printf '%s\n' "$out"
 }
+api() { api_try "$@" || fail "API request $1 $2 failed"; }
 
 # isolated NETNS ROOT CMD...: runs CMD inside NETNS and in a private mount namespace where
 # ROOT/var replaces /var, so whatever a peer writes to or reads from fixed paths there
@@ -202,7 +207,7 @@ create_pod() {
 }
 
 ensure_namespace() {
-  api GET "/api/v1/namespaces/$1" >/dev/null 2>&1 && return
+  api_try GET "/api/v1/namespaces/$1" >/dev/null 2>&1 && return
   api POST /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$1\"}}" >/dev/null
 }
 

@@ -49,9 +49,9 @@ ensure_namespace "$NS"
 # --- NetworkAttachmentDefinitions -------------------------------------------------------------
 api POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$(cat "$(dirname "$0")/nad-crd.json")" >/dev/null
 t0=$SECONDS
-until api GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/network-attachment-definitions.k8s.cni.cncf.io |
+until api_try GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/network-attachment-definitions.k8s.cni.cncf.io |
   jq -e '.status.conditions[]? | select(.type == "Established" and .status == "True")' >/dev/null &&
-  api GET "/apis/k8s.cni.cncf.io/v1/namespaces/$NS/network-attachment-definitions" >/dev/null 2>&1; do
+  api_try GET "/apis/k8s.cni.cncf.io/v1/namespaces/$NS/network-attachment-definitions" >/dev/null 2>&1; do
   ((SECONDS - t0 < 60)) || fail "the NetworkAttachmentDefinition CRD was not Established within 60 s"
   sleep 0.5
 done

@@ -14,6 +14,9 @@ WB_RECONCILER=$(stage_bin "$WB_RECONCILER") # run under `isolated`, which hides 
 
 NODE=$TAG-node
 make_netns "$NODE"
+# CNI_NETNS of the IPAM calls: a pod netns other than the plugin's own (CNI's skel refuses the
+# plugin's own netns).
+make_netns "$TAG-pod"
 start_apiserver "$NODE"
 write_policy
 
@@ -51,7 +54,7 @@ ipam() {
     wb) exe=$WB conf=$WB_CONF ;;
     rd) exe=$BIN/rdmanet-ipam conf=$RD_CONF ;;
   esac
-  ip netns exec "$NODE" env CNI_COMMAND="$2" CNI_CONTAINERID="cid-$3" CNI_NETNS="/run/netns/$NODE" \
+  ip netns exec "$NODE" env CNI_COMMAND="$2" CNI_CONTAINERID="cid-$3" CNI_NETNS="/run/netns/$TAG-pod" \
     CNI_IFNAME=net1 CNI_PATH="$BIN" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=$NS;K8S_POD_NAME=$3" \
     "$exe" <<<"$conf"
 }
