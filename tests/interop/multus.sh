@@ -71,32 +71,40 @@ nad rdma-local "$(jq -nc --arg w "$WORK" '{cniVersion: "1.0.0", name: "rdma-loca
   ipam: {type: "rdmanet-ipam", range: "10.79.0.0/24", data_dir: ($w + "/rdipam-local")}}]}')"
 ok "NetworkAttachmentDefinitions rdma-kube and rdma-local created as CRs"
 
-# The cluster network (eth0), a file Multus reads (clusterNetwork may name a file).
-mkdir -p "$WORK/multus"
+# The cluster network (eth0): a conflist in a directory that clusterNetwork names. Not the file
+# itself: Multus v4.3.0 caches a clusterNetwork given as a .conflist path re-marshalled through
+# libcni's plain NetConf (LoadDelegateNetConfFromConfList), which drops every plugin-specific key
+# (master, ipam.ranges, dataDir), so its DEL of the cluster network then fails ("no IP ranges
+# specified"). A directory is read as raw bytes and cached as written.
+mkdir -p "$WORK/multus/cluster.d"
 jq -n --arg w "$WORK" '{cniVersion: "1.0.0", name: "cluster", plugins: [{type: "macvlan", master: "clu0",
   mode: "bridge", ipam: {type: "host-local", ranges: [[{subnet: "10.76.0.0/24"}]], dataDir: ($w + "/host-local")}}]}' \
-  >"$WORK/multus/cluster.conflist"
+  >"$WORK/multus/cluster.d/10-cluster.conflist"
 NETWORKS='[{"name":"rdma-kube","interface":"net1"},{"name":"rdma-local","interface":"net2","ips":["10.79.0.50/24"],"mac":"02:00:00:00:79:50"}]'
 
 # Thin: the multus binary with a kubeconfig. Its cache (cniDir), conf dir and log are private.
 mkdir -p "$WORK/thin/netd"
 jq -n --arg w "$WORK" --arg kc "$API_DIR/admin.kubeconfig" '{cniVersion: "1.0.0", name: "multus-thin",
-  type: "multus", kubeconfig: $kc, clusterNetwork: ($w + "/multus/cluster.conflist"), cniDir: ($w + "/thin/cache"),
+  type: "multus", kubeconfig: $kc, clusterNetwork: ($w + "/multus/cluster.d"), cniDir: ($w + "/thin/cache"),
   binDir: ($w + "/bin"), confDir: ($w + "/thin/confdir"), logFile: ($w + "/log/multus-thin.log"), logLevel: "debug",
   logToStderr: false}' >"$WORK/thin/netd/00-multus.conf"
 
 # Thick: multus-daemon with its config (the server's keys and the Multus keys it lays over every
 # request), an in-cluster identity (KUBERNETES_SERVICE_* and the token file under the private
 # /var/run/secrets), its socket in a private directory; the shim's config names that directory.
+# multusConfigFile "auto", as Multus' own manifests run it: with a given file instead, v4.3.0's
+# daemon returns from main (nothing waits on its WaitGroup) and exits right after it started
+# serving. In "auto" its config manager writes a Multus config for the first conflist of
+# multusAutoconfigDir into cniConfigDir (private) and keeps the process alive.
 mkdir -p "$WORK/thick/netd" "$WORK/thick/netd-gen"
 jq -n --arg w "$WORK" '{cniVersion: "1.0.0", name: "multus-thick", type: "multus-shim",
   daemonSocketDir: ($w + "/thick/run"), logFile: ($w + "/log/multus-shim.log"), logLevel: "debug"}' \
   >"$WORK/thick/netd/00-multus.conf"
 jq -n --arg w "$WORK" '{chrootDir: "", socketDir: ($w + "/thick/run"), logFile: ($w + "/log/multus-daemon.log"),
   logLevel: "debug", logToStderr: true, cniVersion: "1.0.0", name: "multus-thick", type: "multus-shim",
-  clusterNetwork: ($w + "/multus/cluster.conflist"), cniDir: ($w + "/thick/cache"), binDir: ($w + "/bin"),
+  clusterNetwork: ($w + "/multus/cluster.d"), cniDir: ($w + "/thick/cache"), binDir: ($w + "/bin"),
   confDir: ($w + "/thick/confdir"), cniConfigDir: ($w + "/thick/netd-gen"),
-  multusConfigFile: ($w + "/thick/netd/00-multus.conf")}' >"$WORK/thick/daemon.json"
+  multusConfigFile: "auto", multusAutoconfigDir: ($w + "/multus/cluster.d")}' >"$WORK/thick/daemon.json"
 sa=$WORK/iso-daemon/var/run/secrets/kubernetes.io/serviceaccount
 mkdir -p "$sa"
 cp "$CA" "$sa/ca.crt"
@@ -114,7 +122,13 @@ until [[ -S $WORK/thick/run/multus.sock ]]; do
   ((SECONDS - t0 < 60)) || fail "multus-daemon made no socket within 60 s"
   sleep 0.5
 done
-ok "multus-daemon serves on $WORK/thick/run/multus.sock"
+t0=$SECONDS
+until [[ -n $(find "$WORK/thick/netd-gen" -name '*multus*' 2>/dev/null) ]]; do
+  kill -0 "$daemon_pid" 2>/dev/null || fail "multus-daemon exited: $(tail -20 "$WORK/log/multus-daemon.log")"
+  ((SECONDS - t0 < 30)) || fail "multus-daemon's config manager wrote no Multus config within 30 s"
+  sleep 0.5
+done
+ok "multus-daemon serves on $WORK/thick/run/multus.sock and generated its config in a private dir"
 
 # cnitool VERB NETWORK POD_NETNS POD UID: the runtime's call, as the kubelet's CNI_ARGS.
 cnitool() {
@@ -170,6 +184,8 @@ run_mode() { # run_mode thin|thick
   done
   ok "$mode: Multus wrote the Pod's network-status: eth0 default, net1 and net2 with rdmanet's addresses and MACs"
 
+  [[ $(find "$WORK/state" -type f | wc -l) -ge 2 ]] ||
+    fail "$mode: rdmanet kept no state for net1 and net2 in the policy's stateDir (was the node policy used?)"
   local off=${ip_net1%/*}
   off=${off##*.}
   jq -e --arg off "$off" --arg ref "$NS/$pod" '[.[] | select(.off == $off and .podref == $ref)] | length == 1' \
@@ -198,6 +214,7 @@ t0=$SECONDS
 run_mode thin
 echo "thin plugin: $((SECONDS - t0)) s"
 t0=$SECONDS
+kill -0 "$daemon_pid" 2>/dev/null || fail "multus-daemon exited: $(tail -20 "$WORK/log/multus-daemon.log")"
 run_mode thick
 echo "thick plugin: $((SECONDS - t0)) s"
 grep -q "rdmanet" "$WORK/log/multus-daemon.log" 2>/dev/null ||
