@@ -190,16 +190,19 @@ ok "whereabouts allocates again on the pool after rdmanet's reconcile wrote it (
 
 # --- whereabouts' own reconciler over rdmanet's entries ------------------------------------------------
 # It keeps an entry only when its pod exists and lists the address in Multus' network-status
-# annotation (wrappedPod.go), so the live pods get the annotation Multus would write. rd-2-0's
-# pod goes away without a DEL: its entry must be released, every other one kept.
+# annotation (wrappedPod.go), so the live pods get the annotation Multus would write, all but
+# rd-0-2 (a pod whose attachment no Multus reported, e.g. one made through the DRA provider).
+# rd-2-0's pod goes away without a DEL. Expected: rd-2-0's entry released, and rd-0-2's too
+# although its pod lives (whereabouts' rule, not rdmanet's); every other one kept.
 for pod in $(pool_entries | cut -d' ' -f1 | cut -d/ -f2); do
+  [[ $pod == rd-0-2 ]] && continue
   status=$(jq -nc --arg ip "${addr_of[$pod]}" '[{name: "interop/interop-net", interface: "net1", ips: [$ip]}]')
   patch=$(jq -nc --arg s "$status" '{metadata: {annotations: {"k8s.v1.cni.cncf.io/network-status": $s}}}')
   api PATCH "/api/v1/namespaces/$NS/pods/$pod" "$patch" application/merge-patch+json >/dev/null
 done
 api DELETE "/api/v1/namespaces/$NS/pods/rd-2-0" >/dev/null
 before=$(pool_entries)
-want=$(grep -v "^$NS/rd-2-0 " <<<"$before")
+want=$(grep -v -e "^$NS/rd-2-0 " -e "^$NS/rd-0-2 " <<<"$before")
 # cmd/reconciler (ip-reconciler) is a cron job for a pod: rest.InClusterConfig
 # (KUBERNETES_SERVICE_HOST/PORT and /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt})
 # and the schedule from the flat file /etc/cni/net.d/whereabouts.d/whereabouts.conf (it has no
@@ -227,9 +230,10 @@ done
 sleep 2 # the overlapping-reservation pass follows the pool pass in the same run
 grep -q "failed to" "$WORK/log/whereabouts-reconciler.log" &&
   fail "whereabouts' reconciler failed: $(grep 'failed to' "$WORK/log/whereabouts-reconciler.log")"
-[[ $(pool_entries) == "$want" ]] || fail "whereabouts' reconciler did not release exactly rd-2-0's entry:
+[[ $(pool_entries) == "$want" ]] || fail "whereabouts' reconciler did not release exactly rd-2-0's and rd-0-2's entries:
 $(diff <(echo "$want") <(pool_entries))"
-ok "whereabouts' reconciler released rdmanet's orphan and kept every live entry of both plugins"
+ok "whereabouts' reconciler released rdmanet's orphan and kept every live entry of both plugins that Multus' annotation lists"
+ok "whereabouts' reconciler also released rd-0-2, a live pod without network-status (its rule: the annotation must list the address)"
 t0=$SECONDS
 while reservations | grep -q "^$NS/rd-2-0 "; do
   ((SECONDS - t0 < 20)) || fail "whereabouts' reconciler left rd-2-0's OverlappingRangeIPReservation"
@@ -240,5 +244,8 @@ ok "whereabouts' reconciler removed the reservation rdmanet-ipam wrote for the o
 # A CHECK by rdmanet-ipam of a live entry after both reconcilers: still allocated.
 ipam rd CHECK rd-0-1 >/dev/null || fail "rdmanet-ipam CHECK rd-0-1 failed after the reconcilers"
 ok "rdmanet-ipam CHECK still finds its entries after both reconcilers"
+out=$(ipam rd CHECK rd-0-2) && fail "rdmanet-ipam CHECK rd-0-2 passed although whereabouts released its entry"
+[[ $(jq -r .code <<<"$out") == 112 ]] || fail "rdmanet-ipam CHECK rd-0-2: expected code 112, got $out"
+ok "rdmanet-ipam CHECK reports the entry whereabouts released (code 112: $(jq -r .msg <<<"$out"))"
 
 interop_done
