@@ -145,7 +145,7 @@ ippool_entries() {
 
 node_links_before=$(ip -n "$NODE" -j link show | jq -c '[.[].ifname] | sort')
 
-run_mode() { # run_mode thin|thick
+run_mode() { # run_mode thin|thick [pod-gone]: pod-gone deletes the Pod object before the DEL
   local mode=$1 podns=$TAG-$1 pod=pod-$1 uid out links net1 net2 eth0 status a
   NETCONFPATH=$WORK/$mode/netd
   uid=$(create_pod "$NS" "$pod" "$(jq -nc --arg n "$NETWORKS" '{"k8s.v1.cni.cncf.io/networks": $n}')")
@@ -196,6 +196,10 @@ run_mode() { # run_mode thin|thick
     fail "$mode: cnitool check (Multus) failed: $(cat "$WORK/log/cnitool-$mode-check.log")"
   ok "$mode: CHECK through Multus passes"
 
+  if [[ ${2:-} == pod-gone ]]; then
+    # A force-deleted pod: the runtime's DEL comes after the Pod object is gone.
+    api DELETE "/api/v1/namespaces/$NS/pods/$pod?gracePeriodSeconds=0" >/dev/null
+  fi
   cnitool del "multus-$mode" "$podns" "$pod" "$uid" >"$WORK/log/cnitool-$mode-del.log" 2>&1 ||
     fail "$mode: cnitool del (Multus) failed: $(cat "$WORK/log/cnitool-$mode-del.log")"
   [[ $(links_of "$podns") == "[]" ]] || fail "$mode: DEL left links in the pod netns: $(links_of "$podns")"
@@ -207,7 +211,7 @@ run_mode() { # run_mode thin|thick
   [[ -z $(find "$WORK/host-local" -type f -name '10.*' 2>/dev/null) ]] || fail "$mode: DEL left a host-local address"
   [[ $(ip -n "$NODE" -j link show | jq -c '[.[].ifname] | sort') == "$node_links_before" ]] ||
     fail "$mode: the node's links changed: $(ip -n "$NODE" -j link show | jq -c '[.[].ifname]')"
-  ok "$mode: DEL through Multus removed net1, net2, eth0, the IPPool entry, the local and host-local addresses and rdmanet's state"
+  ok "$mode: DEL through Multus${2:+ (Pod object already deleted)} removed net1, net2, eth0, the IPPool entry, the local and host-local addresses and rdmanet's state"
 }
 
 t0=$SECONDS
@@ -215,7 +219,7 @@ run_mode thin
 echo "thin plugin: $((SECONDS - t0)) s"
 t0=$SECONDS
 kill -0 "$daemon_pid" 2>/dev/null || fail "multus-daemon exited: $(tail -20 "$WORK/log/multus-daemon.log")"
-run_mode thick
+run_mode thick pod-gone
 echo "thick plugin: $((SECONDS - t0)) s"
 grep -q "rdmanet" "$WORK/log/multus-daemon.log" 2>/dev/null ||
   grep -q "rdma-kube" "$WORK/log/multus-daemon.out.log" || fail "the thick ADD did not go through multus-daemon"
