@@ -45,7 +45,7 @@ RD_CONF=$(jq -nc --arg kc "$API_DIR/sa.kubeconfig" --arg dd "$WORK/rdipam" \
     datastore: "kubernetes", kubernetes: {kubeconfig: $kc}, data_dir: $dd, log_file: $log,
     log_level: "debug"}}')
 
-# ipam PLUGIN VERB POD: one CNI call of the IPAM plugin for pod $NS/POD (container id = POD),
+# ipam PLUGIN VERB POD: one CNI call of the IPAM plugin for pod $NS/POD (container id cid-POD, or $CID),
 # inside the node netns (where the API server listens). Prints the result; the exit code is the
 # plugin's.
 ipam() {
@@ -54,7 +54,7 @@ ipam() {
     wb) exe=$WB conf=$WB_CONF ;;
     rd) exe=$BIN/rdmanet-ipam conf=$RD_CONF ;;
   esac
-  ip netns exec "$NODE" env CNI_COMMAND="$2" CNI_CONTAINERID="cid-$3" CNI_NETNS="/run/netns/$TAG-pod" \
+  ip netns exec "$NODE" env CNI_COMMAND="$2" CNI_CONTAINERID="${CID:-cid-$3}" CNI_NETNS="/run/netns/$TAG-pod" \
     CNI_IFNAME=net1 CNI_PATH="$BIN" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=$NS;K8S_POD_NAME=$3" \
     "$exe" <<<"$conf"
 }
@@ -164,6 +164,23 @@ $(diff <(echo "$want") <(pool_entries))"
   api DELETE "/api/v1/namespaces/$NS/pods/$pod" >/dev/null
 done
 ok "a DEL by rdmanet-ipam and one by whereabouts each released exactly their own entry and reservation"
+
+# --- migration: a pod whereabouts attached, re-ADDed by rdmanet-ipam (the NAD's type changed) ----
+# keeps its address; the entry is taken over (the new container id), not duplicated.
+pod=wb-2-1
+CID=cid-$pod-migrated ipam rd ADD "$pod" >"$WORK/add/$pod.rd.json" || fail "rdmanet-ipam re-ADD of $pod failed"
+got=$(jq -r '.ips[0].address' "$WORK/add/$pod.rd.json")
+[[ ${got%/*} == "${addr_of[$pod]}" ]] || fail "rdmanet-ipam gave $pod $got, whereabouts had given ${addr_of[$pod]}"
+entry=$(pool | jq -c --arg ref "$NS/$pod" '[.spec.allocations | to_entries[] | select(.value.podref == $ref)]')
+[[ $(jq length <<<"$entry") == 1 && $(jq -r '.[0].value.id' <<<"$entry") == "cid-$pod-migrated" ]] ||
+  fail "after the re-ADD the IPPool should hold one entry of $pod with the new container id: $entry"
+ok "rdmanet-ipam's re-ADD of a pod whereabouts attached keeps its address ($got) and takes the entry over"
+CID=cid-$pod-migrated ipam rd DEL "$pod" >/dev/null || fail "rdmanet-ipam DEL of the migrated $pod failed"
+pool_entries | grep -q "^$NS/$pod " && fail "rdmanet-ipam's DEL left the migrated $pod's entry"
+reservations | grep -q "^$NS/$pod " && fail "rdmanet-ipam's DEL left the reservation whereabouts wrote for $pod"
+unset "owner_of[${addr_of[$pod]}]"
+api DELETE "/api/v1/namespaces/$NS/pods/$pod" >/dev/null
+ok "rdmanet-ipam's DEL of the migrated pod released the entry and the reservation whereabouts had written"
 
 # --- rdmanetctl reconcile: orphans of both plugins go, live whereabouts allocations stay --------------
 # The pods of rd-1-0 and wb-1-0 are deleted without a DEL (a node lost with them).
