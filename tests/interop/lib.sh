@@ -135,7 +135,7 @@ start_apiserver() {
   done
   # shellcheck disable=SC1091
   source "$API_DIR/server.env"
-  echo "real kube-apiserver ready in $((SECONDS - t0)) s"
+  echo "real kube-apiserver ready in $((SECONDS - t0)) s ($(grep -o -m1 'Kubernetes v[0-9.]*' "$WORK/apiserver.log" || true))"
 }
 
 # api_try VERB PATH [BODY [CONTENT_TYPE]]: a request as the admin; prints the body, returns 1 on
