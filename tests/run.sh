@@ -35,7 +35,7 @@ test_packages=(
   libnl-genl-3-dev rdma-core catch2 libcpp-httplib-dev openssl
   containernetworking-plugins procps jq mmdebstrap podman runc
   clang libclang-rt-14-dev clang-format
-  iputils-arping ccache
+  iputils-arping ccache curl
 )
 
 # install_missing package...: apt-get installs those not installed yet.
@@ -320,8 +320,8 @@ peer_stages() {
     return 0
   fi
   stage "${names[0]}" wait_peers_build
-  stage "${names[1]}" "$here/peers/kubereal.sh" "$build" 1.37
-  stage "${names[2]}" "$here/peers/kubereal.sh" "$build" 1.34
+  stage "${names[1]}" "$here/peers/kubereal.sh" "$build" kube-1.37
+  stage "${names[2]}" "$here/peers/kubereal.sh" "$build" kube-1.34
   stage "${names[3]}" bash -c 'cd "$1" && ctest --output-on-failure --timeout 900 -L interop' _ "$build"
   stage "${names[4]}" "$here/helm/check_chart.sh" "$build"
 }
