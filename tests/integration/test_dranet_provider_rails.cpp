@@ -162,7 +162,7 @@ struct SharedL2 {
     std::vector<unsigned long> answers_to(const std::string& address) const {
         std::vector<unsigned long> before;
         for (const auto& l : links) before.push_back(tx_packets(pod, l->name_a()));
-        in_ns(far, {"arping", "-b", "-c", "5", "-i", "0.2", "-w", "3", "-I", "l2", address});
+        in_ns(far, {"arping", "-b", "-c", "3", "-w", "4", "-I", "l2", address});
         std::vector<unsigned long> sent;
         for (std::size_t i = 0; i < links.size(); ++i) sent.push_back(tx_packets(pod, links[i]->name_a()) - before[i]);
         return sent;
@@ -207,8 +207,8 @@ TEST_CASE(
         const auto addresses = attach_flat(*p, l2);
         const auto sent = l2.answers_to(addresses[1]);
         INFO("rail 0 sent " << sent[0] << ", rail 1 sent " << sent[1]);
-        CHECK(sent[1] >= 4);
-        CHECK(sent[0] >= 4);  // the flux the provider's start log warns about
+        CHECK(sent[1] >= 2);
+        CHECK(sent[0] >= 1);  // the flux the provider's start log warns about
     }
     SECTION("DRANET 1.4 with the pod's net.ipv4.conf.all.arp_ignore=1/arp_announce=2: only the owner answers") {
         auto p = provider("1.4");
@@ -222,7 +222,7 @@ TEST_CASE(
         for (int owner = 0; owner < 2; ++owner) {
             const auto sent = l2.answers_to(addresses[owner]);
             INFO("ARP for rail " << owner << ": rail 0 sent " << sent[0] << ", rail 1 sent " << sent[1]);
-            CHECK(sent[owner] >= 4);
+            CHECK(sent[owner] >= 2);
             CHECK(sent[1 - owner] == 0);
         }
     }
@@ -232,7 +232,7 @@ TEST_CASE(
         const auto addresses = attach_flat(*p, l2);
         const auto sent = l2.answers_to(addresses[1]);
         INFO("rail 0 sent " << sent[0] << ", rail 1 sent " << sent[1]);
-        CHECK(sent[1] >= 4);
+        CHECK(sent[1] >= 2);
         CHECK(sent[0] == 0);
     }
 }
