@@ -183,7 +183,7 @@ TEST_CASE("dranet provider: claims in whereabouts' IPPools are refused until the
     // use of it (an API request would be a 500 here).
     const json kube_ipam = {{"range", "10.68.1.0/24"},
                             {"datastore", "kubernetes"},
-                            {"kubernetes", {{"kubeconfig", "/etc/cni/net.d/rdmanet.d/absent.kubeconfig"}}},
+                            {"kubernetes", {{"kubeconfig", p.dir() + "/absent.kubeconfig"}}},
                             {"node_slice_size", "/28"}};
     p.write_profile("slices", {{"ipam", kube_ipam}, {"policyRouting", true}});
     p.start();

@@ -69,7 +69,7 @@ std::vector<std::string> describe_dranet(const DranetVersion& version) {
                         "net.ipv4.conf.all.arp_announce=2 (the kubelet allows them with --allowed-unsafe-sysctls), "
                         "or DRANET is newer than 1.4 (then run the provider with --dranet-version main or 1.5)");
     }
-    lines.push_back("not applied by any DRANET: rp_filter (no field; the pod namespace's default, 0, applies)");
+    lines.push_back("not applied by any DRANET: rp_filter (no field: the pod namespace's own value applies)");
     return lines;
 }
 
