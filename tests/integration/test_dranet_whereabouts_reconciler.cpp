@@ -91,7 +91,7 @@ private:
 }  // namespace
 
 TEST_CASE("whereabouts' ip-reconciler releases a DRA claim's entry in an IPPool (why the provider refuses it)",
-          "[.][whereabouts-peer][kube][dranet]") {
+          "[.][whereabouts-peer]") {
     const std::string peer = whereabouts_peer();
     ServerUnderTest server;
     Env env(server);
@@ -110,7 +110,8 @@ TEST_CASE("whereabouts' ip-reconciler releases a DRA claim's entry in an IPPool 
     CHECK_THAT(refused.body, Catch::Contains("ip-reconciler"));
     CHECK(allocations(server, "10.46.0.0-24").empty());
 
-    p.write_profile("rail", {{"network", "kubenet"}, {"ipam", ipam}, {"policyRouting", true}, kNoWhereaboutsReconciler});
+    p.write_profile("rail",
+                    {{"network", "kubenet"}, {"ipam", ipam}, {"policyRouting", true}, kNoWhereaboutsReconciler});
     const auto held = dranet_test::http(p.socket(), "POST", "/GetProfileConfig", request);
     INFO(held.body << p.log());
     REQUIRE(held.status == 200);
