@@ -15,7 +15,8 @@
 //   rdmanetctl doctor [--json] [--root DIR] ...          node checks; exit 1 on problems
 //   rdmanetctl rdma mode [exclusive|shared] [--persist]  RDMA netns mode (show/set, boot option)
 //   rdmanetctl devices [--sysfs-root DIR]                RDMA devices, ports, netdevs, PCI, PF/VF
-//   rdmanetctl dranet-provider --socket PATH --profiles DIR [--kubeconfig F | --in-cluster] ...
+//   rdmanetctl dranet-provider --socket PATH --profiles DIR [--kubeconfig F | --in-cluster]
+//                              [--dranet-version 1.4|1.5|main] ...
 //                                                        DRANET's profile provider (DaemonSet)
 #include <chrono>
 #include <iostream>
@@ -192,8 +193,24 @@ int main(int argc, char** argv) {
     provider->add_option("--threads", provider_options.threads, "connections served at once")->check(CLI::Range(1, 64));
     // The Kubernetes access of profiles whose ipam section names no kubeconfig of its own.
     add_kube(*provider, provider_options.kube);
-    provider->callback(
-        [&] { status = rdmanet::cni::node::dranet::run_provider(provider_options, std::cout, std::cerr); });
+    // DRANET's request names no version and its answer decoding drops unknown fields silently.
+    std::string dranet_version = rdmanet::cni::node::dranet::kDefaultDranetVersion.str();
+    provider
+        ->add_option("--dranet-version", dranet_version,
+                     "the DRANET release that calls (1.4, 1.5, main, ...): the answers hold only the fields it "
+                     "applies (1.4 has no interface.arpIgnore/arpAnnounce)")
+        ->capture_default_str()
+        ->check(CLI::Validator(
+            [](std::string& text) {
+                return rdmanet::cni::node::dranet::parse_dranet_version(text)
+                           ? std::string()
+                           : "not a DRANET version with the profile-provider webhook (1.4 or later, or main): " + text;
+            },
+            "VERSION"));
+    provider->callback([&] {
+        provider_options.dranet = *rdmanet::cni::node::dranet::parse_dranet_version(dranet_version);
+        status = rdmanet::cni::node::dranet::run_provider(provider_options, std::cout, std::cerr);
+    });
 
     CLI::App* verify =
         pool->add_subcommand("verify", "check the store's internal consistency; non-zero exit on problems");
