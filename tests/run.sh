@@ -178,7 +178,7 @@ main_suites() {
   local image_filter=()
   [[ ${IMAGE:-1} == 0 ]] && image_filter=(-LE image)
   # Not the suites that need the real peers: they run in their own stages, after the peers.
-  (cd "$build" && ctest --output-on-failure --timeout 600 -j"$jobs" -LE 'kubereal|interop' \
+  (cd "$build" && ctest --output-on-failure --timeout 600 -j"$jobs" -LE 'kubereal|interop|peer-whereabouts' \
     -E '^helm: the chart \(' "${image_filter[@]}")
 }
 
@@ -325,7 +325,7 @@ peer_stages() {
   stage "${names[0]}" wait_peers_build
   stage "${names[1]}" "$here/peers/kubereal.sh" "$build" kube-1.37
   stage "${names[2]}" "$here/peers/kubereal.sh" "$build" kube-1.34
-  stage "${names[3]}" bash -c 'cd "$1" && ctest --output-on-failure --timeout 900 -L interop' _ "$build"
+  stage "${names[3]}" bash -c 'cd "$1" && ctest --output-on-failure --timeout 900 -L "interop|peer-whereabouts"' _ "$build"
   stage "${names[4]}" "$here/helm/check_chart.sh" "$build"
 }
 
