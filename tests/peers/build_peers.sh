@@ -10,7 +10,8 @@
 #
 # Each peer lands in $PEERS_CACHE/<name>-<version>/ (default root /var/cache/rdmanet-peers), built
 # in a temporary folder and renamed only when complete, so a folder that exists is whole and is
-# reused as is. Go's module and build caches live under the same root (gomod/, gocache/), and
+# reused as is; builders of the same peer run one at a time (a lock file beside it), so any
+# number may be started at once. Go's module and build caches live under the same root (gomod/, gocache/), and
 # -mod=readonly makes the committed go.sum the pin: a module the proxy refuses or whose checksum
 # differs fails the peer with the module's name. stdout gets one line per peer,
 # `name version path`; progress goes to stderr. <root>/peers.env is rewritten with a line
@@ -126,6 +127,19 @@ build_one() {
     return 0
   fi
   mkdir -p "$root"
+  # One builder per peer at a time: a second one (another suite's, started meanwhile) waits here
+  # and then reuses the folder the first one made.
+  local lockfd
+  exec {lockfd}>"$root/.lock-$name-$version"
+  if ! flock -n "$lockfd"; then
+    log "$name $version: another builder is building it; waiting"
+    flock "$lockfd"
+  fi
+  if [[ -f $dest/.complete ]]; then
+    log "$name $version: reusing $dest"
+    echo "$name $version $dest"
+    return 0
+  fi
   local tmp logf start
   tmp=$(mktemp -d "$root/.build-$name-$version.XXXXXX")
   logf="$tmp/.build.log"
