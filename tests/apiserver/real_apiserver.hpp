@@ -11,8 +11,9 @@
 // IP SAN 127.0.0.1 (the openssl CLI); a service-account signing key; a static token file with an
 // admin (group system:masters), the identity of deploy/rbac.yaml's service account
 // (system:serviceaccount:rdmanet-system:rdmanet) and one RBAC grants nothing (forbidden_token()); kube-apiserver on a free port of 127.0.0.1 with
-// RBAC on and only the NamespaceLifecycle admission plugin (ServiceAccount admission would refuse
-// every pod without a controller-manager). Once /readyz answers, deploy/namespace.yaml,
+// RBAC on and the admission plugins that 1.21 enabled by default off but NamespaceLifecycle
+// (ServiceAccount admission would refuse every pod without a controller-manager; the ones later
+// releases added, PodSecurity among them, stay on and admit what the tests create). Once /readyz answers, deploy/namespace.yaml,
 // deploy/crds/*.yaml (nv-ipam's too, which kustomization.yaml leaves out) and deploy/rbac.yaml are
 // created, each CRD waited on until Established and its list answers 200 (a fresh CRD answers
 // `429 storage is (re)initializing` a moment longer), and the service account's access until

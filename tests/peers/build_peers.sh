@@ -10,7 +10,8 @@
 #
 # Each peer lands in $PEERS_CACHE/<name>-<version>/ (default root /var/cache/rdmanet-peers), built
 # in a temporary folder and renamed only when complete, so a folder that exists is whole and is
-# reused as is. Go's module and build caches live under the same root (gomod/, gocache/), and
+# reused as is; builders of the same peer run one at a time (a lock file beside it), so any
+# number may be started at once. Go's module and build caches live under the same root (gomod/, gocache/), and
 # -mod=readonly makes the committed go.sum the pin: a module the proxy refuses or whose checksum
 # differs fails the peer with the module's name. stdout gets one line per peer,
 # `name version path`; progress goes to stderr. <root>/peers.env is rewritten with a line
@@ -22,10 +23,12 @@ root=${PEERS_CACHE:-/var/cache/rdmanet-peers}
 
 # name | module group folder | module whose version names the peer | package=binary ...
 # The order is the order the suites need them in: what the most suites wait for comes first; the
-# node lab's containerd and dranet come last.
+# node lab's peers come last (kube-node-1.37 is the kubelet, scheduler and controller-manager of
+# the same Kubernetes module as kube-1.37, apart so that the API server suites need not wait for
+# them).
 PEERS=(
   "etcd|etcd|go.etcd.io/etcd/server/v3|go.etcd.io/etcd/server/v3=etcd"
-  "kube-1.37|kube-1.37|k8s.io/kubernetes|k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver k8s.io/kubernetes/cmd/kubelet=kubelet k8s.io/kubernetes/cmd/kube-scheduler=kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager=kube-controller-manager"
+  "kube-1.37|kube-1.37|k8s.io/kubernetes|k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver"
   "whereabouts|whereabouts|github.com/k8snetworkplumbingwg/whereabouts|github.com/k8snetworkplumbingwg/whereabouts/cmd=whereabouts github.com/k8snetworkplumbingwg/whereabouts/cmd/controlloop=ip-control-loop github.com/k8snetworkplumbingwg/whereabouts/cmd/reconciler=ip-reconciler github.com/k8snetworkplumbingwg/whereabouts/cmd/nodeslicecontroller=node-slice-controller"
   "cnitool|cnitool|github.com/containernetworking/cni|github.com/containernetworking/cni/cnitool=cnitool"
   "cni-plugins|cni-plugins|github.com/containernetworking/plugins|github.com/containernetworking/plugins/plugins/main/macvlan=macvlan github.com/containernetworking/plugins/plugins/ipam/host-local=host-local github.com/containernetworking/plugins/plugins/meta/sbr=sbr github.com/containernetworking/plugins/plugins/meta/tuning=tuning github.com/containernetworking/plugins/plugins/main/host-device=host-device"
@@ -33,6 +36,7 @@ PEERS=(
   "helm|helm|helm.sh/helm/v3|helm.sh/helm/v3/cmd/helm=helm"
   "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|sigs.k8s.io/kustomize/kustomize/v5=kustomize"
   "kube-1.34|kube-1.34|k8s.io/kubernetes|k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver"
+  "kube-node-1.37|kube-1.37|k8s.io/kubernetes|k8s.io/kubernetes/cmd/kubelet=kubelet k8s.io/kubernetes/cmd/kube-scheduler=kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager=kube-controller-manager"
   "containerd|containerd|github.com/containerd/containerd/v2|github.com/containerd/containerd/v2/cmd/containerd=containerd"
   "dranet|dranet|sigs.k8s.io/dranet|sigs.k8s.io/dranet/cmd/dranet=dranet"
 )
@@ -126,6 +130,19 @@ build_one() {
     return 0
   fi
   mkdir -p "$root"
+  # One builder per peer at a time: a second one (another suite's, started meanwhile) waits here
+  # and then reuses the folder the first one made.
+  local lockfd
+  exec {lockfd}>"$root/.lock-$name-$version"
+  if ! flock -n "$lockfd"; then
+    log "$name $version: another builder is building it; waiting"
+    flock "$lockfd"
+  fi
+  if [[ -f $dest/.complete ]]; then
+    log "$name $version: reusing $dest"
+    echo "$name $version $dest"
+    return 0
+  fi
   local tmp logf start
   tmp=$(mktemp -d "$root/.build-$name-$version.XXXXXX")
   logf="$tmp/.build.log"
