@@ -68,6 +68,20 @@ IpamResult add(Store& store, const IpamRequest& request) {
 
     IpamResult result;
     std::vector<PoolKey> touched;
+    // All or nothing: a dual-stack ADD that got its IPv4 address but not its IPv6 one gives the
+    // first back (including one it re-used: the failed ADD's DEL would release it anyway). The
+    // range that failed took back its own write (Store::allocate); it is released as well, for an
+    // address it re-used, unless the store did not answer (code 11: the API server failing, a
+    // busy lock): that release would only wait out the same failure again (and record it for the
+    // node agent), and the failed ADD's DEL releases a re-used address anyway.
+    auto give_back = [&](bool including_failed) {
+        if (!including_failed && !touched.empty()) touched.pop_back();
+        try {
+            store.release(touched, AttachmentId{request.container_id, request.ifname});
+        } catch (...) {
+            // The original error is the one to report; GC reclaims what this could not release.
+        }
+    };
     try {
         for (std::size_t i = 0; i < config.ranges.size(); ++i) {
             const Range& range = config.ranges[i];
@@ -81,14 +95,11 @@ IpamResult add(Store& store, const IpamRequest& request) {
             const Allocation a = store.allocate(ar);
             result.ips.push_back({base::IpNetwork{a.ip, range.cidr.prefix}, range.gateway});
         }
+    } catch (const IpamError& e) {
+        give_back(e.code != codes::try_again);
+        throw;
     } catch (...) {
-        // All or nothing: a dual-stack ADD that got its IPv4 address but not its IPv6 one gives the
-        // first back (including one it re-used: the failed ADD's DEL would release it anyway).
-        try {
-            store.release(touched, AttachmentId{request.container_id, request.ifname});
-        } catch (...) {
-            // The original error is the one to report; GC reclaims what this could not release.
-        }
+        give_back(true);
         throw;
     }
     for (const auto& net : plan.passthrough) result.ips.push_back({net, std::nullopt});

@@ -26,7 +26,7 @@ void KubeApi::fail(std::string_view action, const HttpResponse& r) const {
 }
 
 void KubeApi::backoff(int attempt, std::string_view why) {
-    const auto delay = backoff_delay(policy_, attempt, std::nullopt, rng_());
+    const auto delay = backoff_delay(policy_.conflict, attempt, rng_());
     if (delay >= deadline_.remaining()) {
         throw IpamError(codes::try_again, "Kubernetes datastore: deadline passed after " + std::to_string(attempt + 1) +
                                               " attempts (" + std::string(why) + "); retry later");
@@ -70,10 +70,14 @@ HttpResponse KubeApi::call(std::string_view method, const std::string& path, con
             }
             last = e.what();
         }
-        const auto delay = backoff_delay(policy_, attempt, retry_after, rng_());
+        const std::string where = action + " at " + config_.server + " (" + config_.source + ")";
+        if (attempt + 1 >= policy_.max_attempts) {
+            throw IpamError(codes::try_again, where + ": still failing after " + std::to_string(attempt + 1) +
+                                                  " attempts, last: " + last + "; retry later");
+        }
+        const auto delay = retry_delay(policy_, attempt, retry_after, rng_());
         if (delay >= deadline_.remaining()) {
-            throw IpamError(codes::try_again, action + " at " + config_.server + " (" + config_.source +
-                                                  "): still failing when the deadline passed after " +
+            throw IpamError(codes::try_again, where + ": still failing when the deadline passed after " +
                                                   std::to_string(attempt + 1) + " attempts, last: " + last);
         }
         std::this_thread::sleep_for(delay);

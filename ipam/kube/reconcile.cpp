@@ -111,25 +111,20 @@ ReconcileReport reconcile(KubeStore& store, bool dry_run) {
         const PoolKey key = pool.dump.pool;
         for (int attempt = 0;; ++attempt) {
             const auto orphans = orphaned_offsets(pool, pods);
-            if (orphans.empty() || dry_run) {
-                for (auto o : orphans) {
-                    const Owner& w = pool.dump.allocations.at(o);
-                    report.released.push_back(key.name() + " " + ip_of(key, o).str() + " " + w.podref + " " + w.ifname);
-                    // Counted as released, not kept, as the real run would; its reservation goes
-                    // with it (drop_reservation), so it is not listed as a separate deletion.
-                    accounted.insert(reservation_object_name(key.network_name, ip_of(key, o)));
-                    pool.dump.allocations.erase(o);
-                }
-                break;
+            // A dry run counts the orphans as released, as the real run would.
+            bool released = orphans.empty() || dry_run;
+            if (!released) {
+                for (auto o : orphans)
+                    store.drop_reservation(key.network_name, ip_of(key, o), pool.dump.allocations.at(o));
+                std::vector<PoolChange> changes;
+                for (auto o : orphans) changes.push_back({o, std::nullopt, pool.dump.allocations.at(o)});
+                released = store.patch_pool(pool, changes, /*whole_pool=*/true);
             }
-            for (auto o : orphans) store.drop_reservation(key.network_name, ip_of(key, o), pool.dump.allocations.at(o));
-            std::vector<PoolChange> changes;
-            for (auto o : orphans) changes.push_back({o, std::nullopt, pool.dump.allocations.at(o)});
-            if (store.patch_pool(pool, changes, /*whole_pool=*/true)) {
+            if (released) {
                 for (auto o : orphans) {
                     const Owner& w = pool.dump.allocations.at(o);
                     report.released.push_back(key.name() + " " + ip_of(key, o).str() + " " + w.podref + " " + w.ifname);
-                    // Its reservation went with it (drop_reservation above): not a stray one.
+                    // Its reservation goes with it (drop_reservation): not a stray one to delete.
                     accounted.insert(reservation_object_name(key.network_name, ip_of(key, o)));
                     pool.dump.allocations.erase(o);
                 }
@@ -166,19 +161,17 @@ ReconcileReport reconcile(KubeStore& store, bool dry_run) {
             continue;  // gone or changed: fine
         api.fail("DELETE " + path, d);
     }
-    // Informational: entries whose reservation was not there at step 1 (an ADD in flight, a pool of a
-    // network without overlap checks, or a killed ADD the pod's next ADD or DEL settles).
-    // Node slices write no reservation: their entries are counted, not listed one by one.
+    // Informational: kept entries whose reservation was not there at step 1 (an ADD in flight, a
+    // pool of a network without overlap checks, or a killed ADD the pod's next ADD or DEL settles).
+    // Released entries are reported as released, not as left alone. Node slices write no
+    // reservation: their entries are counted, not listed one by one.
     std::optional<std::set<std::string>> slice_pools;
-    for (const auto& name : accounted) {
+    for (const auto& [name, pool] : entry_pool) {
         if (present.contains(name)) continue;
-        const auto pool = entry_pool.find(name);
-        if (pool != entry_pool.end()) {
-            if (!slice_pools) slice_pools = slice_pool_names(store);
-            if (slice_pools->contains(pool->second)) {
-                ++report.slice_entries;
-                continue;
-            }
+        if (!slice_pools) slice_pools = slice_pool_names(store);
+        if (slice_pools->contains(pool)) {
+            ++report.slice_entries;
+            continue;
         }
         report.unreserved.push_back(name);
     }

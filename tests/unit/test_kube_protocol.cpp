@@ -168,20 +168,40 @@ TEST_CASE("retry: which statuses are retried", "[kube][retry]") {
 }
 
 TEST_CASE("retry: jittered exponential backoff, bounded, Retry-After honoured", "[kube][retry]") {
-    const RetryPolicy p{milliseconds(4), milliseconds(400), milliseconds(10000)};
+    const Backoff b{milliseconds(4), milliseconds(400)};
     // Ceiling doubles per attempt; delay lies in [ceiling/2, ceiling].
     for (std::uint64_t r : {0ULL, 1ULL, 7ULL, 12345ULL, ~0ULL}) {
-        CHECK(backoff_delay(p, 0, std::nullopt, r) >= milliseconds(2));
-        CHECK(backoff_delay(p, 0, std::nullopt, r) <= milliseconds(4));
-        CHECK(backoff_delay(p, 3, std::nullopt, r) >= milliseconds(16));
-        CHECK(backoff_delay(p, 3, std::nullopt, r) <= milliseconds(32));
-        CHECK(backoff_delay(p, 60, std::nullopt, r) <= milliseconds(400));  // no overflow, capped
-        CHECK(backoff_delay(p, 60, std::nullopt, r) >= milliseconds(200));
+        CHECK(backoff_delay(b, 0, r) >= milliseconds(2));
+        CHECK(backoff_delay(b, 0, r) <= milliseconds(4));
+        CHECK(backoff_delay(b, 3, r) >= milliseconds(16));
+        CHECK(backoff_delay(b, 3, r) <= milliseconds(32));
+        CHECK(backoff_delay(b, 60, r) <= milliseconds(400));  // no overflow, capped
+        CHECK(backoff_delay(b, 60, r) >= milliseconds(200));
     }
     // Different random values spread callers out.
-    CHECK(backoff_delay(p, 5, std::nullopt, 0) != backoff_delay(p, 5, std::nullopt, 50));
-    CHECK(backoff_delay(p, 0, milliseconds(3000), 1) == milliseconds(3000));
-    CHECK(backoff_delay(p, 0, milliseconds(60000), 1) == milliseconds(10000));  // capped
+    CHECK(backoff_delay(b, 5, 0) != backoff_delay(b, 5, 50));
+
+    // A failing server: 10 sends of a request, the 9 waits between them growing from 100 ms to
+    // the 2 s ceiling (docs/security.md states these figures).
+    const RetryPolicy p;
+    CHECK(p.max_attempts == 10);
+    const long long ceilings[] = {100, 200, 400, 800, 1600, 2000, 2000, 2000, 2000};
+    long long total = 0;
+    for (int attempt = 0; attempt + 1 < p.max_attempts; ++attempt) {
+        const milliseconds c{ceilings[attempt]};
+        total += c.count();
+        for (std::uint64_t r : {0ULL, 1ULL, 7ULL, 12345ULL, ~0ULL}) {
+            CHECK(retry_delay(p, attempt, std::nullopt, r) >= c / 2);
+            CHECK(retry_delay(p, attempt, std::nullopt, r) <= c);
+        }
+        CHECK(retry_delay(p, attempt, std::nullopt, 0) == c / 2);
+    }
+    CHECK(total == 11100);  // the longest a request retries (without Retry-After)
+    // The store's re-reads after a lost race stay short.
+    CHECK(backoff_delay(p.conflict, 60, ~0ULL) <= milliseconds(400));
+    // Retry-After wins when longer, capped.
+    CHECK(retry_delay(p, 0, milliseconds(3000), 1) == milliseconds(3000));
+    CHECK(retry_delay(p, 0, milliseconds(60000), 1) == milliseconds(10000));  // capped
     CHECK(parse_retry_after("3") == milliseconds(3000));
     CHECK(parse_retry_after(" 0\r\n") == milliseconds(0));
     CHECK_FALSE(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT").has_value());

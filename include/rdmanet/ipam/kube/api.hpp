@@ -1,7 +1,7 @@
 #pragma once
 // The Kubernetes API as the IPAM uses it: one connection (http.hpp), every request bounded by the
-// verb's deadline, retried with jittered backoff on 429 (honouring Retry-After), 5xx and connection
-// failures (retry.hpp); the final status goes back to the caller, which maps the ones it does not
+// verb's deadline, retried at most RetryPolicy::max_attempts times with jittered backoff on 429
+// (honouring Retry-After), 5xx and connection failures (retry.hpp); the final status goes back to the caller, which maps the ones it does not
 // handle itself with status.hpp.
 #include <chrono>
 #include <cstdint>
@@ -35,9 +35,9 @@ class KubeApi {
 public:
     KubeApi(KubeConfig config, Deadline deadline, RetryPolicy policy = {});
 
-    // Sends until the response is not retryable or the deadline passes. Returns that response
-    // (2xx, 404, 409, 422, ...). Throws IpamError: try_again when the deadline passed while
-    // retrying (naming the last failure), io_failure for a failure that retrying cannot fix (TLS
+    // Sends until the response is not retryable, max_attempts sends were made, or the deadline
+    // passes. Returns that response (2xx, 404, 409, 422, ...). Throws IpamError: try_again when the
+    // attempts ran out or the deadline passed while retrying (naming the last failure), io_failure for a failure that retrying cannot fix (TLS
     // verification, connection error after the deadline, ...).
     HttpResponse call(std::string_view method, const std::string& path, const std::string& body = {},
                       std::string_view content_type = "application/json", const RequestOptions& options = {});
