@@ -12,13 +12,13 @@
 #include "rdmanet/cni/doctor/doctor.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 struct AdminCli {
-    RenderOptions render_options;
+    translate::RenderOptions render_options;
     std::string render_file;
     InstallOptions install_options;
-    DoctorOptions doctor_options;
+    doctor::DoctorOptions doctor_options;
     std::vector<std::string> expect_vfs;
     int install_interval = 60;
     int api_timeout_ms = 3000;
@@ -54,7 +54,8 @@ private:
                         "yaml (default), json, or profile: a DRANET provider profile (DIR/<profile>.json) of the "
                         "network (needs rdmanet-ipam: --ipam rdmanet)")
             ->check(CLI::IsMember({"yaml", "json", "profile"}));
-        cmd->callback([this, &status] { status = render(render_file, render_options, std::cout, std::cerr); });
+        cmd->callback(
+            [this, &status] { status = translate::render(render_file, render_options, std::cout, std::cerr); });
     }
 
     void add_install(CLI::App& app, int& status) {
@@ -127,9 +128,9 @@ private:
             }
             (void)cmd;
             doctor_options.api_timeout = std::chrono::milliseconds(api_timeout_ms);
-            status = doctor(doctor_options, std::cout, std::cerr);
+            status = doctor::run_doctor(doctor_options, std::cout, std::cerr);
         });
     }
 };
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

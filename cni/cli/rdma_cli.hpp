@@ -8,12 +8,13 @@
 #include <CLI/CLI.hpp>
 
 #include "rdmanet/cni/cli/rdma.hpp"
+#include "rdmanet/cni/doctor/devices.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 struct RdmaCli {
     RdmaModeOptions mode;
-    DevicesOptions devices_options;
+    doctor::DevicesOptions devices_options;
     bool no_verbs = false;
 
     void add(CLI::App& app, int& status) {
@@ -41,9 +42,9 @@ struct RdmaCli {
         d->add_flag("--no-verbs", no_verbs, "sysfs only, do not open the devices through libibverbs");
         d->callback([this, &status] {
             devices_options.verbs = !no_verbs;
-            status = devices(devices_options, query_verbs_ports, std::cout, std::cerr);
+            status = doctor::devices(devices_options, query_verbs_ports, std::cout, std::cerr);
         });
     }
 };
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

@@ -35,9 +35,10 @@
 
 namespace {
 
-namespace ctl = rdmanet::cni::ctl;
+namespace cli = rdmanet::cni::cli;
+namespace node = rdmanet::cni::node;
 
-void add_data_dir(CLI::App& cmd, ctl::PoolOptions& options) {
+void add_data_dir(CLI::App& cmd, cli::PoolOptions& options) {
     cmd.add_option(
         "--data-dir", options.data_dir,
         "directory of the local IPAM store (ipam.data_dir), default " + std::string(rdmanet::ipam::kDefaultDataDir));
@@ -46,7 +47,7 @@ void add_data_dir(CLI::App& cmd, ctl::PoolOptions& options) {
 // The Kubernetes datastore (IPPools through the API) instead of the local store.
 // One access or the other, and --namespace only with one of them: a usage error (exit 2) rather
 // than a flag that is silently ignored.
-void add_kube(CLI::App& cmd, ctl::KubeOptions& kube) {
+void add_kube(CLI::App& cmd, node::KubeOptions& kube) {
     auto* kubeconfig =
         cmd.add_option("--kubeconfig", kube.kubeconfig, "use the Kubernetes datastore through this kubeconfig");
     auto* in_cluster =
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
     CLI::App app{"rdmanetctl: inspect rdmanet's state on this node"};
     app.require_subcommand(1);
 
-    ctl::PoolOptions options;
+    cli::PoolOptions options;
     std::string pool_name;
     int status = 0;
 
@@ -80,14 +81,14 @@ int main(int argc, char** argv) {
     add_data_dir(*list, options);
     list->add_flag("--json", options.json, "print a JSON array of whereabouts IPPool objects instead");
     add_kube(*list, options.kube);
-    list->callback([&] { status = ctl::pool_list(options, std::cout, std::cerr); });
+    list->callback([&] { status = cli::pool_list(options, std::cout, std::cerr); });
 
     CLI::App* show = pool->add_subcommand("show", "print one pool as a whereabouts IPPool object (JSON)");
     show->add_option("NAME", pool_name, "IPPool name as `pool list` prints it (e.g. blue-10.0.0.0-16), or the range")
         ->required();
     add_data_dir(*show, options);
     add_kube(*show, options.kube);
-    show->callback([&] { status = ctl::pool_show(options, pool_name, std::cout, std::cerr); });
+    show->callback([&] { status = cli::pool_show(options, pool_name, std::cout, std::cerr); });
 
     CLI::App* slices = pool->add_subcommand(
         "slices",
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
     add_data_dir(*slices, options);
     slices->add_flag("--json", options.json, "print the report as JSON");
     add_kube(*slices, options.kube);
-    slices->callback([&] { status = ctl::pool_slices(options, std::cout, std::cerr); });
+    slices->callback([&] { status = cli::pool_slices(options, std::cout, std::cerr); });
 
     CLI::App* blocks = pool->add_subcommand(
         "blocks",
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
         "addresses, and whether nv-ipam's controller or rdmanet wrote it");
     add_data_dir(*blocks, options);
     blocks->add_flag("--json", options.json, "print a JSON array");
-    blocks->callback([&] { status = ctl::pool_blocks(options, std::cout, std::cerr); });
+    blocks->callback([&] { status = cli::pool_blocks(options, std::cout, std::cerr); });
 
     bool dry_run = false;
     bool local = false;
@@ -125,19 +126,19 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(0, 86400));
     reconcile->callback([&] {
         if (local) {
-            status = ctl::reconcile_local(ctl::LocalReconcileOptions{dry_run, {}}, std::cout, std::cerr);
+            status = cli::reconcile_local(cli::LocalReconcileOptions{dry_run, {}}, std::cout, std::cerr);
             return;
         }
         if (reconcile_interval <= 0) {
-            status = ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
+            status = cli::reconcile(options.kube, dry_run, std::cout, std::cerr);
             return;
         }
         // The DaemonSet container's PID 1: SIGTERM ends it at once with exit 0, also in the middle
         // of a round retrying an unreachable API server. Abandoning a round is safe: each release
         // is one API request, and the next reconciler picks up what this one left.
-        rdmanet::cni::exit_on_stop_signal("rdmanetctl reconcile: stopping (SIGTERM)\n");
+        node::exit_on_stop_signal("rdmanetctl reconcile: stopping (SIGTERM)\n");
         for (;;) {
-            ctl::reconcile(options.kube, dry_run, std::cout, std::cerr);
+            cli::reconcile(options.kube, dry_run, std::cout, std::cerr);
             std::cout.flush();
             std::cerr.flush();
             std::this_thread::sleep_for(std::chrono::seconds(reconcile_interval));
@@ -145,7 +146,7 @@ int main(int argc, char** argv) {
     });
 
     // agent: the DaemonSet's node agent (cni/node/agent.cpp).
-    ctl::AgentOptions agent_options;
+    node::AgentOptions agent_options;
     CLI::App* agent = app.add_subcommand(
         "agent", "node agent: repair attachments whose pod is gone, serve metrics; runs until SIGTERM");
     agent->add_option("--interval", agent_options.interval_seconds, "seconds between repair passes")
@@ -171,10 +172,10 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     agent->add_option("--passes", agent_options.max_passes, "stop after N passes (0 = run until SIGTERM)")
         ->check(CLI::Range(0, 1000000));
-    agent->callback([&] { status = ctl::run_agent(agent_options, std::cout, std::cerr); });
+    agent->callback([&] { status = node::run_agent(agent_options, std::cout, std::cerr); });
 
     // dranet-provider: DRANET's profile provider (cni/node/dranet/, docs/dra-provider.md).
-    rdmanet::cni::node::dranet::RunOptions provider_options;
+    node::dranet::RunOptions provider_options;
     CLI::App* provider =
         app.add_subcommand("dranet-provider",
                            "serve DRANET's profile-provider webhook on a root-only unix socket: addresses from "
@@ -192,19 +193,18 @@ int main(int argc, char** argv) {
     provider->add_option("--threads", provider_options.threads, "connections served at once")->check(CLI::Range(1, 64));
     // The Kubernetes access of profiles whose ipam section names no kubeconfig of its own.
     add_kube(*provider, provider_options.kube);
-    provider->callback(
-        [&] { status = rdmanet::cni::node::dranet::run_provider(provider_options, std::cout, std::cerr); });
+    provider->callback([&] { status = node::dranet::run_provider(provider_options, std::cout, std::cerr); });
 
     CLI::App* verify =
         pool->add_subcommand("verify", "check the store's internal consistency; non-zero exit on problems");
     add_data_dir(*verify, options);
-    verify->callback([&] { status = ctl::pool_verify(options, std::cout, std::cerr); });
+    verify->callback([&] { status = cli::pool_verify(options, std::cout, std::cerr); });
 
     // render, install, doctor (cni/cli/admin_cli.hpp).
-    ctl::AdminCli admin;
+    cli::AdminCli admin;
     admin.add(app, status);
     // rdma mode, devices (cni/cli/rdma_cli.hpp).
-    ctl::RdmaCli rdma_cli;
+    cli::RdmaCli rdma_cli;
     rdma_cli.add(app, status);
 
     try {

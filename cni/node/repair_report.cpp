@@ -3,7 +3,7 @@
 
 #include "rdmanet/cni/node/agent.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::node {
 
 namespace {
 
@@ -26,4 +26,4 @@ void print_repair_report(const RepairReport& report, bool dry_run, std::ostream&
         << report.not_repairable.size() << " not repairable\n";
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::node

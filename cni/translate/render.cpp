@@ -29,7 +29,7 @@
 #include "nv_ipam.hpp"
 #include "rdmanet/base/exit_status.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::translate {
 
 namespace {
 
@@ -537,4 +537,4 @@ int render(const std::string& file, const RenderOptions& options, std::ostream& 
     });
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::translate

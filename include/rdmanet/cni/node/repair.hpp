@@ -22,7 +22,7 @@
 #include "rdmanet/cni/plugin/plugin.hpp"
 #include "rdmanet/cni/state/sandbox.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 struct RepairItem {
     std::string network, container_id, ifname, mode, netns;
@@ -58,4 +58,4 @@ RepairReport repair_stranded_attachments(const StateStore& store, const RepairOp
 void repair_attachment(const AttachmentState& state, const NodePolicy& policy, const KernelServices& services,
                        bool in_recorded_netns = false);
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

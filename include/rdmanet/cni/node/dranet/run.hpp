@@ -15,7 +15,7 @@ struct RunOptions {
     unsigned threads = 4;
     // --kubeconfig/--in-cluster/--namespace: the Kubernetes access of profiles that name no
     // kubeconfig of their own (ProviderOptions::default_kube). Off when neither is given.
-    ctl::KubeOptions kube;
+    node::KubeOptions kube;
 };
 
 // Exit status: 0 after a stop signal, 1 when it cannot start (the reason on `err`).
