@@ -4,6 +4,10 @@
 #   tests/run.sh test   install what is missing, build, run every test suite (one ctest summary)
 #   tests/run.sh build [--arch arm64]   install what is missing, build the product only
 #                       (--arch arm64: cross-built for aarch64 into build-arm64/bin)
+#   tests/run.sh peers [name...]        build the real peers (kube-apiserver, etcd, whereabouts,
+#                       Multus, ...) from their pinned Go modules into /var/cache/rdmanet-peers
+#   tests/run.sh bench [ITERATIONS]     build and run the benchmarks (never part of `test`)
+#   tests/run.sh fuzz [SECONDS]         every fuzz target for SECONDS (default 600) each
 # BUILD_DIR (default ./build) and JOBS (default nproc) can be set in the environment.
 set -euo pipefail
 
@@ -31,7 +35,7 @@ test_packages=(
   libnl-genl-3-dev rdma-core catch2 libcpp-httplib-dev openssl
   containernetworking-plugins procps jq mmdebstrap podman runc
   clang libclang-rt-14-dev clang-format
-  iputils-arping
+  iputils-arping ccache
 )
 
 # install_missing package...: apt-get installs those not installed yet.
@@ -47,10 +51,44 @@ install_missing() {
   fi
 }
 
+# ccache under every C++ build (main, sanitizers, failpoints, and the arm64 cross build, which reads
+# the same environment). The cache lives outside the checkout and is size-capped; CCACHE_BASEDIR
+# and CCACHE_NOHASHDIR make its entries independent of the checkout's folder, so a fresh clone of
+# the same sources (CI clones into a new folder each time) compiles nothing again. Without ccache
+# on the machine the builds run uncached.
+ccache_launcher=()
+use_ccache() {
+  command -v ccache >/dev/null || return 0
+  export CCACHE_DIR=${RDMANET_CCACHE_DIR:-/var/cache/rdmanet-ccache}
+  export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
+  export CCACHE_MAXSIZE=${RDMANET_CCACHE_SIZE:-10G}
+  # The test programs compile with a precompiled header: ccache caches those compilations only
+  # with these sloppinesses (its manual, "Precompiled headers").
+  export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+  mkdir -p "$CCACHE_DIR"
+  ccache --zero-stats >/dev/null
+  ccache_launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+}
+
+# ccache_line: the hit rate of this run's compilations, for the summary.
+ccache_line() {
+  ((${#ccache_launcher[@]})) || { echo "ccache: not installed, builds uncached"; return; }
+  ccache --print-stats 2>/dev/null | awk -F'\t' '
+    $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { hit += $2 }
+    $1 == "cache_miss" { miss += $2 }
+    $1 == "cache_size_kibibyte" { size = $2 }
+    END {
+      total = hit + miss
+      printf "ccache: %d of %d compilations from the cache (%.0f%%), cache %.1f GiB in %s\n",
+        hit, total, total ? 100 * hit / total : 0, size / 1048576, ENVIRON["CCACHE_DIR"]
+    }'
+}
+
 # configure [cmake option...]: the main build, RelWithDebInfo, the product libraries compiled as
 # unity batches (RDMANET_UNITY_BUILD in CMakeLists.txt: about half the CPU time of a clean build).
 configure() {
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMANET_UNITY_BUILD=ON "$@" >/dev/null
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMANET_UNITY_BUILD=ON \
+    "${ccache_launcher[@]}" "$@" >/dev/null
 }
 
 # build [target...]: builds the given targets (all when none is named) of the configured build.
@@ -60,81 +98,68 @@ build() {
   cmake --build "$build" -j"$jobs" "${targets[@]}"
 }
 
-# The hardening pass: a clang build with ASan + UBSan, libFuzzer instrumentation and
-# the crash failpoints. Runs the unit and integration suites and the failpoint walk under the
-# sanitizers, then every fuzz target for FUZZ_SECONDS (default 60) from its seed corpus.
-# On by default (CI runs it); HARDENING=0 skips it for a quick local run.
-hardening() {
-  local hbuild=${HARDENING_BUILD_DIR:-$build-hardening}
-  # -O1 with line tables only: the sanitizers' usual setting, and about half the build time of
-  # RelWithDebInfo on a 2-vCPU CI machine.
+# The hardening build: clang with ASan + UBSan, libFuzzer instrumentation and the failpoints,
+# -O1 with line tables only (the sanitizers' usual setting), the product libraries in unity
+# batches like the main build. Only what the hardening stages run: the unit, integration and e2e
+# programs (and the binaries they exec) and the fuzz targets; not the benchmarks.
+hbuild=${HARDENING_BUILD_DIR:-$build-hardening}
+hardening_configure() {
   CC=clang CXX=clang++ cmake -S "$root" -B "$hbuild" -DCMAKE_BUILD_TYPE=None \
     -DCMAKE_C_FLAGS="-O1 -gline-tables-only" -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" \
-    -DRDMANET_SANITIZE=ON -DRDMANET_FUZZ=ON -DRDMANET_FAILPOINTS=ON >/dev/null || return 1
-  # Only what this pass runs: the unit, integration and e2e programs (and the binaries they exec)
-  # and the fuzz targets; not the benchmarks.
-  cmake --build "$hbuild" -j"$jobs" --target unit_tests integration_tests e2e_tests \
-    $(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//') || return 1
+    -DRDMANET_UNITY_BUILD=ON -DRDMANET_BUILD_BENCH=OFF "${ccache_launcher[@]}" \
+    -DRDMANET_SANITIZE=ON -DRDMANET_FUZZ=ON -DRDMANET_FAILPOINTS=ON >/dev/null
+}
+fuzz_targets() { (cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//'); }
+hardening_build() {
+  hardening_configure || return 1
+  cmake --build "$hbuild" -j"$jobs" --target unit_tests integration_tests e2e_tests $(fuzz_targets)
+}
+
+# The unit and integration suites and the failpoint and error walks under the sanitizers.
+hardening_suites() {
+  [[ -x $hbuild/bin/e2e_tests ]] || { echo "no hardening build in $hbuild" >&2; return 1; }
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  (cd "$hbuild" && ctest --output-on-failure --timeout 900 -j"$jobs" -L 'unit|integration') || return 1
-  (cd "$hbuild" && ctest --output-on-failure --timeout 900 -R 'failpoint walk') || return 1
-  "$root/tests/fuzz/run_fuzz.sh" "$hbuild" "${FUZZ_SECONDS:-60}"
+  local rc=0
+  (cd "$hbuild" && ctest --output-on-failure --timeout 900 -j"$jobs" -L 'unit|integration') || rc=1
+  (cd "$hbuild" && ctest --output-on-failure --timeout 900 -R 'failpoint walk') || rc=1
+  return $rc
 }
 
-# The Kubernetes datastore's suite against a real kube-apiserver + etcd (ctest -L kubereal, see
-# docs/development.md): Debian's etcd-server, and the kube-apiserver from ../shared/kube-apiserver/
-# beside the checkout when it is there, decompressed once into /var/cache/rdmanet-test and checked
-# against its SHA256SUMS (tests/apiserver/real_assets.sh). KUBEBUILDER_ASSETS set by the caller
-# (their own envtest assets) is kept. Without a kube-apiserver those tests say so and are skipped.
-real_apiserver_assets() {
-  install_missing etcd-server
-  # The package's own etcd service is not what the tests use: stopped, and kept from starting.
-  if command -v systemctl >/dev/null && systemctl is-active --quiet etcd 2>/dev/null; then
-    systemctl disable --now etcd >/dev/null 2>&1 || true
-  fi
-  [[ -n ${KUBEBUILDER_ASSETS:-} ]] && return 0
-  local assets rc=0
-  assets=$("$root/tests/apiserver/real_assets.sh" "$root/../shared/kube-apiserver" /var/cache/rdmanet-test) || rc=$?
-  case $rc in
-    0) export KUBEBUILDER_ASSETS=$assets
-       echo "== real kube-apiserver suite: KUBEBUILDER_ASSETS=$assets" ;;
-    1) echo "== real kube-apiserver suite: no kube-apiserver in $root/../shared/kube-apiserver: skipped" ;;
-    *) return 1 ;;   # a hash mismatch (real_assets.sh said which): the run fails
-  esac
+# Every fuzz target of the hardening build for FUZZ_SECONDS each (default 30: the 10 targets two
+# at a time take about 3 minutes), from its seed corpus and the corpus the earlier runs kept
+# under /var/cache/rdmanet-fuzz (FUZZ_CORPUS_DIR). `tests/run.sh fuzz SECONDS` runs longer.
+fuzz_corpus=${FUZZ_CORPUS_DIR:-/var/cache/rdmanet-fuzz}
+fuzzing() {
+  FUZZ_CORPUS_DIR=$fuzz_corpus "$root/tests/fuzz/run_fuzz.sh" "$hbuild" "${1:-${FUZZ_SECONDS:-30}}"
 }
 
-# The stages of `test`: each is run by stage(), which records its result and time; a failed stage
-# fails the run but never stops the ones after it. The summary at the end names each stage's
-# result and minutes and the failing ctest entries, so that the tail of a long log says what failed.
-stage_lines=()
-run_status=0
-stage() {
-  local name=$1 start=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  local took=$(( (SECONDS - start + 30) / 60 ))
-  if ((rc)); then
-    run_status=1
-    stage_lines+=("FAILED  ${took} min  $name (exit $rc)")
-  else
-    stage_lines+=("ok      ${took} min  $name")
-  fi
-  return 0
+# The Kubernetes-side suites against the real peers (tests/peers): `peers` builds what the suites
+# need into /var/cache/rdmanet-peers (or reuses it) and exports RDMANET_PEER_<NAME> for them.
+# In CI (CI set) a suite whose peer is missing fails; elsewhere it skips with a message.
+peers_cache=${PEERS_CACHE:-/var/cache/rdmanet-peers}
+ci_peers=(etcd kube-1.37 kube-1.34 whereabouts cnitool cni-plugins multus helm kustomize)
+# On a machine without the peers' cache their build is most of an hour of CPU, and much of `test`
+# leaves a core idle (downloads, guests booting, suites waiting on processes): `test` starts the
+# build in the background at once, at a lower priority, and the peers stage waits for it.
+peers_pid=
+peers_log=
+start_peers_build() {
+  peers_log=$(mktemp -d /tmp/rdmanet-peers-build.XXXXXX)
+  ( rc=0
+    nice -n 10 env PEERS_CACHE="$peers_cache" "$here/peers/build_peers.sh" "${ci_peers[@]}" \
+      >"$peers_log/out" 2>"$peers_log/err" || rc=$?
+    echo "$rc" >"$peers_log/rc" ) &
+  peers_pid=$!
+  echo "== peers: building or reusing ${ci_peers[*]} in the background (log $peers_log/err)"
 }
-
-# summary: each stage's line, then the ctest entries that failed in the main and hardening builds.
-summary() {
-  echo "== summary of tests/run.sh test (${SECONDS}s in all)"
-  printf '  %s\n' "${stage_lines[@]}"
-  local dir log
-  for dir in "$build" "${HARDENING_BUILD_DIR:-$build-hardening}"; do
-    log=$dir/Testing/Temporary/LastTestsFailed.log
-    if [[ -s $log ]]; then
-      echo "  failed ctest entries in $dir:"
-      sed 's/^[0-9]*:/    /' "$log"
-    fi
-  done
+wait_peers_build() {
+  [[ -n $peers_pid ]] || { echo "the peers' background build was not started" >&2; return 1; }
+  wait "$peers_pid" || true
+  cat "$peers_log/err" "$peers_log/out"
+  [[ $(cat "$peers_log/rc" 2>/dev/null) == 0 ]] || return 1
+  # shellcheck source=tests/peers/peer_env.sh
+  PEERS_CACHE=$peers_cache . "$here/peers/peer_env.sh"
 }
 
 # ctest splits a test name at ';' (one Catch2 test case would become two failing ctest entries).
@@ -151,24 +176,105 @@ test_names_without_semicolon() {
 main_suites() {
   local image_filter=()
   [[ ${IMAGE:-1} == 0 ]] && image_filter=(-LE image)
-  (cd "$build" && ctest --output-on-failure --timeout 600 -j"$jobs" "${image_filter[@]}")
+  (cd "$build" && ctest --output-on-failure --timeout 600 -j"$jobs" -LE kubereal "${image_filter[@]}")
 }
 
 # The sriov lab also kills the plugin at each failpoint step (the failpoint walk on the real igb
 # driver): that needs the plugin built with -DRDMANET_FAILPOINTS=ON, a gcc build like the main one
 # (static, runs in the guest) with only the rdmanet target (build dir $build-failpoints, or
-# FAILPOINT_BUILD_DIR), compiled as unity batches like the main build. When it fails, the run fails
-# and the lab skips that section.
+# FAILPOINT_BUILD_DIR), compiled as unity batches like the main build.
+fp_build=${FAILPOINT_BUILD_DIR:-$build-failpoints}
 failpoint_build() {
   cmake -S "$root" -B "$fp_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMANET_UNITY_BUILD=ON \
-    -DRDMANET_FAILPOINTS=ON >/dev/null &&
+    -DRDMANET_BUILD_TESTS=OFF -DRDMANET_FAILPOINTS=ON "${ccache_launcher[@]}" >/dev/null &&
     cmake --build "$fp_build" -j"$jobs" --target rdmanet
 }
 
 sriov_lab() {
-  local fp_env=(-u LAB_FAILPOINT_BUILD)
-  [[ -x $fp_build/bin/rdmanet ]] && fp_env=(LAB_FAILPOINT_BUILD="$fp_build")
-  env "${fp_env[@]}" "$root/tests/lab/run_lab.sh" "$build" sriov
+  [[ -x $fp_build/bin/rdmanet ]] || { echo "no failpoint build of rdmanet in $fp_build" >&2; return 1; }
+  LAB_FAILPOINT_BUILD="$fp_build" "$root/tests/lab/run_lab.sh" "$build" sriov
+}
+
+# --- the stages of `test` -------------------------------------------------------------------
+# Every stage is listed in tests/ci/stages.txt with its budget in minutes (the time it takes with
+# warm caches on the 2-vCPU CI machine, plus a margin). stage() runs one, records its result and
+# time, and warns when it took longer than its budget; a failed stage fails the run but never
+# stops the ones after it. skip_stage() records a stage a switch turned off: that fails the run
+# in CI. At the end every listed stage must have been recorded, so one quietly dropped fails too.
+stages_file=$here/ci/stages.txt
+stage_lines=()
+stage_warnings=()
+stages_seen=()
+run_status=0
+stage_budget() {
+  awk -F' *\\| *' -v n="$1" '!/^#/ && $2 == n { print $1 }' "$stages_file"
+}
+record_stage() {   # record_stage NAME STATUS-TEXT SECONDS [failed]
+  local name=$1 text=$2 secs=$3 budget
+  budget=$(stage_budget "$name")
+  stages_seen+=("$name")
+  if [[ -z $budget ]]; then
+    run_status=1
+    stage_warnings+=("stage '$name' is not listed in tests/ci/stages.txt")
+    budget='?'
+  fi
+  stage_lines+=("$(awk -v t="$text" -v s="$secs" -v b="$budget" -v n="$name" \
+                    'BEGIN { printf "%-8s %5.1f min (budget %3s)  %s", t, s / 60, b, n }')")
+  if [[ $budget != '?' ]] && ((secs > budget * 60)); then
+    stage_warnings+=("WARNING: '$name' took $((secs / 60)) min $((secs % 60)) s, over its budget of $budget min")
+  fi
+}
+stage() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  echo "== stage: $name"
+  "$@" || rc=$?
+  if ((rc)); then
+    run_status=1
+    record_stage "$name" "FAILED" $((SECONDS - start))
+    echo "== stage FAILED (exit $rc): $name"
+  else
+    record_stage "$name" "ok" $((SECONDS - start))
+  fi
+  return 0
+}
+skip_stage() {   # skip_stage NAME WHY
+  echo "== stage skipped ($2): $1"
+  if [[ -n ${CI:-} ]]; then
+    run_status=1
+    record_stage "$1" "FAILED" 0
+    stage_warnings+=("'$1' was skipped ($2), which CI does not allow")
+  else
+    record_stage "$1" "skipped" 0
+  fi
+}
+# last_stage_ok: whether the stage recorded last passed.
+last_stage_ok() { [[ ${stage_lines[-1]} == ok* ]]; }
+
+# summary: each stage's line, the ccache hit rate, the warnings, the stages of the list that did
+# not run, then the ctest entries that failed in the main and hardening builds.
+summary() {
+  echo "== summary of tests/run.sh test (${SECONDS}s in all, $((SECONDS / 60)) min)"
+  printf '  %s\n' "${stage_lines[@]}"
+  echo "  $(ccache_line)"
+  local name missing=()
+  while IFS= read -r name; do
+    [[ " ${stages_seen[*]/%/|} " == *" $name|"* ]] || missing+=("$name")
+  done < <(awk -F' *\\| *' '!/^#/ && NF >= 2 { print $2 }' "$stages_file")
+  if ((${#missing[@]})); then
+    run_status=1
+    for name in "${missing[@]}"; do stage_warnings+=("stage '$name' of tests/ci/stages.txt did not run"); done
+  fi
+  ((${#stage_warnings[@]})) && printf '  %s\n' "${stage_warnings[@]}"
+  local dir log
+  for dir in "$build" "$hbuild"; do
+    log=$dir/Testing/Temporary/LastTestsFailed.log
+    if [[ -s $log ]]; then
+      echo "  failed ctest entries in $dir:"
+      sed 's/^[0-9]*:/    /' "$log"
+    fi
+  done
+  echo "== tests/run.sh test: $([[ $run_status == 0 ]] && echo PASSED || echo FAILED)"
 }
 
 # arm64 (aarch64, e.g. Grace nodes): cross-build the product and unit_tests (unity) into
@@ -177,65 +283,121 @@ sriov_lab() {
 # arm64 kernel lab on Debian's 4K and 16K-page kernels (LAB=0 skips it). Installs its own packages.
 arm64_stages() {
   local arm64_build=${BUILD_ARM64_DIR:-$root/build-arm64}
+  local after=("arm64: binaries and unit tests under qemu-user" "arm64: multi-arch image"
+               "kernel lab: arm64 (4K pages)" "kernel lab: arm64-16k (16K pages)")
   stage "arm64: cross build" env ARM64_TESTS=1 "$here/arch/build_arm64.sh" "$arm64_build" \
     rdmanet rdmanet-ipam rdmanetctl unit_tests
-  [[ ${stage_lines[-1]} == ok* ]] || return 0   # nothing to run without the binaries
-  stage "arm64: binaries and unit tests under qemu-user" "$here/arch/run_arm64.sh" "$arm64_build"
+  if ! last_stage_ok; then
+    local name
+    for name in "${after[@]}"; do run_status=1; record_stage "$name" "FAILED" 0; done
+    stage_warnings+=("the arm64 checks did not run: their cross build failed")
+    return 0
+  fi
+  stage "${after[0]}" "$here/arch/run_arm64.sh" "$arm64_build"
   if [[ ${IMAGE:-1} != 0 ]]; then
-    echo "== arm64: multi-arch image"
-    stage "arm64: multi-arch image" "$here/image/run_multiarch_test.sh" "$build" "$arm64_build"
+    stage "${after[1]}" "$here/image/run_multiarch_test.sh" "$build" "$arm64_build"
+  else
+    skip_stage "${after[1]}" "IMAGE=0"
   fi
   if [[ ${LAB:-1} != 0 ]]; then
-    echo "== kernel lab: Debian 12 arm64 (4K pages) under qemu-system-aarch64"
-    stage "kernel lab: arm64 (4K pages)" "$here/lab/run_lab.sh" "$arm64_build" arm64
-    echo "== kernel lab: Debian 13 arm64-16k (16K pages) under qemu-system-aarch64"
-    stage "kernel lab: arm64-16k (16K pages)" "$here/lab/run_lab.sh" "$arm64_build" arm64-16k
+    stage "${after[2]}" "$here/lab/run_lab.sh" "$arm64_build" arm64
+    stage "${after[3]}" "$here/lab/run_lab.sh" "$arm64_build" arm64-16k
+  else
+    skip_stage "${after[2]}" "LAB=0"
+    skip_stage "${after[3]}" "LAB=0"
   fi
+}
+
+# The suites against the real peers: kube-apiserver 1.37 and 1.34 with etcd 3.6 (ctest -L kubereal,
+# tests/peers/kubereal.sh), the whereabouts, Multus and cnitool interop (ctest -L interop) and the
+# Helm chart's checks (tests/helm/check_chart.sh). PEERS=0 skips them.
+peer_stages() {
+  local names=("peers: build or reuse" "kubereal: kube-apiserver 1.37 + etcd 3.6"
+               "kubereal: kube-apiserver 1.34 + etcd 3.6" "interop: whereabouts, Multus, cnitool"
+               "helm: lint, template, kustomize parity, server-side dry run") name
+  if [[ ${PEERS:-1} == 0 ]]; then
+    for name in "${names[@]}"; do skip_stage "$name" "PEERS=0"; done
+    return 0
+  fi
+  stage "${names[0]}" wait_peers_build
+  stage "${names[1]}" "$here/peers/kubereal.sh" "$build" 1.37
+  stage "${names[2]}" "$here/peers/kubereal.sh" "$build" 1.34
+  stage "${names[3]}" bash -c 'cd "$1" && ctest --output-on-failure --timeout 900 -L interop' _ "$build"
+  stage "${names[4]}" "$here/helm/check_chart.sh" "$build"
+}
+
+# The machine's own rdmanet paths must come out of the suites as they went in
+# (tests/ci/machine_paths.sh): a test that reads or writes them acts on what is not its own.
+guard_file=
+guard_before() {
+  guard_file=$(mktemp /tmp/rdmanet-machine-paths.XXXXXX)
+  "$here/ci/machine_paths.sh" snapshot >"$guard_file"
+}
+guard_after() {
+  [[ -n $guard_file ]] || { echo "no snapshot of the machine's paths was taken" >&2; return 1; }
+  "$here/ci/machine_paths.sh" compare "$guard_file"
 }
 
 # `test`: install what is missing, build, run every suite, print the summary; exit 1 when any
-# stage failed.
+# stage failed. The switches HARDENING=0, LAB=0 (LAB_SRIOV=0, LAB_RDMA73=0), ARM64=0, IMAGE=0 and
+# PEERS=0 skip parts for a quick local run; CI fails on any of them.
 run_test_command() {
-  install_missing "${test_packages[@]}"
-  configure -DRDMANET_BUILD_TESTS=ON -DRDMANET_CHECK_FORMAT=ON
+  local name
+  [[ ${PEERS:-1} != 0 ]] && start_peers_build
+  stage "packages" install_missing "${test_packages[@]}"
+  use_ccache
+  configure -DRDMANET_BUILD_TESTS=ON -DRDMANET_CHECK_FORMAT=ON -DRDMANET_BUILD_BENCH=OFF
   stage "build (main, RelWithDebInfo)" build
-  stage "real kube-apiserver assets" real_apiserver_assets
   stage "test names without ';'" test_names_without_semicolon
-  stage "unit, integration, e2e and image suites (main build)" main_suites
+  guard_before
+  stage "unit, integration, e2e, style, hostcompat and image suites (main build)" main_suites
   if [[ ${HARDENING:-1} != 0 ]]; then
-    echo "== hardening: sanitizers, failpoint walk, fuzzing"
-    stage "hardening: sanitizers, failpoint walk, fuzzing" hardening
+    stage "hardening: clang ASan/UBSan build" hardening_build
+    if last_stage_ok; then
+      stage "hardening: suites, failpoint and error walks under the sanitizers" hardening_suites
+      stage "hardening: fuzzing" fuzzing
+    else
+      for name in "hardening: suites, failpoint and error walks under the sanitizers" "hardening: fuzzing"; do
+        run_status=1; record_stage "$name" "FAILED" 0
+      done
+    fi
+  else
+    for name in "hardening: clang ASan/UBSan build" "hardening: suites, failpoint and error walks under the sanitizers" \
+                "hardening: fuzzing"; do skip_stage "$name" "HARDENING=0"; done
   fi
   # Kernel lab (tests/lab): the RDMA paths on Debian's 6.1 kernel with soft-RoCE under QEMU, then
   # the sriov mode on the same kernel with QEMU 10's emulated igb (from bookworm-backports, unpacked
-  # into a cache, the system's QEMU untouched); installs its own packages. On by default (CI runs
-  # it); LAB=0 skips both, LAB_SRIOV=0 only the second.
+  # into a cache, the system's QEMU untouched), then RDMA traffic between pods on Linux 7.3
+  # soft-RoCE (the kernel from trixie-backports, unpacked into a cache, never installed).
   if [[ ${LAB:-1} != 0 ]]; then
-    echo "== kernel lab: Debian 6.1 + soft-RoCE under QEMU"
     stage "kernel lab: 6.1 soft-RoCE" "$root/tests/lab/run_lab.sh" "$build" rxe
     if [[ ${LAB_SRIOV:-1} != 0 ]]; then
-      echo "== failpoint build of rdmanet for the sriov lab"
-      fp_build=${FAILPOINT_BUILD_DIR:-$build-failpoints}
       stage "failpoint build of rdmanet (sriov lab)" failpoint_build
-      echo "== kernel lab: Debian 6.1 + igb SR-IOV VFs under QEMU 10"
       stage "kernel lab: 6.1 igb SR-IOV" sriov_lab
+    else
+      skip_stage "failpoint build of rdmanet (sriov lab)" "LAB_SRIOV=0"
+      skip_stage "kernel lab: 6.1 igb SR-IOV" "LAB_SRIOV=0"
     fi
-  fi
-  # Kernel lab, rdma73 suite: RDMA traffic between pods (rping, perftest, ibv_rc_pingpong) on Linux
-  # 7.3 soft-RoCE, the kernel from trixie-backports unpacked into a cache (never installed);
-  # installs perftest and rdmacm-utils. LAB=0 or LAB_RDMA73=0 skips it.
-  if [[ ${LAB:-1} != 0 && ${LAB_RDMA73:-1} != 0 ]]; then
-    echo "== kernel lab: Linux 7.3 soft-RoCE, RDMA traffic between pods under QEMU"
-    stage "kernel lab: 7.3 soft-RoCE RDMA traffic" "$root/tests/lab/run_lab.sh" "$build" rdma73
+    if [[ ${LAB_RDMA73:-1} != 0 ]]; then
+      stage "kernel lab: 7.3 soft-RoCE RDMA traffic" "$root/tests/lab/run_lab.sh" "$build" rdma73
+    else
+      skip_stage "kernel lab: 7.3 soft-RoCE RDMA traffic" "LAB_RDMA73=0"
+    fi
+  else
+    for name in "kernel lab: 6.1 soft-RoCE" "failpoint build of rdmanet (sriov lab)" "kernel lab: 6.1 igb SR-IOV" \
+                "kernel lab: 7.3 soft-RoCE RDMA traffic"; do skip_stage "$name" "LAB=0"; done
   fi
   if [[ ${ARM64:-1} != 0 ]]; then
-    echo "== arm64: cross build, checks under qemu-user"
     arm64_stages
+  else
+    for name in "arm64: cross build" "arm64: binaries and unit tests under qemu-user" "arm64: multi-arch image" \
+                "kernel lab: arm64 (4K pages)" "kernel lab: arm64-16k (16K pages)"; do skip_stage "$name" "ARM64=0"; done
   fi
+  peer_stages
+  stage "the machine's rdmanet paths unchanged by the suites" guard_after
   summary
   exit $run_status
 }
-
 need_root() {
   if [[ $(id -u) -ne 0 ]]; then
     echo "run as root: the tests create network namespaces and links" >&2
@@ -271,8 +433,36 @@ case "${1:-}" in
     need_root
     run_test_command
     ;;
+  peers)
+    # peers [name...]: build the real peers (all when none is named) from their pinned Go modules
+    # into /var/cache/rdmanet-peers (PEERS_CACHE), or reuse them; one line per peer: name version path.
+    need_root
+    shift
+    exec env PEERS_CACHE="$peers_cache" "$here/peers/build_peers.sh" "$@"
+    ;;
+  bench)
+    # bench [ITERATIONS]: build the benchmark helpers with the main build and run the whole-process
+    # benchmark side by side with the reference plugins (tests/bench/run_bench.sh; docs/benchmarks.md
+    # lists the others).
+    need_root
+    install_missing "${test_packages[@]}"
+    use_ccache
+    configure -DRDMANET_BUILD_TESTS=ON -DRDMANET_BUILD_BENCH=ON
+    build rdmanet rdmanet-ipam rdmanetctl kernel_floor bench_measure ipam_bench ipam_prefill
+    exec "$here/bench/run_bench.sh" "$build" "${2:-50}"
+    ;;
+  fuzz)
+    # fuzz [SECONDS]: the hardening build's fuzz targets, each for SECONDS (default 600), from the
+    # kept corpus under /var/cache/rdmanet-fuzz, which the run grows.
+    need_root
+    install_missing "${test_packages[@]}"
+    use_ccache
+    hardening_configure
+    cmake --build "$hbuild" -j"$jobs" --target $(fuzz_targets)
+    fuzzing "${2:-600}"
+    ;;
   *)
-    echo "usage: $0 demo|test|build [--arch arm64]" >&2
+    echo "usage: $0 demo|test|build [--arch arm64]|peers [name...]|bench [ITERATIONS]|fuzz [SECONDS]" >&2
     exit 2
     ;;
 esac

@@ -65,9 +65,15 @@ if [[ ! -f $yaml_root/.complete ]]; then
   touch "$yaml_root/.complete"
 fi
 
+# Through ccache when tests/run.sh set it up (CCACHE_DIR exported): the cross compiler's
+# entries live beside the native ones.
+launcher=()
+[[ -n ${CCACHE_DIR:-} ]] && command -v ccache >/dev/null &&
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # -U: the yaml-cpp paths found are searched again (the private tree's name has the version).
 cmake -S "$root" -B "$build" -UYAML_CPP_STATIC -Uyaml-cpp_DIR -DCMAKE_TOOLCHAIN_FILE="$root/deploy/toolchains/aarch64-linux-gnu.cmake" \
-  -DRDMANET_ARM64_EXTRA_PREFIX="$yaml_root/usr" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DRDMANET_ARM64_EXTRA_PREFIX="$yaml_root/usr" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+  -DRDMANET_BUILD_BENCH=OFF \
   -DRDMANET_UNITY_BUILD=ON -DRDMANET_BUILD_TESTS="$([[ ${ARM64_TESTS:-0} == 1 ]] && echo ON || echo OFF)" >/dev/null
 # One cmake --build per target list: Makefiles build named targets one after the other.
 t0=$SECONDS
