@@ -5,7 +5,7 @@
 #include "rdmanet/cni/state/attachment_state.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/cli/pool.hpp"
-#include "rdmanet/cni/node/agent.hpp"
+#include "rdmanet/cni/node/repair.hpp"
 #include "rdmanet/base/exit_status.hpp"
 
 namespace rdmanet::cni::cli {

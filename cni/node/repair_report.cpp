@@ -1,7 +1,7 @@
 // The lines a repair pass prints: `rdmanetctl reconcile --local` and the node agent's log share them.
 #include <ostream>
 
-#include "rdmanet/cni/node/agent.hpp"
+#include "rdmanet/cni/node/repair.hpp"
 
 namespace rdmanet::cni::node {
 

@@ -5,7 +5,7 @@
 # ipam/kube/ -> rdmanet::ipam::kube, netns/ -> rdmanet::netns); a public header belongs to the
 # room its folder below include/rdmanet/ names (include/rdmanet/cni/cli/ -> cni/cli/, base/ ->
 # rdmanet::base). The rooms the plugin is made of keep the namespace of their top folder
-# (SHARED below). cni/main/ holds main()s and opens no rdmanet namespace.
+# (SHARED below). The main()s themselves (cni/main/) stand outside every namespace.
 #
 # Allowed besides a file's own namespace: a namespace nested in it that names no folder (a group
 # such as rdmanet::ipam::sql or rdmanet::netns::detail), and a block that only forward-declares
@@ -23,31 +23,27 @@ SHARED='cni/protocol cni/config cni/policy cni/state cni/modes cni/pod cni/loggi
 # The folder names of the tree: a nested namespace may not be named like a room.
 rooms=$(find cni ipam netns -mindepth 1 -type d -printf '%f\n' | sort -u | tr '\n' ' ')
 
-expected_of() {  # FILE -> the namespace its room opens ("" for cni/main)
-    local dir
-    dir=$(dirname "$1")
-    dir=${dir#include/rdmanet/}
-    case $dir in cni/main | cni/main/*) echo ""; return ;; esac
-    local shared
-    for shared in $SHARED; do
-        case $dir in "$shared" | "$shared"/*) dir=${shared%/*} ;; esac
-    done
-    echo "rdmanet::${dir//\//::}"
-}
-
-status=0
-while IFS= read -r file; do
-    expected=$(expected_of "$file")
-    out=$(awk -v want="$expected" -v rooms=" $rooms " -v file="$file" '
-        function allowed(ns,    rest, first) {
-            if (want != "" && ns == want) return 1
-            if (want != "" && index(ns, want "::") == 1) {
-                rest = substr(ns, length(want) + 3); split(rest, parts, "::"); first = parts[1]
-                return index(rooms, " " first " ") == 0
+# One pass over every file: a file's room is its folder (below include/rdmanet/ for a header), a
+# shared folder's rooms are its top folder's, and the namespace is rdmanet:: and the room.
+find cni ipam netns include/rdmanet -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' \) -print0 | sort -z |
+    xargs -0 awk -v shared="$SHARED" -v rooms=" $rooms " '
+        function want_of(file,    dir, n, i, parts) {
+            dir = file; sub(/\/[^\/]*$/, "", dir); sub(/^include\/rdmanet\//, "", dir)
+            n = split(shared, parts, " ")
+            for (i = 1; i <= n; i++)
+                if (dir == parts[i] || index(dir, parts[i] "/") == 1) { dir = parts[i]; sub(/\/[^\/]*$/, "", dir) }
+            gsub(/\//, "::", dir)
+            return "rdmanet::" dir
+        }
+        function allowed(ns,    rest, parts) {
+            if (ns == want) return 1
+            if (index(ns, want "::") == 1) {
+                rest = substr(ns, length(want) + 3); split(rest, parts, "::")
+                return index(rooms, " " parts[1] " ") == 0
             }
             return 0
         }
-        function fwd_only(body) {  # every statement a forward declaration
+        function fwd_only(body,    n, i, s, stmts) {  # every statement a forward declaration
             gsub(/\/\/[^\n]*/, "", body)
             n = split(body, stmts, ";")
             for (i = 1; i <= n; i++) {
@@ -57,6 +53,12 @@ while IFS= read -r file; do
             }
             return 1
         }
+        function check(ns, body, line) {
+            if (allowed(ns) || fwd_only(body)) return
+            printf "%s:%d: namespace %s, but its room is %s\n", FILENAME, line, ns, want
+            bad = 1
+        }
+        FNR == 1 { want = want_of(FILENAME); inblk = 0 }
         /^namespace rdmanet[A-Za-z_:0-9]* *\{/ {
             ns = $2; line = FNR; body = $0; sub(/^[^{]*\{/, "", body)
             if (body ~ /\}/) { sub(/\}.*/, "", body); check(ns, body, line); next }
@@ -64,16 +66,7 @@ while IFS= read -r file; do
         }
         inblk && /^\}/ { inblk = 0; check(ns, body, line); next }
         inblk { body = body "\n" $0 }
-        function check(ns, body, line) {
-            if (allowed(ns) || fwd_only(body)) return
-            printf "%s:%d: namespace %s, but its room %s\n", file, line, ns,
-                   (want == "" ? "(cni/main/) opens none" : "is " want)
-        }' "$file")
-    if [[ -n $out ]]; then
-        printf '%s\n' "$out"
-        status=1
-    fi
-done < <(find cni ipam netns include/rdmanet -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' \) | sort)
-
-((status == 0)) && echo "every file under cni/, ipam/, netns/ and include/rdmanet/ opens its room's namespace"
-exit $status
+        END {
+            if (bad) exit 1
+            print "every file under cni/, ipam/, netns/ and include/rdmanet/ opens its room'"'"'s namespace"
+        }'

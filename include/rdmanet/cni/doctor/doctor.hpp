@@ -1,7 +1,7 @@
 #pragma once
 // rdmanetctl doctor: the node checks (RDMA ports and netns mode, VFs, CNI binaries and config,
 // the IPAM kubeconfig and node slices). Plain functions writing to `out`/`err` and returning the
-// exit status; the CLI11 wiring is cni/cli/admin_cli.hpp. Every path it reads comes from the
+// exit status; the CLI11 wiring is cni/main/ctl_admin.hpp. Every path it reads comes from the
 // options (a root to read under), so tests run it against temporary trees.
 #include <chrono>
 #include <functional>

@@ -13,10 +13,6 @@
 
 namespace rdmanet::cni::node {
 
-// The lines a repair pass prints for `report` ("repaired NETWORK CONTAINER IFNAME (MODE): netns
-// PATH gone", one per failure on err, and a summary): the agent's log and reconcile --local.
-void print_repair_report(const RepairReport& report, bool dry_run, std::ostream& out, std::ostream& err);
-
 // `rdmanetctl agent`: the DaemonSet's long-running node agent. Every `interval_seconds` it takes
 // over the plugin's call records, runs the repair pass (as reconcile --local) and, with the
 // Kubernetes datastore and a node name, lists this node's pods (one field-selected request,

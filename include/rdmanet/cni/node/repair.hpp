@@ -14,6 +14,7 @@
 // device it did not record.
 #include <cstddef>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
@@ -57,5 +58,10 @@ RepairReport repair_stranded_attachments(const StateStore& store, const RepairOp
 // when the pod is gone from the API while its sandbox lingers).
 void repair_attachment(const AttachmentState& state, const NodePolicy& policy, const KernelServices& services,
                        bool in_recorded_netns = false);
+
+// The lines a repair pass prints for `report` ("repaired NETWORK CONTAINER IFNAME (MODE): netns
+// PATH gone", one per failure on err, and a summary; repair_report.cpp): the agent's log and
+// `rdmanetctl reconcile --local` share them.
+void print_repair_report(const RepairReport& report, bool dry_run, std::ostream& out, std::ostream& err);
 
 }  // namespace rdmanet::cni::node
