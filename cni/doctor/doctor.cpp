@@ -205,8 +205,13 @@ void check_netns_mode(Doctor& d, bool have_rdma) {
                   current + ")");
         return;
     }
+    // What the mode means for the attachments, by the registry's RDMA property of each mode.
     d.add("rdma.netns", Status::ok, "ib_core netns_mode",
-          message + (current == "shared" ? "; pods see every RDMA device (exclusive mode isolates them)" : ""));
+          message + (current == "shared"
+                         ? "; pods see every RDMA device (exclusive mode gives " +
+                               mode_list(ModeRdma::isolated_in_exclusive_mode) + " attachments their own; " +
+                               mode_list(ModeRdma::shared_with_host) + " share their master's in either mode)"
+                         : ""));
 }
 
 // ---- SR-IOV VFs -----------------------------------------------------------------------------

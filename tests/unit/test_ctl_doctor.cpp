@@ -197,7 +197,13 @@ TEST_CASE("doctor: a node in the wrong netns mode fails when a mode is expected"
     FakeNode node;
     write(node.root / "sys/module/ib_core/parameters/netns_mode", "Y\n");
     fs::remove(node.root / "etc/modprobe.d/rdma.conf");
-    CHECK(with_status(node.run(), Status::fail).empty());  // shared, persisted by default
+    const auto shared = node.run();
+    CHECK(with_status(shared, Status::fail).empty());  // shared, persisted by default
+    // Which modes the exclusive mode would isolate: the registry's RDMA property of each mode.
+    const auto ok = with_status(shared, Status::ok, "rdma.netns");
+    REQUIRE(ok.size() == 1);
+    CHECK_THAT(ok[0].message, Catch::Contains("exclusive mode gives hostdev, sriov attachments their own") &&
+                                  Catch::Contains("macvlan, ipoib share their master's"));
     node.options.expect_netns_mode = "exclusive";
     auto f = only_failure(node, "rdma.netns");
     CHECK_THAT(f.message, Catch::Contains("should run exclusive") && Catch::Contains("--rdma-netns-mode exclusive"));
