@@ -94,6 +94,7 @@ struct AgentCommand {
 // dranet-provider: DRANET's profile provider (docs/dra-provider.md).
 struct DranetProviderCommand {
     node::dranet::RunOptions options;
+    std::string dranet_version = node::dranet::kDefaultDranetVersion.str();
 
     void add(CLI::App& app, int& status) {
         CLI::App* cmd =
@@ -111,7 +112,23 @@ struct DranetProviderCommand {
         cmd->add_option("--threads", options.threads, "connections served at once")->check(CLI::Range(1, 64));
         // The Kubernetes access of profiles whose ipam section names no kubeconfig of its own.
         add_kube(*cmd, options.kube);
-        cmd->callback([this, &status] { status = node::dranet::run_provider(options, std::cout, std::cerr); });
+        // DRANET's request names no version and its answer decoding drops unknown fields silently.
+        cmd->add_option("--dranet-version", dranet_version,
+                        "the DRANET release that calls (1.4, 1.5, main, ...): the answers hold only the fields it "
+                        "applies (1.4 has no interface.arpIgnore/arpAnnounce)")
+            ->capture_default_str()
+            ->check(CLI::Validator(
+                [](std::string& text) {
+                    return node::dranet::parse_dranet_version(text)
+                               ? std::string()
+                               : "not a DRANET version with the profile-provider webhook (1.4 or later, or main): " +
+                                     text;
+                },
+                "VERSION"));
+        cmd->callback([this, &status] {
+            options.dranet = *node::dranet::parse_dranet_version(dranet_version);
+            status = node::dranet::run_provider(options, std::cout, std::cerr);
+        });
     }
 };
 

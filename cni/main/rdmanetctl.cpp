@@ -15,7 +15,8 @@
 //   rdmanetctl doctor [--json] [--root DIR] ...          node checks; exit 1 on problems
 //   rdmanetctl rdma mode [exclusive|shared] [--persist]  RDMA netns mode (show/set, boot option)
 //   rdmanetctl devices [--sysfs-root DIR]                RDMA devices, ports, netdevs, PCI, PF/VF
-//   rdmanetctl dranet-provider --socket PATH --profiles DIR [--kubeconfig F | --in-cluster] ...
+//   rdmanetctl dranet-provider --socket PATH --profiles DIR [--kubeconfig F | --in-cluster]
+//                              [--dranet-version 1.4|1.5|main] ...
 //                                                        DRANET's profile provider (DaemonSet)
 //
 // Each subcommand's wiring is one object in this folder (ctl_*.hpp) that holds its options; the

@@ -212,12 +212,14 @@ int run() {
     // Profiles: no kubeconfig of their own, the provider's --kubeconfig serves them.
     p.write_profile("local", {{"ipam", {{"range", "10.90.0.0/16"}, {"gateway", "10.90.0.1"}, {"data_dir", data}}},
                               {"policyRouting", true}});
-    p.write_profile("ippool",
-                    {{"ipam", kube({{"range", "10.92.0.0/16"}, {"gateway", "10.92.0.1"}})}, {"policyRouting", true}});
+    p.write_profile("ippool", {{"ipam", kube({{"range", "10.92.0.0/16"}, {"gateway", "10.92.0.1"}})},
+                               {"policyRouting", true},
+                               dranet_test::kNoWhereaboutsReconciler});
     p.write_profile("slices",
                     {{"network", "slices-dra"},
                      {"ipam", kube({{"range", "10.93.0.0/16"}, {"gateway", "10.93.0.1"}, {"node_slice_size", "/24"}})},
-                     {"policyRouting", true}});
+                     {"policyRouting", true},
+                     dranet_test::kNoWhereaboutsReconciler});
     p.write_profile("cidrpool", {{"ipam", {{"poolName", "rail-dra"}, {"poolType", "cidrpool"}, {"data_dir", data}}},
                                  {"policyRouting", true}});
     p.extra_args = {"--kubeconfig", kubeconfig};

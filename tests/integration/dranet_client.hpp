@@ -64,6 +64,10 @@ inline Reply http(const std::string& socket, const std::string& method, const st
     return read_reply(fd.get());
 }
 
+// A profile member: the admin's word that whereabouts' ip-reconciler does not run, without which
+// the provider refuses claims in whereabouts' IPPools (its reconciler would release them).
+inline const json kNoWhereaboutsReconciler = json::array({"whereaboutsReconciler", "absent"});
+
 struct Device {
     std::string name, pci, mac;
 };

@@ -61,8 +61,8 @@ TEST_CASE("dranet provider: health, an address per (claim, device), the same on 
     REQUIRE(a["interface"]["addresses"].size() == 1);
     const std::string address = a["interface"]["addresses"][0];
     CHECK(address.rfind("10.61.0.", 0) == 0);
-    CHECK(a["interface"]["arpIgnore"] == 1);
-    CHECK(a["interface"]["arpAnnounce"] == 2);
+    // Without --dranet-version the provider answers DRANET 1.4, which has no ARP fields.
+    CHECK(a["interface"] == json({{"addresses", {address}}}));
     const unsigned table = a["rules"][0]["table"];
     CHECK(a["rules"][0]["source"] == address.substr(0, address.find('/')) + "/32");
     CHECK(a["routes"][1] == json({{"destination", "0.0.0.0/0"}, {"gateway", "10.61.0.1"}, {"table", table}}));
@@ -91,6 +91,121 @@ TEST_CASE("dranet provider: health, an address per (claim, device), the same on 
     const Reply after = get(p, Device{"eth2", "", ""}, kClaim, "rail");
     REQUIRE(after.status == 200);
     CHECK(after.j() == second.j());
+}
+
+TEST_CASE("dranet provider: a request carrying the whole ResourceClaim is keyed by its metadata.uid",
+          "[dranet][integration]") {
+    ProviderProcess p("claimobj");
+    p.write_profile("rail", rail_profile(p, "10.66.0.0/24", "10.66.0.1"));
+    p.start();
+    const std::string uid = "7d1f2e3c-4b5a-4968-8776-655443322110";
+    // No claim_uid: the claim's UID only in the ResourceClaim the request carries.
+    const std::string whole =
+        R"({"device":{"name":"pci-0000-3b-00-1"},"claim":{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",
+        "metadata":{"name":"rail0-x","namespace":"ml","uid":")" +
+        uid + R"("},"spec":{"devices":{"requests":[]}},"status":{}},"config":{"profile":"rail","interface":{}}})";
+    const Reply first = http(p.socket(), "POST", "/GetProfileConfig", whole);
+    REQUIRE(first.status == 200);
+    const std::string address = first.j()["interface"]["addresses"][0];
+    // Today's shape with the same UID: the same attachment (nothing new allocated).
+    const Reply flat = get(p, Device{"pci-0000-3b-00-1", "", ""}, uid, "rail");
+    REQUIRE(flat.status == 200);
+    CHECK(flat.j() == first.j());
+    // Both members naming different claims: refused, both named, nothing allocated.
+    std::string both = whole;
+    both.insert(1, R"("claim_uid":"8e2f2e3c-4b5a-4968-8776-655443322110",)");
+    const Reply conflict = http(p.socket(), "POST", "/GetProfileConfig", both);
+    CHECK(conflict.status == 400);
+    CHECK_THAT(conflict.body, Catch::Contains("request.claim_uid") && Catch::Contains("request.claim.metadata.uid"));
+    // Neither: 400 as before.
+    const Reply neither = http(p.socket(), "POST", "/GetProfileConfig",
+                               R"({"device":{"name":"eth1"},"claim":{"metadata":{}},"config":{"profile":"rail"}})");
+    CHECK(neither.status == 400);
+    CHECK_THAT(neither.body, Catch::Contains("request.claim_uid is missing"));
+    // Released by the whole-claim shape; the address is free for the next claim.
+    const std::string release_whole = R"({"device":{"name":"pci-0000-3b-00-1"},"claim":{"metadata":{"uid":")" + uid +
+                                      R"("}},"config":{"profile":"rail"}})";
+    CHECK(http(p.socket(), "POST", "/ReleaseProfileConfig", release_whole).status == 200);
+    const Reply next = get(p, Device{"eth1", "", ""}, "9f3f2e3c-4b5a-4968-8776-655443322110", "rail");
+    REQUIRE(next.status == 200);
+    CHECK(next.j()["interface"]["addresses"][0] == address);
+    still_serving(p);
+}
+
+TEST_CASE("dranet provider: --dranet-version decides the ARP fields and the start log says what is lost",
+          "[dranet][integration]") {
+    {
+        ProviderProcess p("v14");
+        p.write_profile("rail", rail_profile(p, "10.67.0.0/24", "10.67.0.1"));
+        p.extra_args = {"--dranet-version", "v1.4.0"};
+        p.start();
+        const Reply r = get(p, Device{"eth1", "", ""}, kClaim, "rail");
+        REQUIRE(r.status == 200);
+        CHECK_FALSE(r.j()["interface"].contains("arpIgnore"));
+        CHECK_FALSE(r.j()["interface"].contains("arpAnnounce"));
+        CHECK(r.j()["rules"].size() == 1);
+        REQUIRE(p.stop() == 0);
+        const std::string log = p.log();
+        CHECK_THAT(log, Catch::Contains("assuming DRANET 1.4"));
+        CHECK_THAT(log, Catch::Contains("lost with DRANET 1.4"));
+        CHECK_THAT(log, Catch::Contains("net.ipv4.conf.all.arp_ignore=1"));
+        // Each answer whose ARP settings stay behind says so.
+        CHECK_THAT(log, Catch::Contains("arp_ignore/arp_announce not sent: DRANET 1.4"));
+    }
+    for (const std::string version : {"1.5", "main"}) {
+        ProviderProcess p("v15");
+        p.write_profile("rail", rail_profile(p, "10.67.0.0/24", "10.67.0.1"));
+        p.extra_args = {"--dranet-version", version};
+        p.start();
+        const Reply r = get(p, Device{"eth1", "", ""}, kClaim, "rail");
+        REQUIRE(r.status == 200);
+        CHECK(r.j()["interface"]["arpIgnore"] == 1);
+        CHECK(r.j()["interface"]["arpAnnounce"] == 2);
+        REQUIRE(p.stop() == 0);
+        CHECK_THAT(p.log(), Catch::Contains("assuming DRANET " + version));
+        CHECK_THAT(p.log(), !Catch::Contains("lost with"));
+    }
+    // A version without the profile-provider webhook, or a typo: a usage error, nothing started.
+    const std::string ctl = rdmanet::test::bin_dir() + "/rdmanetctl";
+    for (const std::string version : {"1.3.0", "latest"}) {
+        const auto r = rdmanet::test::run_process({ctl, "dranet-provider", "--socket", "/nonexistent/p.sock",
+                                                   "--profiles", "/nonexistent", "--dranet-version", version});
+        CHECK(r.exit_code == 2);
+        CHECK_THAT(r.err, Catch::Contains("--dranet-version"));
+    }
+}
+
+TEST_CASE("dranet provider: claims in whereabouts' IPPools are refused until the profile says no reconciler runs",
+          "[dranet][integration]") {
+    ProviderProcess p("wbrecon");
+    p.write_profile("local", rail_profile(p, "10.68.0.0/24", "10.68.0.1"));
+    // whereabouts' IPPools through a kubeconfig that does not exist: the refusal comes before any
+    // use of it (an API request would be a 500 here).
+    const json kube_ipam = {{"range", "10.68.1.0/24"},
+                            {"datastore", "kubernetes"},
+                            {"kubernetes", {{"kubeconfig", p.dir() + "/absent.kubeconfig"}}},
+                            {"node_slice_size", "/28"}};
+    p.write_profile("slices", {{"ipam", kube_ipam}, {"policyRouting", true}});
+    p.start();
+    // Said at start, loudly (the warning names the profile and the way out) ...
+    const std::string start_log = p.log();
+    CHECK_THAT(start_log, Catch::Contains("refusing claims: profile \"slices\""));
+    CHECK_THAT(start_log, Catch::Contains("ip-reconciler"));
+    CHECK_THAT(start_log, !Catch::Contains("profile \"local\""));
+    // ... and refused per request, before anything is allocated.
+    const Reply refused = get(p, Device{"eth1", "", ""}, kClaim, "slices");
+    CHECK(refused.status == 400);
+    CHECK_THAT(refused.body, Catch::Contains("whereaboutsReconciler") && Catch::Contains("nv-ipam"));
+    // The local store is never visited by whereabouts: served.
+    CHECK(get(p, Device{"eth1", "", ""}, kClaim, "local").status == 200);
+    // The admin's word (profiles are read per request): the guard is lifted, the request goes on
+    // to the datastore (here: its kubeconfig is missing).
+    p.write_profile("slices", {{"ipam", kube_ipam}, {"policyRouting", true}, kNoWhereaboutsReconciler});
+    const Reply lifted = get(p, Device{"eth1", "", ""}, kClaim, "slices");
+    CHECK(lifted.status != 200);
+    CHECK_THAT(lifted.body, !Catch::Contains("ip-reconciler"));
+    CHECK_THAT(lifted.body, Catch::Contains("absent.kubeconfig"));
+    still_serving(p);
 }
 
 TEST_CASE("dranet provider: 16 concurrent claims on one pool get 16 addresses and 16 tables", "[dranet][integration]") {

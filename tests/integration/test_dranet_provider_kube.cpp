@@ -6,6 +6,7 @@
 
 using namespace kube_test;
 using dranet_test::Device;
+using dranet_test::kNoWhereaboutsReconciler;
 using dranet_test::ProviderProcess;
 
 TEST_CASE("dranet provider, kube datastore: the pool entry is the claim's, repeat-safe, kept by reconcile, released",
@@ -16,7 +17,8 @@ TEST_CASE("dranet provider, kube datastore: the pool entry is the claim's, repea
     p.extra_env = env.env();
     json ipam = env.conf("10.47.0.0/24")["ipam"];
     ipam.erase("type");
-    p.write_profile("rail", {{"network", "kubenet"}, {"ipam", ipam}, {"policyRouting", true}});
+    p.write_profile("rail",
+                    {{"network", "kubenet"}, {"ipam", ipam}, {"policyRouting", true}, kNoWhereaboutsReconciler});
     p.start();
 
     const std::string claim = "3f2e1d0c-0000-4000-8000-00000000abcd";
@@ -59,7 +61,7 @@ TEST_CASE(
     p.extra_env = env.env();
     json ipam = env.conf("10.71.0.0/16", {{"node_slice_size", "/25"}, {"network_name", "blue"}})["ipam"];
     ipam.erase("type");
-    p.write_profile("blue", {{"ipam", ipam}, {"policyRouting", true}});
+    p.write_profile("blue", {{"ipam", ipam}, {"policyRouting", true}, kNoWhereaboutsReconciler});
     p.start();  // --node-name node-1
     const std::string pool = "/ippools/blue-node-1-10.71.0.0-25";
     auto published = [&] {
@@ -197,10 +199,10 @@ TEST_CASE(
     json bare = env.conf("10.48.0.0/24")["ipam"];
     bare.erase("type");
     bare.erase("kubernetes");
-    p.write_profile("bare", {{"network", "kubenet"}, {"ipam", bare}});
+    p.write_profile("bare", {{"network", "kubenet"}, {"ipam", bare}, kNoWhereaboutsReconciler});
     json own = env.conf("10.49.0.0/24")["ipam"];
     own.erase("type");
-    p.write_profile("own", {{"network", "kubenet"}, {"ipam", own}});
+    p.write_profile("own", {{"network", "kubenet"}, {"ipam", own}, kNoWhereaboutsReconciler});
     p.extra_args = {"--kubeconfig", env.kubeconfig, "--namespace", flag_ns};
     p.start();
 
@@ -231,7 +233,7 @@ TEST_CASE(
     // Without the flags the same profile is refused with what to set, and nothing is allocated.
     ProviderProcess q("kubeflag-off");
     q.extra_env = env.env();
-    q.write_profile("bare", {{"network", "kubenet"}, {"ipam", bare}});
+    q.write_profile("bare", {{"network", "kubenet"}, {"ipam", bare}, kNoWhereaboutsReconciler});
     q.start();
     const auto refused =
         dranet_test::http(q.socket(), "POST", "/GetProfileConfig",

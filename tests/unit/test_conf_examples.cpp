@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include "rdmanet/cni/config/policy.hpp"
+#include "rdmanet/cni/node/dranet/profile.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 
 using namespace rdmanet::cni::translate;
@@ -105,8 +107,13 @@ void check_dranet_profile(const fs::path& file) {
     REQUIRE(profile.is_object());
     for (const auto& [key, value] : profile.items()) {
         INFO("profile key " << key);
-        CHECK((key == "ipam" || key == "network" || key == "policyRouting" || key == "sysctl"));
+        CHECK((key == "ipam" || key == "network" || key == "policyRouting" || key == "sysctl" ||
+               key == "whereaboutsReconciler"));
     }
+    // The provider's own parser takes it, and the whereabouts-reconciler guard lets it serve claims.
+    const auto parsed = rdmanet::cni::node::dranet::parse_profile(file.stem().string(), slurp(file),
+                                                                  rdmanet::cni::NodePolicy{}, "node-1", true);
+    CHECK_FALSE(rdmanet::cni::node::dranet::whereabouts_hazard(parsed));
     json config = {{"cniVersion", "1.0.0"},
                    {"name", profile.value("network", "profile")},
                    {"type", "rdmanet"},

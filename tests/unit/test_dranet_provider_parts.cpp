@@ -5,6 +5,7 @@
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/node/dranet/answer.hpp"
 #include "rdmanet/cni/node/dranet/claim_records.hpp"
+#include "rdmanet/cni/node/dranet/dranet_version.hpp"
 #include "rdmanet/cni/node/dranet/profile.hpp"
 #include "rdmanet/cni/node/dranet/wire.hpp"
 #include "rdmanet/cni/node/http_request.hpp"
@@ -116,6 +117,44 @@ TEST_CASE("DRANET request: malformed or unsafe requests are 400", "[dranet]") {
     }
 }
 
+TEST_CASE("DRANET request: the claim UID from claim_uid or from the whole ResourceClaim", "[dranet]") {
+    const std::string device = R"("device":{"name":"pci-0000-3b-00-1"},"config":{"profile":"rail"})";
+    auto message = [](const std::string& body) {
+        try {
+            parse_profile_request(body);
+        } catch (const ProviderError& e) {
+            CHECK(e.status == 400);
+            return std::string(e.what());
+        }
+        FAIL("accepted: " << body);
+        return std::string();
+    };
+    // Today's shape.
+    CHECK(parse_profile_request("{" + device + R"(,"claim_uid":"u-1"})").claim_uid == "u-1");
+    // The whole claim, no claim_uid: its metadata.uid keys the claim; its other members are ignored.
+    const std::string claim = R"("claim":{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",
+        "metadata":{"name":"c","namespace":"ml","uid":"u-2"},"spec":{"devices":{}},"status":{}})";
+    const auto whole = parse_profile_request("{" + device + "," + claim + "}");
+    CHECK(whole.claim_uid == "u-2");
+    CHECK(whole.profile == "rail");
+    // Both, the same UID (an empty claim_uid counts as absent).
+    CHECK(parse_profile_request("{" + device + "," + claim + R"(,"claim_uid":"u-2"})").claim_uid == "u-2");
+    CHECK(parse_profile_request("{" + device + "," + claim + R"(,"claim_uid":""})").claim_uid == "u-2");
+    // Both, different: neither is trusted, the message names both.
+    const auto both = message("{" + device + "," + claim + R"(,"claim_uid":"u-1"})");
+    CHECK_THAT(both,
+               Catch::Contains("request.claim_uid \"u-1\"") && Catch::Contains("request.claim.metadata.uid \"u-2\""));
+    // Neither: as before.
+    CHECK_THAT(message("{" + device + "}"), Catch::StartsWith("request.claim_uid is missing"));
+    CHECK_THAT(message("{" + device + R"(,"claim":{"metadata":{"name":"c"}}})"),
+               Catch::StartsWith("request.claim_uid is missing"));
+    // The nested UID is checked as the flat one, and named where it came from.
+    CHECK_THAT(message("{" + device + R"(,"claim":{"metadata":{"uid":"../x"}}})"),
+               Catch::Contains("request.claim.metadata.uid"));
+    CHECK_THAT(message("{" + device + R"(,"claim":{"metadata":{"uid":7}}})"), Catch::Contains("claim.metadata.uid"));
+    CHECK_THAT(message("{" + device + R"(,"claim":"u-2"})"), Catch::Contains("claim"));
+}
+
 TEST_CASE("profile names: only a file name inside the profiles directory", "[dranet]") {
     CHECK(is_valid_profile_name("rail-1"));
     CHECK(is_valid_profile_name("acme.com_rail"));
@@ -209,6 +248,88 @@ TEST_CASE("answer: without policyRouting the IPAM's routes go to the main table,
     CHECK(a.rules.empty());
     CHECK(a.routes == std::vector<RouteConfig>{{"10.20.0.0/16", "10.9.0.1", "", 0, 0}});
     CHECK_FALSE(a.to_json()["interface"].contains("arpIgnore"));
+}
+
+TEST_CASE("--dranet-version: the releases with the profile-provider webhook, and main", "[dranet]") {
+    for (const char* text : {"1.4", "1.4.0", "v1.4.0", "1.4.2-rc.1"}) {
+        INFO(text);
+        const auto v = parse_dranet_version(text);
+        REQUIRE(v);
+        CHECK(v->str() == "1.4");
+        CHECK_FALSE(v->has_arp_fields());
+    }
+    for (const char* text : {"1.5", "v1.5.0", "2.0", "main"}) {
+        INFO(text);
+        const auto v = parse_dranet_version(text);
+        REQUIRE(v);
+        CHECK(v->has_arp_fields());
+    }
+    CHECK(parse_dranet_version("main")->str() == "main");
+    // Before 1.4 there was no webhook to answer; anything else is a typo.
+    for (const char* text : {"1.3.0", "0.9", "1", "", "v", "1.x", "1.4.0.1", "latest", "1.4 "}) {
+        INFO(text);
+        CHECK_FALSE(parse_dranet_version(text));
+    }
+    CHECK(kDefaultDranetVersion.str() == "1.4");
+}
+
+TEST_CASE("answer per DRANET release: 1.4 gets no ARP fields (it would drop them), later ones get them", "[dranet]") {
+    const Profile p = profile_of(R"({"ipam":{"range":"10.9.0.0/24","gateway":"10.9.0.1"},"policyRouting":true})");
+    const auto planned = plan_answer(p, {ip("10.9.0.5/24", "10.9.0.1")}, {}, {100});
+    REQUIRE(planned.arp_ignore == 1);
+
+    const auto v14 = answer_for(*parse_dranet_version("1.4.0"), planned);
+    const json j14 = v14.to_json();
+    CHECK(j14["interface"] == json::parse(R"({"addresses":["10.9.0.5/24"]})"));
+    // Everything else is the same: routes and rules are fields of 1.4.0's NetworkConfig.
+    CHECK(v14.routes == planned.routes);
+    CHECK(v14.rules == planned.rules);
+
+    const json j15 = answer_for(*parse_dranet_version("1.5"), planned).to_json();
+    CHECK(j15["interface"] == json::parse(R"({"addresses":["10.9.0.5/24"],"arpIgnore":1,"arpAnnounce":2})"));
+    CHECK(answer_for(*parse_dranet_version("main"), planned).to_json() == j15);
+    CHECK(j15["routes"] == j14["routes"]);
+
+    // The start log says what is assumed and, for 1.4, what is lost and the way around it.
+    const auto lines14 = describe_dranet(*parse_dranet_version("1.4"));
+    const std::string text14 = lines14.at(0) + "\n" + lines14.at(1);
+    CHECK_THAT(text14, Catch::Contains("assuming DRANET 1.4"));
+    CHECK_THAT(text14, Catch::Contains("lost with DRANET 1.4"));
+    CHECK_THAT(text14, Catch::Contains("net.ipv4.conf.all.arp_ignore=1"));
+    CHECK_THAT(text14, Catch::Contains("--allowed-unsafe-sysctls"));
+    const auto lines15 = describe_dranet(*parse_dranet_version("1.5"));
+    CHECK_THAT(lines15.at(0), Catch::Contains("arpIgnore/arpAnnounce, all applied"));
+    for (const auto& line : lines15) CHECK_THAT(line, !Catch::Contains("lost"));
+}
+
+TEST_CASE("whereabouts' reconciler: claims in its IPPools are refused unless the profile says it does not run",
+          "[dranet]") {
+    // whereabouts IPPools (datastore kubernetes) and node slices' IPPools: refused by default.
+    const Profile pools = profile_of(
+        R"({"ipam":{"range":"10.9.0.0/24","datastore":"kubernetes","kubernetes":{"kubeconfig":"/etc/cni/net.d/k"}}})");
+    const auto hazard = whereabouts_hazard(pools);
+    REQUIRE(hazard);
+    CHECK_THAT(*hazard, Catch::Contains("an IPPool") && Catch::Contains("ip-reconciler") &&
+                            Catch::Contains("\"whereaboutsReconciler\": \"absent\"") && Catch::Contains("nv-ipam"));
+    const Profile slices = profile_of(R"({"ipam":{"range":"10.9.0.0/24","datastore":"kubernetes",
+        "kubernetes":{"kubeconfig":"/etc/cni/net.d/k"},"node_slice_size":"/28"}})");
+    REQUIRE(whereabouts_hazard(slices));
+    CHECK_THAT(*whereabouts_hazard(slices), Catch::Contains("slice IPPool"));
+
+    // The admin's word: no whereabouts reconciler runs (rdmanet's reconcile keeps claim entries).
+    const Profile acknowledged = profile_of(R"({"ipam":{"range":"10.9.0.0/24","datastore":"kubernetes",
+        "kubernetes":{"kubeconfig":"/etc/cni/net.d/k"},"node_slice_size":"/28"},"whereaboutsReconciler":"absent"})");
+    CHECK(acknowledged.whereabouts_reconciler_absent);
+    CHECK_FALSE(whereabouts_hazard(acknowledged));
+
+    // Never visited by whereabouts: the local store, nv-ipam's pools.
+    CHECK_FALSE(whereabouts_hazard(profile_of(R"({"ipam":{"range":"10.9.0.0/24"}})")));
+    CHECK_FALSE(whereabouts_hazard(
+        profile_of(R"({"ipam":{"poolName":"rail0","kubernetes":{"kubeconfig":"/etc/cni/net.d/k"}}})")));
+
+    // Only "absent" is a statement; anything else is a typo, refused like an unknown key.
+    CHECK(status_of([] { profile_of(R"({"ipam":{"range":"10.9.0.0/24"},"whereaboutsReconciler":true})"); }) == 400);
+    CHECK(status_of([] { profile_of(R"({"ipam":{"range":"10.9.0.0/24"},"whereaboutsReconciler":"gone"})"); }) == 400);
 }
 
 TEST_CASE("render -o profile: an RdmaNetwork and a HostDeviceNetwork become profiles the provider accepts",

@@ -63,16 +63,25 @@ Profile parse_profile(std::string_view name, std::string_view text, const NodePo
         invalid(name, "not valid JSON: " + e.msg() + (e.details().empty() ? "" : " (" + e.details() + ")"));
     }
     if (!j.is_object()) invalid(name, "must be a JSON object");
-    static const std::set<std::string> known = {"network", "ipam", "policyRouting", "sysctl"};
+    static const std::set<std::string> known = {"network", "ipam", "policyRouting", "sysctl", "whereaboutsReconciler"};
     for (const auto& [key, value] : j.items())
         if (!known.contains(key))
-            invalid(name, "unknown key \"" + key + "\" (a profile has network, ipam, policyRouting, sysctl)");
+            invalid(name, "unknown key \"" + key +
+                              "\" (a profile has network, ipam, policyRouting, sysctl, whereaboutsReconciler)");
     if (!j.contains("ipam") || !j["ipam"].is_object())
         invalid(name, "\"ipam\" must be an rdmanet-ipam section (a JSON object)");
 
     Profile p;
     p.name = std::string(name);
     p.network = p.name;
+    if (j.contains("whereaboutsReconciler")) {
+        if (j["whereaboutsReconciler"] != "absent")
+            invalid(name,
+                    "\"whereaboutsReconciler\" takes only \"absent\" (the admin's word that whereabouts' "
+                    "ip-reconciler does not run in this cluster), got " +
+                        j["whereaboutsReconciler"].dump());
+        p.whereabouts_reconciler_absent = true;
+    }
     if (j.contains("network")) {
         if (!j["network"].is_string()) invalid(name, "\"network\" must be a string");
         p.network = j["network"].get<std::string>();
@@ -116,6 +125,20 @@ Profile parse_profile(std::string_view name, std::string_view text, const NodePo
         (ignore ? p.arp_ignore : p.arp_announce) = arp_value(e, name);
     }
     return p;
+}
+
+std::optional<std::string> whereabouts_hazard(const Profile& profile) {
+    const auto& ipam = profile.ipam;
+    if (ipam.store.datastore != ipam::Datastore::kubernetes || ipam.nv.enabled || profile.whereabouts_reconciler_absent)
+        return std::nullopt;
+    return "profile \"" + profile.name + "\" keeps its claims in whereabouts' objects (" +
+           (ipam.store.node_slice_prefix ? "the node's slice IPPool" : "an IPPool") +
+           " of datastore \"kubernetes\", and OverlappingRangeIPReservations), where whereabouts' ip-reconciler "
+           "releases every entry whose podRef is not a live pod listing the address in its network-status "
+           "annotation: it would free this claim's address (podRef dranet:<claim UID>) while the pod uses it. "
+           "Keep DRA claims in the local store or an nv-ipam pool (ipam.poolName), or, when no whereabouts "
+           "reconciler runs in the cluster (rdmanetctl reconcile keeps claim entries), say so with "
+           "\"whereaboutsReconciler\": \"absent\" in the profile";
 }
 
 Profile load_profile(const std::string& dir, std::string_view name, const NodePolicy& policy,

@@ -1,6 +1,9 @@
 // DRANET's profile provider: see provider.hpp.
 #include "rdmanet/cni/node/dranet/provider.hpp"
 
+#include <algorithm>
+#include <filesystem>
+
 #include <spdlog/spdlog.h>
 
 #include "rdmanet/cni/node/dranet/answer.hpp"
@@ -49,6 +52,28 @@ HttpResponse answer(int status, std::string body) { return HttpResponse{status, 
 std::string claim_podref(const std::string& claim_uid) { return "dranet:" + claim_uid; }
 std::string claim_network(const std::string& profile) { return "dranet:" + profile; }
 
+std::vector<std::string> survey_profiles(const std::string& profiles_dir, const NodePolicy& policy,
+                                         const std::string& node_name) {
+    std::vector<std::string> lines;
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(profiles_dir, ec)) {
+        const auto path = entry.path();
+        if (path.extension() == ".json" && is_valid_profile_name(path.stem().string()))
+            names.push_back(path.stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names) {
+        try {
+            const Profile profile = load_profile(profiles_dir, name, policy, node_name, true);
+            if (const auto hazard = whereabouts_hazard(profile)) lines.push_back("refusing claims: " + *hazard);
+        } catch (const ProviderError& e) {
+            lines.push_back("profile \"" + name + "\" is not usable: " + e.what());
+        }
+    }
+    return lines;
+}
+
 ProfileProvider::ProfileProvider(ProviderOptions options, NodePolicy policy)
     : options_(std::move(options)), policy_(std::move(policy)), records_(options_.state_dir) {}
 
@@ -56,6 +81,8 @@ NetworkConfigAnswer ProfileProvider::get_profile_config(const ProfileRequest& re
     if (request.profile.empty())
         throw ProviderError(400, "config.profile is empty: name one of the node's rdmanet profiles");
     const Profile profile = load_profile(options_.profiles_dir, request.profile, policy_, options_.node_name, true);
+    // Before anything is allocated: an address whereabouts' reconciler would free under the pod.
+    if (const auto hazard = whereabouts_hazard(profile)) throw ProviderError(400, *hazard);
     const bool on_kube = profile.ipam.store.datastore == ipam::Datastore::kubernetes || profile.ipam.nv.enabled;
     if (on_kube && profile.ipam.store.kubeconfig.empty() && !options_.default_kube)
         throw ProviderError(400, "profile \"" + profile.name +
@@ -75,9 +102,13 @@ NetworkConfigAnswer ProfileProvider::get_profile_config(const ProfileRequest& re
     const std::vector<unsigned> tables =
         records_.tables_for(ClaimKey{request.claim_uid, request.device.name}, profile.name,
                             pr && pr->table ? *pr->table : kFirstAutoTable, pr ? ips.size() : 0);
-    auto out = plan_answer(profile, ips, result.routes, tables);
-    spdlog::info("dranet-provider: claim {} device {} profile {}: {}", request.claim_uid, request.device.name,
-                 profile.name, nlohmann::json(out.addresses).dump());
+    auto out = answer_for(options_.dranet, plan_answer(profile, ips, result.routes, tables));
+    const bool arp_lost = (profile.arp_ignore || profile.arp_announce) && !options_.dranet.has_arp_fields();
+    spdlog::info(
+        "dranet-provider: claim {} device {} profile {}: {}{}", request.claim_uid, request.device.name, profile.name,
+        nlohmann::json(out.addresses).dump(),
+        arp_lost ? " (its arp_ignore/arp_announce not sent: DRANET " + options_.dranet.str() + " has no field for them)"
+                 : "");
     return out;
 }
 

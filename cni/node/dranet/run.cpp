@@ -24,7 +24,7 @@ int run_provider(const RunOptions& options, std::ostream& out, std::ostream& err
         const NodePolicy policy = load_node_policy(process_env_lookup(), names);
         if (options.profiles_dir.empty() || !std::filesystem::is_directory(options.profiles_dir))
             throw std::runtime_error("--profiles \"" + options.profiles_dir + "\" is not a directory");
-        ProviderOptions po{options.profiles_dir, options.state_dir, options.node_name, {}};
+        ProviderOptions po{options.profiles_dir, options.state_dir, options.node_name, {}, options.dranet};
         if (options.kube.enabled()) {
             // Checked once now, so that a missing service account or a broken kubeconfig stops
             // the start; then read again for every request (a rotated token, an edited file).
@@ -39,6 +39,11 @@ int run_provider(const RunOptions& options, std::ostream& out, std::ostream& err
         }
         if (po.state_dir.empty())
             po.state_dir = std::filesystem::path(policy.state_dir).parent_path().string() + "/dranet";
+        // What the answers hold for this DRANET, and what that DRANET cannot be given.
+        for (const auto& line : describe_dranet(options.dranet)) out << "rdmanetctl dranet-provider: " << line << '\n';
+        // Profiles whose claims whereabouts' reconciler would release: said now, refused per request.
+        for (const auto& line : survey_profiles(options.profiles_dir, policy, options.node_name))
+            spdlog::warn("dranet-provider: {}", line);
         // Blocked before the workers start, so that only the wait below sees SIGTERM/SIGINT.
         StopSignal stop;
         ProfileProvider provider(po, policy);

@@ -18,6 +18,29 @@ namespace {
 
 bool is_name_char(unsigned char c) { return std::isalnum(c) || c == '.' || c == '_' || c == '-'; }
 
+// The claim's UID: DRANET sends it as "claim_uid"; a DRANET that sends the whole ResourceClaim
+// ("claim": {"metadata": {"uid": ...}, ...}) names it there. Either place serves; the claim is
+// keyed by that UID alone. An empty string counts as absent (a Go struct without omitempty).
+template <typename Fields>
+std::string claim_uid_of(const Fields& top) {
+    const std::string flat = top.string("claim_uid").value_or("");
+    std::string nested;
+    if (const auto claim = top.child("claim"))
+        if (const auto metadata = claim->child("metadata")) nested = metadata->string("uid").value_or("");
+    if (flat.empty() && nested.empty())
+        bad_request(
+            "request.claim_uid is missing",
+            "DRANET sends {\"claim_uid\": ...} (or the ResourceClaim as {\"claim\": {\"metadata\": {\"uid\": ...}}})");
+    if (!flat.empty() && !nested.empty() && flat != nested)
+        bad_request("request.claim_uid " + base::show_json(flat) + " and request.claim.metadata.uid " +
+                    base::show_json(nested) + " name different claims");
+    const std::string& uid = flat.empty() ? nested : flat;
+    if (!is_valid_claim_uid(uid))
+        bad_request(std::string(flat.empty() ? "request.claim.metadata.uid " : "request.claim_uid ") +
+                    base::show_json(uid) + " is not a UID (letters, digits, '-')");
+    return uid;
+}
+
 }  // namespace
 
 bool is_valid_claim_uid(std::string_view uid) {
@@ -45,10 +68,7 @@ ProfileRequest parse_profile_request(std::string_view body) {
     req.device.name = device->string("name").value_or("");
     req.device.pci_address = device->string("pci_address").value_or("");
     req.device.mac_address = device->string("mac_address").value_or("");
-    req.claim_uid = top.string("claim_uid").value_or("");
-    if (req.claim_uid.empty()) bad_request("request.claim_uid is missing");
-    if (!is_valid_claim_uid(req.claim_uid))
-        bad_request("request.claim_uid " + base::show_json(req.claim_uid) + " is not a UID (letters, digits, '-')");
+    req.claim_uid = claim_uid_of(top);
     if (req.device.name.empty()) bad_request("request.device.name is missing");
     if (!is_valid_device_name(req.device.name))
         bad_request("request.device.name " + base::show_json(req.device.name) +

@@ -10,9 +10,11 @@
 //   - a container runtime's CNI GC is scoped to its network's name, which never contains ':'.
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/node/dranet/claim_records.hpp"
+#include "rdmanet/cni/node/dranet/dranet_version.hpp"
 #include "rdmanet/cni/node/dranet/wire.hpp"
 #include "rdmanet/cni/node/unix_http_server.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
@@ -27,11 +29,19 @@ struct ProviderOptions {
     // "kubernetes", node slices, nv-ipam pools); a profile's own kubernetes.kubeconfig wins.
     // Empty: such a profile is refused (400) as rdmanet-ipam refuses it.
     std::function<ipam::kube::KubeConfig()> default_kube;
+    // The DRANET release that asks (--dranet-version): the answer holds only what it applies.
+    DranetVersion dranet = kDefaultDranetVersion;
 };
 
 // The IPAM identity of a claim's device (see above).
 std::string claim_podref(const std::string& claim_uid);
 std::string claim_network(const std::string& profile);
+
+// The start's survey of DIR: one line per profile that keeps claims where whereabouts'
+// ip-reconciler would release them (whereabouts_hazard), or that does not parse. Those
+// profiles' GetProfileConfig requests are refused (400) until they are fixed.
+std::vector<std::string> survey_profiles(const std::string& profiles_dir, const NodePolicy& policy,
+                                         const std::string& node_name);
 
 class ProfileProvider {
 public:

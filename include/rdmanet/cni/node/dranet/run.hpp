@@ -3,6 +3,7 @@
 #include <ostream>
 #include <string>
 
+#include "rdmanet/cni/node/dranet/dranet_version.hpp"
 #include "rdmanet/cni/node/kube.hpp"
 
 namespace rdmanet::cni::node::dranet {
@@ -16,6 +17,8 @@ struct RunOptions {
     // --kubeconfig/--in-cluster/--namespace: the Kubernetes access of profiles that name no
     // kubeconfig of their own (ProviderOptions::default_kube). Off when neither is given.
     node::KubeOptions kube;
+    // --dranet-version: the DRANET release whose NetworkConfig the answers are made for.
+    DranetVersion dranet = kDefaultDranetVersion;
 };
 
 // Exit status: 0 after a stop signal, 1 when it cannot start (the reason on `err`).

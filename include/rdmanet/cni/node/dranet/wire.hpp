@@ -4,6 +4,8 @@
 // the NetworkConfig the provider answers with. Pure: JSON in, JSON out, no I/O.
 //
 //   request:  {"device": {"name", "pci_address", "mac_address"}, "claim_uid", "config": NetworkConfig}
+//             (the claim's UID may instead come as "claim": {"metadata": {"uid"}}, the whole
+//             ResourceClaim, which a later DRANET may send; other members are ignored)
 //   answer:   {"interface": {"addresses": [CIDR], "arpIgnore", "arpAnnounce"},
 //              "routes": [{"destination", "gateway", "source", "scope", "table"}],
 //              "rules": [{"priority", "source", "destination", "table"}]}
@@ -37,7 +39,8 @@ struct ProfileRequest {
 };
 
 // Throws ProviderError(400) naming the member when the body is not this shape: malformed JSON, a
-// member of the wrong type, a missing device.name or claim_uid, a claim UID or device name with
+// member of the wrong type, a missing device.name or claim UID (claim_uid, else
+// claim.metadata.uid; both given and different is refused too), a claim UID or device name with
 // characters outside [A-Za-z0-9._-] (they key files and datastore entries). config.profile may
 // be empty here: GetProfileConfig refuses that, a release without one is answered 200.
 ProfileRequest parse_profile_request(std::string_view body);
