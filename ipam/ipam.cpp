@@ -138,57 +138,48 @@ std::vector<Allocation> gc(Store& store, const IpamConfig& config, std::string_v
 }
 
 namespace {
-// The store configuration with what only the verb knows: the NodeSlicePool's name.
-StoreConfig store_for(const IpamConfig& config, std::string_view network) {
+
+// The one choice of the store a verb works on. nv-ipam's pools are served by the node's local
+// store (no API request once the blocks are known, nvipam/node_block.hpp); otherwise the
+// configuration's datastore, with what only the verb knows: the NodeSlicePool's name.
+std::unique_ptr<Store> store_for(const IpamConfig& config, std::string_view network, std::chrono::milliseconds budget) {
+    if (config.nv.enabled) return std::make_unique<SqliteStore>(nvipam::local_store_dir(config.store.data_dir));
     StoreConfig store = config.store;
     store.slice_pool_name = config.network_name.empty() ? std::string(network) : config.network_name;
-    return store;
+    return open_store(store, budget);
 }
+
+// ADD and CHECK read the ranges: an nv-ipam configuration has none until the node's blocks make
+// them (resolved before the store opens). DEL and GC need no block: with no ranges, the store
+// releases by attachment in every pool.
+IpamRequest with_ranges(const IpamRequest& request) {
+    if (!request.config.nv.enabled) return request;
+    IpamRequest resolved = request;
+    resolved.config = nvipam::resolved_config(request.config, request.network);
+    return resolved;
+}
+
 }  // namespace
 
-// nv-ipam's pools: the node's blocks make the ranges, the node's local store allocates from them
-// (no API request once the blocks are known, nvipam/node_block.hpp). DEL and GC need no block:
-// the local store releases by attachment in every pool.
-bool nv_pools(const IpamConfig& config) { return config.nv.enabled; }
-SqliteStore nv_store(const IpamConfig& config) { return SqliteStore(nvipam::local_store_dir(config.store.data_dir)); }
-
 IpamResult add(const IpamRequest& request) {
-    if (nv_pools(request.config)) {
-        IpamRequest resolved = request;
-        resolved.config = nvipam::resolved_config(request.config, request.network);
-        auto store = nv_store(request.config);
-        return add(store, resolved);
-    }
-    auto store = open_store(store_for(request.config, request.network), kube::kAddBudget);
-    return add(*store, request);
+    const IpamRequest resolved = with_ranges(request);
+    const auto store = store_for(request.config, request.network, kube::kAddBudget);
+    return add(*store, resolved);
 }
 
 void del(const IpamRequest& request) {
-    if (nv_pools(request.config)) {
-        auto store = nv_store(request.config);
-        return del(store, request);
-    }
-    auto store = open_store(store_for(request.config, request.network), kube::kDelBudget);
+    const auto store = store_for(request.config, request.network, kube::kDelBudget);
     del(*store, request);
 }
 
 void check(const IpamRequest& request) {
-    if (nv_pools(request.config)) {
-        IpamRequest resolved = request;
-        resolved.config = nvipam::resolved_config(request.config, request.network);
-        auto store = nv_store(request.config);
-        return check(store, resolved);
-    }
-    auto store = open_store(store_for(request.config, request.network));
-    check(*store, request);
+    const IpamRequest resolved = with_ranges(request);
+    const auto store = store_for(request.config, request.network, kube::kAddBudget);  // as long as ADD may take
+    check(*store, resolved);
 }
 
 std::vector<Allocation> gc(const IpamConfig& config, std::string_view network, std::span<const AttachmentId> valid) {
-    if (nv_pools(config)) {
-        auto store = nv_store(config);
-        return store.gc(network, {}, valid);
-    }
-    auto store = open_store(store_for(config, network), kube::kDelBudget);
+    const auto store = store_for(config, network, kube::kDelBudget);
     return gc(*store, config, network, valid);
 }
 

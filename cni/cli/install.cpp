@@ -33,7 +33,7 @@
 #include "rdmanet/base/fd.hpp"
 #include "rdmanet/ipam/kube/base64.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 namespace fs = std::filesystem;
 
@@ -214,7 +214,7 @@ InstallReport install_once(const InstallOptions& options, std::ostream& out) {
 int install(const InstallOptions& options, std::ostream& out, std::ostream& err) {
     // Watching is the DaemonSet container's PID 1: SIGTERM (pod deletion, rollout) ends it at the
     // next wait, with 0, instead of the kubelet's SIGKILL after the grace period.
-    std::optional<StopSignal> stop;
+    std::optional<node::StopSignal> stop;
     if (options.watch && !options.wait) stop.emplace();
     auto wait = options.wait ? options.wait : [&stop](std::chrono::seconds s) { return stop->wait(s); };
     for (unsigned round = 1;; ++round) {
@@ -235,4 +235,4 @@ int install(const InstallOptions& options, std::ostream& out, std::ostream& err)
     }
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

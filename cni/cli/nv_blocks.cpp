@@ -9,7 +9,7 @@
 #include "rdmanet/ipam/nvipam/node_block.hpp"
 #include "rdmanet/base/exit_status.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 namespace {
 
@@ -77,4 +77,4 @@ int pool_blocks(const PoolOptions& options, std::ostream& out, std::ostream& err
     });
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

@@ -12,7 +12,7 @@
 #include "rdmanet/ipam/local/sqlite_store.hpp"
 #include "rdmanet/base/exit_status.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 namespace {
 
@@ -52,7 +52,7 @@ int pool_list(const PoolOptions& options, std::ostream& out, std::ostream& err) 
     return guarded(err, [&] {
         std::vector<ipam::PoolDump> dumps;
         if (options.kube.enabled()) {
-            dumps = dump_all(*open_kube_store(options.kube));
+            dumps = dump_all(*node::open_kube_store(options.kube));
         } else if (auto store = open_existing(options)) {
             dumps = dump_all(*store);
         }
@@ -80,7 +80,7 @@ int pool_show(const PoolOptions& options, const std::string& name, std::ostream&
     return guarded(err, [&] {
         std::unique_ptr<ipam::Store> store;
         if (options.kube.enabled()) {
-            store = open_kube_store(options.kube);
+            store = node::open_kube_store(options.kube);
         } else {
             store = open_existing(options);
         }
@@ -133,4 +133,4 @@ int pool_verify(const PoolOptions& options, std::ostream& out, std::ostream& err
     });
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

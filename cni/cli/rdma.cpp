@@ -14,7 +14,7 @@
 #include "rdmanet/base/atomic_file.hpp"
 #include "rdmanet/netns/error.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 using netns::RdmaNetnsMode;
 
@@ -215,4 +215,4 @@ int rdma_mode(const RdmaModeOptions& options, const RdmaOpener& open, std::ostre
     return 0;
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

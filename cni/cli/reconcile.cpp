@@ -10,15 +10,15 @@
 #include "rdmanet/ipam/kube/slice_reclaim.hpp"
 #include "rdmanet/base/exit_status.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
-int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::ostream& err) {
+int reconcile(const node::KubeOptions& options, bool dry_run, std::ostream& out, std::ostream& err) {
     if (!options.enabled()) {
         err << "rdmanetctl reconcile: needs the Kubernetes datastore: --kubeconfig PATH or --in-cluster\n";
         return 2;
     }
     return base::exit_status_of(err, "rdmanetctl reconcile", [&] {
-        auto store = open_kube_store(options);
+        auto store = node::open_kube_store(options);
         const auto report = ipam::kube::reconcile(*store, dry_run);
         const char* verb = dry_run ? "would release" : "released";
         for (const auto& r : report.released) out << verb << " " << r << '\n';
@@ -46,4 +46,4 @@ int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::
     });
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

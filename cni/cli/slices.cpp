@@ -26,7 +26,7 @@
 #include "rdmanet/base/json_limits.hpp"
 #include "rdmanet/ipam/kube/response_json.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -353,7 +353,7 @@ void print_slices_report(const SlicesReport& r, std::ostream& out) {
 int pool_slices(const PoolOptions& options, std::ostream& out, std::ostream& err) {
     return base::exit_status_of(err, "rdmanetctl", [&] {
         std::optional<ipam::kube::KubeConfig> api;
-        if (options.kube.enabled()) api = kube_config(options.kube);
+        if (options.kube.enabled()) api = node::kube_config(options.kube);
         const SlicesReport r = slices_report(ipam::kube::slices_dir(options.data_dir), api, kSlicesBudget,
                                              std::chrono::system_clock::now());
         if (options.json) {
@@ -365,4 +365,4 @@ int pool_slices(const PoolOptions& options, std::ostream& out, std::ostream& err
     });
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

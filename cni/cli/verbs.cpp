@@ -12,7 +12,7 @@
 
 #include "rdmanet/cni/cli/rdma.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 namespace {
 
@@ -93,4 +93,4 @@ std::vector<VerbsPort> query_verbs_ports() {
     return ports;
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

@@ -5,10 +5,10 @@
 #include <ostream>
 #include <tuple>
 
-#include "rdmanet/cni/cli/rdma.hpp"
+#include "rdmanet/cni/doctor/devices.hpp"
 #include "rdmanet/netns/rdma_sysfs.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::doctor {
 
 namespace {
 
@@ -48,8 +48,8 @@ std::string join(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::vector<DeviceRow> device_rows(const netns::Sysfs& sysfs, const std::vector<VerbsPort>& verbs) {
-    std::map<std::pair<std::string, unsigned>, const VerbsPort*> by_port;
+std::vector<DeviceRow> device_rows(const netns::Sysfs& sysfs, const std::vector<cli::VerbsPort>& verbs) {
+    std::map<std::pair<std::string, unsigned>, const cli::VerbsPort*> by_port;
     for (const auto& v : verbs) by_port[{v.device, v.port}] = &v;
 
     std::vector<DeviceRow> rows;
@@ -105,12 +105,12 @@ std::string format_device_table(const std::vector<DeviceRow>& rows) {
     return out;
 }
 
-int devices(const DevicesOptions& options, const std::function<std::vector<VerbsPort>()>& verbs, std::ostream& out,
+int devices(const DevicesOptions& options, const std::function<std::vector<cli::VerbsPort>()>& verbs, std::ostream& out,
             std::ostream&) {
     const netns::Sysfs sysfs(options.sysfs_root);
     // libibverbs always reads the real /sys: mixing it with another root would mix two nodes.
     const bool use_verbs = options.verbs && options.sysfs_root == "/sys" && verbs;
-    const auto rows = device_rows(sysfs, use_verbs ? verbs() : std::vector<VerbsPort>{});
+    const auto rows = device_rows(sysfs, use_verbs ? verbs() : std::vector<cli::VerbsPort>{});
     if (rows.empty()) {
         out << "no RDMA devices on this node (none in " << options.sysfs_root << "/class/infiniband"
             << (use_verbs ? " nor from libibverbs" : "")
@@ -122,4 +122,4 @@ int devices(const DevicesOptions& options, const std::function<std::vector<Verbs
     return 0;
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::doctor

@@ -34,7 +34,7 @@
 #include "rdmanet/netns/vf.hpp"
 #include "rdmanet/base/json_limits.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::doctor {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -158,17 +158,17 @@ bool check_rdma_ports(Doctor& d) {
 // ---- RDMA netns mode and its persistence ----------------------------------------------------
 
 // The boot setting as modprobe and the kernel would read it on this node (below --root).
-BootNetnsMode persisted_netns_mode(const Doctor& d) {
+cli::BootNetnsMode persisted_netns_mode(const Doctor& d) {
     std::vector<std::string> dirs;
-    for (const auto& dir : kSystemModprobeDirs) dirs.push_back(d.under(dir).string());
+    for (const auto& dir : cli::kSystemModprobeDirs) dirs.push_back(d.under(dir).string());
     dirs.push_back(d.under("/etc/modprobe.d").string());
-    BootNetnsMode boot = boot_netns_mode(dirs, d.under("/proc/cmdline").string());
+    cli::BootNetnsMode boot = cli::boot_netns_mode(dirs, d.under("/proc/cmdline").string());
     boot.source = d.node_path(boot.source);
     return boot;
 }
 
 std::string mode_of(const std::string& value) {
-    const auto mode = netns_mode_param(value);
+    const auto mode = cli::netns_mode_param(value);
     return mode ? std::string(netns::rdma_netns_mode_name(*mode)) : "";
 }
 
@@ -205,8 +205,13 @@ void check_netns_mode(Doctor& d, bool have_rdma) {
                   current + ")");
         return;
     }
+    // What the mode means for the attachments, by the registry's RDMA property of each mode.
     d.add("rdma.netns", Status::ok, "ib_core netns_mode",
-          message + (current == "shared" ? "; pods see every RDMA device (exclusive mode isolates them)" : ""));
+          message + (current == "shared"
+                         ? "; pods see every RDMA device (exclusive mode gives " +
+                               mode_list(ModeRdma::isolated_in_exclusive_mode) + " attachments their own; " +
+                               mode_list(ModeRdma::shared_with_host) + " share their master's in either mode)"
+                         : ""));
 }
 
 // ---- SR-IOV VFs -----------------------------------------------------------------------------
@@ -339,7 +344,7 @@ void check_configs(Doctor& d) {
         // A config declaring the deviceID capability gets its device from Multus at ADD time.
         const bool device_from_runtime = text.find("\"deviceID\"") != std::string::npos;
         try {
-            validate_cni_config(config, device_from_runtime ? "0000:00:00.0" : "");
+            translate::validate_cni_config(config, device_from_runtime ? "0000:00:00.0" : "");
             d.add("cni.config", Status::ok, file.string(), "valid");
         } catch (const std::exception& e) {
             d.add("cni.config", Status::fail, file.string(), e.what());
@@ -440,7 +445,7 @@ std::vector<std::string> kubeconfig_warnings(const ipam::kube::KubeConfig& c) {
 // Returns the kubeconfig when --check-api reached the API server with it (for the slice check).
 std::optional<ipam::kube::KubeConfig> check_kubeconfig(Doctor& d) {
     const std::string path =
-        d.o.kubeconfig.empty() ? (fs::path(d.o.cni_conf_dir) / kKubeconfigRelPath).string() : d.o.kubeconfig;
+        d.o.kubeconfig.empty() ? (fs::path(d.o.cni_conf_dir) / cli::kKubeconfigRelPath).string() : d.o.kubeconfig;
     const auto file = d.under(path);
     auto text = read_text(file);
     if (!text) {
@@ -485,9 +490,9 @@ std::optional<ipam::kube::KubeConfig> check_kubeconfig(Doctor& d) {
 
 void check_nv_blocks(Doctor& d) {
     const std::string data_dir = d.under(d.o.ipam_data_dir).string();
-    std::vector<NvBlockUsage> usage;
+    std::vector<cli::NvBlockUsage> usage;
     try {
-        usage = nv_block_usage(data_dir);
+        usage = cli::nv_block_usage(data_dir);
     } catch (const std::exception& e) {
         d.add("ipam.nvipam", Status::warn, data_dir,
               std::string("the node's nv-ipam blocks could not be read: ") + e.what());
@@ -509,8 +514,8 @@ void check_nv_blocks(Doctor& d) {
 
 void check_slices(Doctor& d, const std::optional<ipam::kube::KubeConfig>& api) {
     const std::string data_dir = d.under(d.o.ipam_data_dir).string();
-    const SlicesReport r =
-        slices_report(ipam::kube::slices_dir(data_dir), api, d.o.api_timeout, std::chrono::system_clock::now());
+    const cli::SlicesReport r =
+        cli::slices_report(ipam::kube::slices_dir(data_dir), api, d.o.api_timeout, std::chrono::system_clock::now());
     // The API server refused this node's credentials (401/403) in its last node-slice CNI call or
     // agent pass: no ADD succeeds and releases are not published until an admin fixes them.
     if (const auto denied = ipam::kube::read_access_denied(ipam::kube::slices_dir(data_dir))) {
@@ -739,4 +744,4 @@ std::vector<Finding> doctor_checks(const DoctorOptions& options) {
     return d.findings;
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::doctor

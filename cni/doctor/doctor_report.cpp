@@ -11,7 +11,7 @@
 #include "rdmanet/ipam/kube/api.hpp"
 #include "rdmanet/ipam/kube/wire.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::doctor {
 
 using json = nlohmann::json;
 
@@ -64,7 +64,7 @@ json findings_json(const std::vector<Finding>& findings) {
     return {{"ok", ok}, {"checks", checks}};
 }
 
-int doctor(const DoctorOptions& options, std::ostream& out, std::ostream& err) {
+int run_doctor(const DoctorOptions& options, std::ostream& out, std::ostream& err) {
     std::vector<Finding> findings;
     try {
         findings = doctor_checks(options);
@@ -114,4 +114,4 @@ int doctor(const DoctorOptions& options, std::ostream& out, std::ostream& err) {
     return fails ? 1 : 0;
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::doctor

@@ -29,7 +29,7 @@
 #include "rdmanet/ipam/nvipam/node_block.hpp"
 #include "rdmanet/base/fd.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::node {
 
 namespace {
 
@@ -296,4 +296,4 @@ int run_agent(const AgentOptions& options, std::ostream& out, std::ostream& err)
     }
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::node

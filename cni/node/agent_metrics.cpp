@@ -7,7 +7,7 @@
 #include "rdmanet/ipam/core/range.hpp"
 #include "rdmanet/ipam/local/sqlite_store.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 std::vector<PoolUsage> local_pool_usage(const std::string& data_dir) {
     std::vector<PoolUsage> pools;
@@ -175,4 +175,4 @@ std::string AgentMetrics::render(const std::vector<PoolUsage>& pools) const {
     return t.str();
 }
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

@@ -3,7 +3,7 @@
 #include "rdmanet/cni/protocol/env.hpp"
 #include "rdmanet/ipam/core/error.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::node {
 
 ipam::kube::KubeConfig kube_config(const KubeOptions& options) {
     ipam::kube::KubeConfig config;
@@ -27,4 +27,4 @@ std::unique_ptr<ipam::kube::KubeStore> open_kube_store(const KubeOptions& option
     return std::make_unique<ipam::kube::KubeStore>(kube_config(options), ipam::kube::Deadline::in(kCtlBudget), "");
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::node

@@ -11,7 +11,7 @@
 
 #include "rdmanet/cni/node/prometheus_text.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 namespace {
 
@@ -120,4 +120,4 @@ void MetricsServer::serve_one(const std::function<std::string()>& body) const {
     write_all(client.get(), response("200 OK", PrometheusText::kContentType, text));
 }
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

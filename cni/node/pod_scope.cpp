@@ -9,7 +9,7 @@
 #include "rdmanet/cni/state/sandbox.hpp"
 #include "rdmanet/base/json_fields.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 namespace {
 
@@ -94,4 +94,4 @@ RepairReport repair_attachments_of_gone_pods(const std::vector<AttachmentState>&
     return report;
 }
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

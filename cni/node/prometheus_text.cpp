@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 std::string escape_label_value(const std::string& value) {
     std::string out;
@@ -49,4 +49,4 @@ void PrometheusText::sample(const std::string& name, const Labels& labels, doubl
     text_ += ' ' + format_sample_value(value) + '\n';
 }
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

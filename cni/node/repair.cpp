@@ -9,7 +9,7 @@
 #include "rdmanet/cni/node/repair_rdma_home.hpp"
 #include "rdmanet/cni/plugin/teardown.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 namespace {
 
@@ -89,4 +89,4 @@ RepairReport repair_stranded_attachments(const StateStore& store, const RepairOp
     return report;
 }
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

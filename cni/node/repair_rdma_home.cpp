@@ -9,7 +9,7 @@
 #include "rdmanet/netns/namespace.hpp"
 #include "rdmanet/netns/sysfs.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 namespace {
 
@@ -54,4 +54,4 @@ std::optional<std::string> rdma_device_not_home(const AttachmentState& state, co
            "elsewhere holds it, and with it the device); nothing was undone, the next pass checks again";
 }
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

@@ -1,9 +1,9 @@
 // The lines a repair pass prints: `rdmanetctl reconcile --local` and the node agent's log share them.
 #include <ostream>
 
-#include "rdmanet/cni/node/agent.hpp"
+#include "rdmanet/cni/node/repair.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::node {
 
 namespace {
 
@@ -26,4 +26,4 @@ void print_repair_report(const RepairReport& report, bool dry_run, std::ostream&
         << report.not_repairable.size() << " not repairable\n";
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::node

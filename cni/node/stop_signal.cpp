@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 namespace {
 // What the handler writes: the only state a signal handler can reach is static.
@@ -56,9 +56,9 @@ bool StopSignal::wait(std::chrono::milliseconds period) {
 
 bool StopSignal::pending() { return wait(std::chrono::milliseconds(0)); }
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 void exit_on_stop_signal(const char* message) {
     g_stop_message = message;
@@ -74,4 +74,4 @@ void exit_on_stop_signal(const char* message) {
     }
 }
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::translate {
 
 using nlohmann::json;
 
@@ -39,4 +39,4 @@ json dranet_profile_of(const json& nad) {
     return profile;
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::translate

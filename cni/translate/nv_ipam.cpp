@@ -5,7 +5,7 @@
 
 #include "rdmanet/base/ip.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::translate {
 
 namespace {
 
@@ -132,4 +132,4 @@ json convert_nv_ipam(const json& nv_ipam, const std::string& network, const std:
     return ipam;
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::translate

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::translate {
 
 inline constexpr const char* kNvIpamApi = "nv-ipam.nvidia.com/v1alpha1";
 
@@ -30,4 +30,4 @@ inline constexpr const char* kNvIpamApi = "nv-ipam.nvidia.com/v1alpha1";
 nlohmann::json convert_nv_ipam(const nlohmann::json& nv_ipam, const std::string& network,
                                const std::map<std::string, nlohmann::json>& pools, const std::string& kubeconfig);
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::translate

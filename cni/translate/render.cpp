@@ -29,7 +29,7 @@
 #include "nv_ipam.hpp"
 #include "rdmanet/base/exit_status.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::translate {
 
 namespace {
 
@@ -302,7 +302,7 @@ json make_nad(const std::string& name, const std::string& ns, const std::string&
 void default_capabilities(ordered& plugin, const std::string& mode, const std::string& resource_name) {
     if (plugin.contains("capabilities") || resource_name.empty()) return;
     const ModeEntry* entry = find_mode_entry(mode);
-    if (entry && entry->takes_host_device) plugin["capabilities"] = {{"deviceID", true}, {"CNIDeviceInfoFile", true}};
+    if (entry && entry->takes_host_device()) plugin["capabilities"] = {{"deviceID", true}, {"CNIDeviceInfoFile", true}};
 }
 
 struct Meta {
@@ -537,4 +537,4 @@ int render(const std::string& file, const RenderOptions& options, std::ostream& 
     });
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::translate

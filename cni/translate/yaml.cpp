@@ -7,7 +7,7 @@
 #include "rdmanet/cni/translate/render.hpp"
 #include "rdmanet/base/json_limits.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::translate {
 
 namespace {
 
@@ -72,4 +72,4 @@ std::string nad_yaml(const nlohmann::json& nad) {
     return std::string(e.c_str()) + "\n";
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::translate

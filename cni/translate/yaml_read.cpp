@@ -24,7 +24,7 @@
 #include "rdmanet/base/json_limits.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::translate {
 
 namespace {
 
@@ -202,4 +202,4 @@ std::vector<json> yaml_documents_to_json(const std::string& text) {
     return out;
 }
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::translate

@@ -284,7 +284,7 @@ void RealApiServer::create_from_yaml(const std::string& path) const {
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read " + path);
     const std::string text{std::istreambuf_iterator<char>(in), {}};
-    for (const json& obj : rdmanet::cni::ctl::yaml_documents_to_json(text)) {
+    for (const json& obj : rdmanet::cni::translate::yaml_documents_to_json(text)) {
         if (!obj.is_object()) continue;
         const auto r = request("POST", collection_path(obj), obj.dump());
         if (r.status != 201 && r.status != 409)

@@ -239,10 +239,10 @@ TEST_CASE("sriov on the igb model: rdmanetctl doctor reports the PF with 2 of 7 
     std::ostringstream out, err;
     node.kernel.update([&](FakeKernelFile::Model& kernel) {
         kernel.vf.vf(node.pf, 1).vlan = 42;
-        rdmanet::cni::ctl::DoctorOptions options;
+        rdmanet::cni::doctor::DoctorOptions options;
         options.root = root;
         options.vf_control = &kernel.vf;
-        rdmanet::cni::ctl::doctor(options, out, err);
+        rdmanet::cni::doctor::run_doctor(options, out, err);
     });
     const std::string report = out.str() + err.str();
     INFO(report);

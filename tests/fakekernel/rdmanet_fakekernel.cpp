@@ -15,7 +15,7 @@
 #include <optional>
 #include <string_view>
 
-#include "rdmanet/cni/node/agent.hpp"
+#include "rdmanet/cni/cli/pool.hpp"
 
 #include "rdmanet/cni/plugin/plugin.hpp"
 #include "rdmanet/netns/rtnl.hpp"
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     }
     if (argc > 1 && std::string_view(argv[1]) == "reconcile-local") {
         const bool dry_run = argc > 2 && std::string_view(argv[2]) == "--dry-run";
-        return rdmanet::cni::ctl::reconcile_local({dry_run, services}, std::cout, std::cerr);
+        return rdmanet::cni::cli::reconcile_local({dry_run, services}, std::cout, std::cerr);
     }
     return rdmanet::cni::run_plugin(rdmanet::cni::process_env_lookup(), std::cin, std::cout, std::cerr, services);
 }

@@ -10,10 +10,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(rdmanet::fuzz::as_text(data, size));
     for (const char* ipam : {"", "rdmanet"}) {
-        rdmanet::cni::ctl::RenderOptions options;
+        rdmanet::cni::translate::RenderOptions options;
         options.ipam = ipam;
         try {
-            for (const auto& nad : rdmanet::cni::ctl::render_documents(text, options)) (void)nad.dump();
+            for (const auto& nad : rdmanet::cni::translate::render_documents(text, options)) (void)nad.dump();
         } catch (const std::exception&) {
         }
     }

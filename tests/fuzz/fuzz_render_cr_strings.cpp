@@ -43,10 +43,10 @@ json nad(const std::string& config) {
 }
 
 void render(const json& doc, const char* ipam) {
-    rdmanet::cni::ctl::RenderOptions options;
+    rdmanet::cni::translate::RenderOptions options;
     options.ipam = ipam;
     try {
-        (void)rdmanet::cni::ctl::render_network(doc, options).dump();
+        (void)rdmanet::cni::translate::render_network(doc, options).dump();
     } catch (const nlohmann::json::exception&) {
         throw;                             // a raw library message: the field was not named
     } catch (const std::runtime_error&) {  // render's own errors, and the CNI and IPAM errors it passes on

@@ -21,7 +21,7 @@ namespace {
 
 std::vector<json> documents(const std::string& yaml) {
     std::vector<json> out;
-    for (auto& doc : cni::ctl::yaml_documents_to_json(yaml))
+    for (auto& doc : cni::translate::yaml_documents_to_json(yaml))
         if (doc.is_object() && !doc.empty()) out.push_back(std::move(doc));  // helm prints empty ones
     return out;
 }

@@ -198,7 +198,7 @@ TEST_CASE("helm: the chart's nv-ipam CRDs are deploy/crds' and kept on uninstall
         const std::string plural = std::string(name).substr(0, std::string(name).find('.'));
         std::ifstream in(RDMANET_SOURCE_DIR "/deploy/crds/nv-ipam.nvidia.com_" + plural + ".yaml");
         const std::string text{std::istreambuf_iterator<char>(in), {}};
-        const auto source = rdmanet::cni::ctl::yaml_documents_to_json(text);
+        const auto source = rdmanet::cni::translate::yaml_documents_to_json(text);
         REQUIRE_FALSE(source.empty());
         auto a = source.back(), b = crd;
         a["metadata"].erase("labels");

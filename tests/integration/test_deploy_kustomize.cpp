@@ -21,7 +21,7 @@ std::vector<json> rendered() {
     auto r = run_process({"kubectl", "kustomize", RDMANET_SOURCE_DIR "/deploy"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    return rdmanet::cni::ctl::yaml_documents_to_json(r.out);
+    return rdmanet::cni::translate::yaml_documents_to_json(r.out);
 }
 
 const json& one(const std::vector<json>& objects, const std::string& kind, const std::string& name) {

@@ -75,7 +75,7 @@ dranet::ClaimGcReport gc_round(const Env& env, const ProviderProcess& p) {
 
 // The metrics the agent would serve after `report`.
 rdmanet::test::PromExposition metrics_after(const dranet::ClaimGcReport& report) {
-    rdmanet::cni::AgentMetrics m;
+    rdmanet::cni::node::AgentMetrics m;
     m.record_claim_gc(report);
     return rdmanet::test::parse_prometheus_text(m.render({}));
 }

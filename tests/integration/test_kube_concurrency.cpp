@@ -6,23 +6,10 @@
 #include <thread>
 
 using namespace kube_test;
-using ipam_plugin_test::first_ip;
 
 namespace {
 
 constexpr std::uint32_t kBase = (10u << 24) | (50u << 16);  // 10.50.0.0/16
-
-// Runs fn(worker, i) for i in [0, per_worker) on `workers` threads (each call is a process).
-template <class Fn>
-void in_parallel(int workers, int per_worker, Fn fn) {
-    std::vector<std::thread> threads;
-    for (int w = 0; w < workers; ++w) {
-        threads.emplace_back([&, w] {
-            for (int i = 0; i < per_worker; ++i) fn(w, i);
-        });
-    }
-    for (auto& t : threads) t.join();
-}
 
 }  // namespace
 
@@ -40,18 +27,13 @@ TEST_CASE(
                        {"drop_rate", 0.02},
                        {"drop_after_rate", 0.02}});
     constexpr int kWorkers = 16, kPer = 50;
-    std::mutex mu;
-    std::map<std::string, std::string> ip_of;  // container id -> ip
-    std::vector<std::string> failures;
-    in_parallel(kWorkers, kPer, [&](int w, int i) {
-        const std::string id = "w" + std::to_string(w) + "-" + std::to_string(i);
-        auto r = env.call("ADD", conf, id, "pod-" + id);
-        std::lock_guard lock(mu);
-        if (r.exit_code != 0)
-            failures.push_back(id + ": " + r.describe());
-        else
-            ip_of[id] = first_ip(r);
-    });
+    auto call = [&](const std::string& command) {
+        return [&env, &conf, command](int w, int i) {
+            const std::string id = "w" + std::to_string(w) + "-" + std::to_string(i);
+            return std::pair{id, env.call(command, conf, id, "pod-" + id)};
+        };
+    };
+    auto [ip_of, failures] = in_parallel(kWorkers, kPer, call("ADD"));  // container id -> ip
     const json stats = server.stats();
     INFO("server stats: " << stats.dump());
     for (const auto& f : failures) UNSCOPED_INFO(f);
@@ -93,15 +75,9 @@ TEST_CASE(
                        {"throttle_rate", 0.01},
                        {"drop_rate", 0.02},
                        {"drop_after_rate", 0.02}});
-    failures.clear();
-    in_parallel(kWorkers, kPer, [&](int w, int i) {
-        const std::string id = "w" + std::to_string(w) + "-" + std::to_string(i);
-        auto r = env.call("DEL", conf, id, "pod-" + id);
-        std::lock_guard lock(mu);
-        if (r.exit_code != 0) failures.push_back(id + ": " + r.describe());
-    });
-    for (const auto& f : failures) UNSCOPED_INFO(f);
-    CHECK(failures.empty());
+    const auto dels = in_parallel(kWorkers, kPer, call("DEL"));
+    for (const auto& f : dels.failures) UNSCOPED_INFO(f);
+    CHECK(dels.failures.empty());
     server.set_faults({{"latency_ms", 0},
                        {"conflict_rate", 0},
                        {"error_rate", 0},

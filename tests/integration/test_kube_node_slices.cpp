@@ -100,22 +100,10 @@ TEST_CASE("node slices: 32 nodes claiming at once get distinct slices, one owner
     Env env(server);
     const json conf = env.conf("10.72.0.0/16", {{"node_slice_size", "/24"}});
     constexpr int kNodes = 32;
-    std::mutex mu;
-    std::map<std::string, std::string> ip_of;
-    std::vector<std::string> failures;
-    std::vector<std::thread> threads;
-    for (int n = 0; n < kNodes; ++n) {
-        threads.emplace_back([&, n] {
-            const std::string node = "node-" + std::to_string(n);
-            auto r = call_on(env, node, "ADD", conf, "c" + std::to_string(n));
-            std::lock_guard lock(mu);
-            if (r.exit_code != 0)
-                failures.push_back(node + ": " + r.describe());
-            else
-                ip_of[node] = first_ip(r);
-        });
-    }
-    for (auto& t : threads) t.join();
+    auto [ip_of, failures] = in_parallel(kNodes, 1, [&](int n, int) {
+        const std::string node = "node-" + std::to_string(n);
+        return std::pair{node, call_on(env, node, "ADD", conf, "c" + std::to_string(n))};
+    });
     for (const auto& f : failures) UNSCOPED_INFO(f);
     REQUIRE(failures.empty());
     const auto held = holders(server, "kubenet");

@@ -261,22 +261,10 @@ TEST_CASE("nv-ipam claim without a controller: 16 nodes racing, static allocatio
                      {{"nodeSelectorTerms",
                        {{{"matchExpressions", {{{"key", "rail"}, {"operator", "In"}, {"values", {"1"}}}}}}}}}}});
     const json conf = nv_conf(env, "race", "cidrpool");
-    std::mutex mu;
-    std::map<std::string, std::string> ip_of;
-    std::vector<std::string> failures;
-    std::vector<std::thread> threads;
-    for (int n = 0; n < kNodes; ++n) {
-        threads.emplace_back([&, n] {
-            const std::string node = "node-" + std::to_string(n);
-            auto r = call_on(env, node, "ADD", conf, "c" + std::to_string(n));
-            std::lock_guard lock(mu);
-            if (r.exit_code != 0)
-                failures.push_back(node + ": " + r.describe());
-            else
-                ip_of[node] = r.json["ips"][0]["address"];
-        });
-    }
-    for (auto& t : threads) t.join();
+    auto [ip_of, failures] = in_parallel(kNodes, 1, [&](int n, int) {
+        const std::string node = "node-" + std::to_string(n);
+        return std::pair{node, call_on(env, node, "ADD", conf, "c" + std::to_string(n))};
+    });
     for (const auto& f : failures) UNSCOPED_INFO(f);
     REQUIRE(failures.empty());
     const json status = pool_status(server, "cidrpools", "race");
@@ -289,7 +277,7 @@ TEST_CASE("nv-ipam claim without a controller: 16 nodes racing, static allocatio
     CHECK(prefixes.size() == kNodes);             // distinct subnets
     CHECK(nodes.size() == kNodes);                // one entry per node
     CHECK_FALSE(prefixes.count("10.60.3.0/24"));  // held back
-    CHECK(ip_of["node-7"] == "10.60.200.1/24");   // pinned; .254 is its gateway
+    CHECK(ip_of["node-7"] == "10.60.200.1");      // pinned; .254 is its gateway
     for (const auto& [node, ip] : ip_of) {
         const std::string prefix = ip.substr(0, ip.rfind('.')) + ".0/24";
         CHECK(prefixes.count(prefix));
@@ -358,24 +346,12 @@ TEST_CASE("nv-ipam: nv-ipam's controller writing at the same time as claiming no
             }
         }
     });
-    std::mutex mu;
-    std::map<std::string, std::string> ip_of;
-    std::vector<std::string> failures;
-    std::vector<std::thread> threads;
-    for (int n = 0; n < kNodes; ++n) {
-        threads.emplace_back([&, n] {
-            // Staggered starts, so that the controller's and the nodes' writes interleave.
-            std::this_thread::sleep_until(start_of(n));
-            const std::string node = "node-" + std::to_string(n);
-            auto r = call_on(env, node, "ADD", nv_conf(env, "both", "cidrpool"), "c" + std::to_string(n));
-            std::lock_guard lock(mu);
-            if (r.exit_code != 0)
-                failures.push_back(node + ": " + r.describe());
-            else
-                ip_of[node] = r.json["ips"][0]["address"];
-        });
-    }
-    for (auto& t : threads) t.join();
+    auto [ip_of, failures] = in_parallel(kNodes, 1, [&](int n, int) {
+        // Staggered starts, so that the controller's and the nodes' writes interleave.
+        std::this_thread::sleep_until(start_of(n));
+        const std::string node = "node-" + std::to_string(n);
+        return std::pair{node, call_on(env, node, "ADD", nv_conf(env, "both", "cidrpool"), "c" + std::to_string(n))};
+    });
     controller.join();
     stop = true;
     for (const auto& f : failures) UNSCOPED_INFO(f);

@@ -9,8 +9,12 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -159,6 +163,36 @@ inline void create_nv_pool(const ApiServer& s, const std::string& plural, const 
     auto w = s.request("PUT", kNvApi + "/" + plural + "/" + name + "/status", with_status.dump());
     INFO(w.text);
     REQUIRE(w.status == 200);
+}
+
+// Concurrent plugin calls: what each successful call gave (its first address without the prefix
+// length, "" for a DEL) and one line per failed call, both by the key the call names.
+struct ParallelCalls {
+    std::map<std::string, std::string> ip_of;
+    std::vector<std::string> failures;  // "key: what went wrong"
+};
+
+// Runs call(w, i) for i in [0, per_worker) on each of `workers` threads, so that `workers` plugin
+// processes run at once; `call` returns its key and the outcome.
+template <class Call>
+ParallelCalls in_parallel(int workers, int per_worker, Call call) {
+    ParallelCalls out;
+    std::mutex mu;
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers; ++w) {
+        threads.emplace_back([&, w] {
+            for (int i = 0; i < per_worker; ++i) {
+                const std::pair<std::string, CniOutcome> done = call(w, i);
+                std::lock_guard lock(mu);
+                if (done.second.exit_code != 0)
+                    out.failures.push_back(done.first + ": " + done.second.describe());
+                else
+                    out.ip_of[done.first] = ipam_plugin_test::first_ip(done.second);
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    return out;
 }
 
 // One bin/rdmanet-ipam call as simulated node `node` (its own $NODENAME and local store).

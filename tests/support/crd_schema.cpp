@@ -61,7 +61,7 @@ json crd_schema(const std::string& file, const std::string& version) {
     const std::string path = std::string(RDMANET_SOURCE_DIR) + "/deploy/crds/" + file;
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read " + path);
-    const json crd = cni::ctl::yaml_to_json(std::string(std::istreambuf_iterator<char>(in), {}));
+    const json crd = cni::translate::yaml_to_json(std::string(std::istreambuf_iterator<char>(in), {}));
     for (const auto& v : crd.at("spec").at("versions")) {
         if (v.value("name", "") == version) return v.at("schema").at("openAPIV3Schema");
     }

@@ -13,6 +13,7 @@
 #include "support/prometheus_parse.hpp"
 
 using namespace rdmanet::cni;
+using namespace rdmanet::cni::node;
 
 TEST_CASE("agent: a sandbox is gone, replaced or alive by its recorded namespace identity", "[unit][agent]") {
     const NetnsIdentity recorded{7, 4026532000};

@@ -15,7 +15,7 @@
 #include "rdmanet/cni/node/dranet/profile.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 
-using namespace rdmanet::cni::ctl;
+using namespace rdmanet::cni::translate;
 namespace fs = std::filesystem;
 using nlohmann::json;
 

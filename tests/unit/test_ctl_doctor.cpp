@@ -15,7 +15,8 @@
 #include "rdmanet/cni/cli/install.hpp"
 #include "support/fake_vf_control.hpp"
 
-using namespace rdmanet::cni::ctl;
+using namespace rdmanet::cni::cli;
+using namespace rdmanet::cni::doctor;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -136,7 +137,7 @@ TEST_CASE("doctor: a healthy node passes, exit 0", "[ctl][doctor]") {
                               "node.policy", "ipam.kubeconfig", "runtime.memlock"})
         CHECK_FALSE(with_status(all, Status::ok, check).empty());
     std::ostringstream out, err;
-    CHECK(doctor(node.options, out, err) == 0);
+    CHECK(run_doctor(node.options, out, err) == 0);
     CHECK_THAT(out.str(), Catch::Contains("no problems, 0 warning(s)"));
     CHECK(err.str().empty());
 }
@@ -196,7 +197,13 @@ TEST_CASE("doctor: a node in the wrong netns mode fails when a mode is expected"
     FakeNode node;
     write(node.root / "sys/module/ib_core/parameters/netns_mode", "Y\n");
     fs::remove(node.root / "etc/modprobe.d/rdma.conf");
-    CHECK(with_status(node.run(), Status::fail).empty());  // shared, persisted by default
+    const auto shared = node.run();
+    CHECK(with_status(shared, Status::fail).empty());  // shared, persisted by default
+    // Which modes the exclusive mode would isolate: the registry's RDMA property of each mode.
+    const auto ok = with_status(shared, Status::ok, "rdma.netns");
+    REQUIRE(ok.size() == 1);
+    CHECK_THAT(ok[0].message, Catch::Contains("exclusive mode gives hostdev, sriov attachments their own") &&
+                                  Catch::Contains("macvlan, ipoib share their master's"));
     node.options.expect_netns_mode = "exclusive";
     auto f = only_failure(node, "rdma.netns");
     CHECK_THAT(f.message, Catch::Contains("should run exclusive") && Catch::Contains("--rdma-netns-mode exclusive"));
@@ -404,7 +411,7 @@ TEST_CASE("doctor: JSON report and exit status", "[ctl][doctor]") {
     node.port("mlx5_0", "1", "1: DOWN", "2: Polling", "InfiniBand");
     node.options.json = true;
     std::ostringstream out, err;
-    CHECK(doctor(node.options, out, err) == 1);
+    CHECK(run_doctor(node.options, out, err) == 1);
     const auto report = json::parse(out.str());
     CHECK(report["ok"] == false);
     bool found = false;
@@ -420,7 +427,7 @@ TEST_CASE("doctor: JSON report and exit status", "[ctl][doctor]") {
 
     node.options.json = false;
     std::ostringstream table, err2;
-    CHECK(doctor(node.options, table, err2) == 1);
+    CHECK(run_doctor(node.options, table, err2) == 1);
     CHECK_THAT(table.str(),
                Catch::StartsWith("STATUS") && Catch::Contains("FAIL    rdma.ports") && Catch::Contains("1 problem(s)"));
 }

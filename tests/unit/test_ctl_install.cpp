@@ -14,7 +14,8 @@
 #include "rdmanet/cni/translate/render.hpp"
 #include "rdmanet/cni/config/policy.hpp"
 
-using namespace rdmanet::cni::ctl;
+using namespace rdmanet::cni::cli;
+using namespace rdmanet::cni::translate;
 namespace fs = std::filesystem;
 using nlohmann::json;
 

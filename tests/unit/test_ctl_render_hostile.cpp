@@ -8,7 +8,7 @@
 #include "rdmanet/base/json_limits.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 
-using namespace rdmanet::cni::ctl;
+using namespace rdmanet::cni::translate;
 using nlohmann::json;
 
 namespace {

@@ -9,7 +9,7 @@
 
 #include "rdmanet/cni/translate/render.hpp"
 
-using namespace rdmanet::cni::ctl;
+using namespace rdmanet::cni::translate;
 using nlohmann::json;
 
 namespace {

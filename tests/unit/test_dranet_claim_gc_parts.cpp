@@ -66,7 +66,7 @@ TEST_CASE("claim GC: the release request is what the provider parses", "[unit][d
 }
 
 TEST_CASE("claim GC: the metrics of rounds", "[unit][dranet][agent]") {
-    rdmanet::cni::AgentMetrics m;
+    rdmanet::cni::node::AgentMetrics m;
     auto scrape = [&] { return rdmanet::test::parse_prometheus_text(m.render({})); };
     CHECK(scrape().value("rdmanet_dranet_claim_gc_skipped_total", {{"reason", "list"}}) == 0.0);
     ClaimGcReport released;

@@ -17,7 +17,7 @@ using namespace rdmanet::cni;
 using namespace rdmanet::cni::node;
 using namespace rdmanet::cni::node::dranet;
 using nlohmann::json;
-namespace ctl = rdmanet::cni::ctl;
+namespace translate = rdmanet::cni::translate;
 
 namespace {
 
@@ -334,9 +334,9 @@ TEST_CASE("whereabouts' reconciler: claims in its IPPools are refused unless the
 
 TEST_CASE("render -o profile: an RdmaNetwork and a HostDeviceNetwork become profiles the provider accepts",
           "[dranet]") {
-    ctl::RenderOptions options;
+    translate::RenderOptions options;
     options.ipam = "rdmanet";
-    const auto rdma = ctl::render_documents(R"(
+    const auto rdma = translate::render_documents(R"(
 apiVersion: rdmanet.dev/v1alpha1
 kind: RdmaNetwork
 metadata: {name: rail0}
@@ -348,9 +348,9 @@ spec:
   sysctl: {net.ipv4.conf.IFNAME.arp_ignore: "2"}
   ipam: {type: rdmanet-ipam, range: 10.80.0.0/24, gateway: 10.80.0.1}
 )",
-                                            options);
+                                                  options);
     REQUIRE(rdma.size() == 1);
-    const json profile = ctl::dranet_profile_of(rdma[0]);
+    const json profile = translate::dranet_profile_of(rdma[0]);
     CHECK(profile["network"] == "rail0");
     CHECK(profile["ipam"] == json::parse(R"({"range":"10.80.0.0/24","gateway":"10.80.0.1"})"));
     const Profile p = parse_profile("rail0", profile.dump(), NodePolicy{}, "", true);
@@ -358,7 +358,7 @@ spec:
     CHECK(p.arp_ignore == 2);
 
     // network-operator's kind with whereabouts IPAM: --ipam rdmanet keeps the pool (same keys).
-    const auto hostdev = ctl::render_documents(R"(
+    const auto hostdev = translate::render_documents(R"(
 apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork
 metadata: {name: hostdevice-net}
@@ -367,14 +367,14 @@ spec:
   ipam: |
     {"type": "whereabouts", "range": "192.168.10.152/27", "exclude": ["192.168.10.151/32"]}
 )",
-                                               options);
-    const json hd = ctl::dranet_profile_of(hostdev.at(0));
+                                                     options);
+    const json hd = translate::dranet_profile_of(hostdev.at(0));
     CHECK(hd["network"] == "hostdevice-net");
     CHECK(hd["ipam"]["range"] == "192.168.10.152/27");
     CHECK(parse_profile("hostdevice-net", hd.dump(), NodePolicy{}, "", true).ipam.ranges.size() == 1);
 
     // Without rdmanet's IPAM there is nothing for the provider to allocate with.
-    CHECK_THROWS_WITH(ctl::dranet_profile_of(ctl::render_documents(R"(
+    CHECK_THROWS_WITH(translate::dranet_profile_of(translate::render_documents(R"(
 apiVersion: mellanox.com/v1alpha1
 kind: HostDeviceNetwork
 metadata: {name: hd}
@@ -383,7 +383,7 @@ spec:
   ipam: |
     {"type": "whereabouts", "range": "192.168.10.152/27"}
 )",
-                                                                   ctl::RenderOptions{})
-                                                 .at(0)),
+                                                                               translate::RenderOptions{})
+                                                       .at(0)),
                       Catch::Contains("--ipam rdmanet"));
 }

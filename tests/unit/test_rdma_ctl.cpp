@@ -6,13 +6,15 @@
 #include <sstream>
 
 #include "rdmanet/cni/cli/rdma.hpp"
+#include "rdmanet/cni/doctor/devices.hpp"
 #include "rdmanet/netns/rdma_sysfs.hpp"
 #include "rdmanet/netns/error.hpp"
 #include "support/fake_rdma.hpp"
 #include "support/fake_rdma_sysfs.hpp"
 
 using namespace rdmanet;
-using namespace rdmanet::cni::ctl;
+using namespace rdmanet::cni::cli;
+using namespace rdmanet::cni::doctor;
 using rdmanet::netns::RdmaNetnsMode;
 namespace fs = std::filesystem;
 

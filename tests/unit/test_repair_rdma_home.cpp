@@ -53,7 +53,7 @@ TEST_CASE("repair: an exclusive-mode RDMA device must be back in the host before
     REQUIRE(kernel.owner_of("mlx5_7") == netns_id_of_fd(pod.get()));
 
     SECTION("the namespace is still held: the repair waits, saying why") {
-        const auto why = cni::rdma_device_not_home(state, services, kNoWait);
+        const auto why = cni::node::rdma_device_not_home(state, services, kNoWait);
         REQUIRE(why);
         CHECK(why->find("RDMA device mlx5_7 is not back in the host namespace") != std::string::npos);
         CHECK(why->find("nothing was undone") != std::string::npos);
@@ -61,19 +61,19 @@ TEST_CASE("repair: an exclusive-mode RDMA device must be back in the host before
     SECTION("the namespace was freed: the kernel returned the device, the repair goes ahead") {
         kernel.netns_destroyed(netns_id_of_fd(pod.get()));
         CHECK(kernel.owner_of("mlx5_7") == kernel.init_id());
-        CHECK_FALSE(cni::rdma_device_not_home(state, services, kNoWait));
+        CHECK_FALSE(cni::node::rdma_device_not_home(state, services, kNoWait));
     }
     SECTION("the VF's PCI function is gone: nothing to wait for") {
         std::filesystem::remove(std::filesystem::path(tree.root()) / "bus/pci/devices" / kVf);
         REQUIRE_FALSE(sysfs.pci_device_exists(kVf));
-        CHECK_FALSE(cni::rdma_device_not_home(state, services, kNoWait));
+        CHECK_FALSE(cni::node::rdma_device_not_home(state, services, kNoWait));
     }
     SECTION("no RDMA device was moved at ADD") {
         state.rdma_device.clear();
-        CHECK_FALSE(cni::rdma_device_not_home(state, services, kNoWait));
+        CHECK_FALSE(cni::node::rdma_device_not_home(state, services, kNoWait));
     }
     SECTION("shared mode: the device never left the host's view") {
         kernel.boot_mode(netns::RdmaNetnsMode::shared);
-        CHECK_FALSE(cni::rdma_device_not_home(state, services, kNoWait));
+        CHECK_FALSE(cni::node::rdma_device_not_home(state, services, kNoWait));
     }
 }

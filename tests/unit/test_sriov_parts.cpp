@@ -16,7 +16,6 @@
 
 using namespace rdmanet;
 using namespace rdmanet::cni;
-using namespace rdmanet::cni::sriov;
 using netns::VfChange;
 using rdmanet::test::FakeSysfs;
 namespace fs = std::filesystem;

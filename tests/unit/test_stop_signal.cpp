@@ -7,7 +7,7 @@
 
 #include "rdmanet/cni/node/stop_signal.hpp"
 
-using rdmanet::cni::StopSignal;
+using rdmanet::cni::node::StopSignal;
 using namespace std::chrono_literals;
 
 TEST_CASE("stop signal: the wait runs its period when nothing arrives", "[ctl][signal]") {

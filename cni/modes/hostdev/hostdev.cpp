@@ -115,8 +115,8 @@ void write_hostdev_device_info(const AddRequest& req) {
     }
     const std::string path = *file;
     const auto& dirs = req.policy.device_info_dirs;
-    req.rollback.push("remove device-info file " + path, [path, dirs] { sriov::remove_device_info(dirs, path); });
-    sriov::write_device_info(dirs, path, pci, pf_pci_of(req.kernel.sysfs, pci), rdma);
+    req.rollback.push("remove device-info file " + path, [path, dirs] { remove_device_info(dirs, path); });
+    write_device_info(dirs, path, pci, pf_pci_of(req.kernel.sysfs, pci), rdma);
 }
 
 }  // namespace

@@ -6,9 +6,7 @@
 #include "rdmanet/cni/modes/ipoib/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
-#include "rdmanet/cni/modes/device_policy.hpp"
 #include "rdmanet/cni/modes/master.hpp"
-#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/netns/error.hpp"
 #include "rdmanet/netns/ipoib.hpp"
 
@@ -55,15 +53,8 @@ PodLink ipoib_add(const AddRequest& req) {
     const IpoibConf& conf = req.conf.settings.get<IpoibConf>();
     netns::Rtnl& host = req.kernel.host;
     const auto master = ipoib_master(host, conf.master);
-    // Node policy (docs/security.md): loopback never, the uplink only when allowed.
-    check_master(req.policy, host, req.kernel.sysfs, master, req.conf.mode);
+    admit_child(req, master, conf.mtu);
     const auto parent = read_parent(req.kernel.sysfs, master.name);
-    if (conf.mtu > master.mtu)
-        throw Error(ErrorCode::invalid_config,
-                    "mtu " + std::to_string(conf.mtu) + " is larger than master " + master.name + "'s MTU " +
-                        std::to_string(master.mtu),
-                    "use an mtu of at most " + std::to_string(master.mtu) + ", or 0 to inherit it");
-    rdma_isolation_check_child(req, master.name);
 
     std::unique_ptr<netns::IpoibLinks> owned;
     netns::IpoibLinks* links = req.kernel.services.ipoib;

@@ -6,9 +6,7 @@
 #include "rdmanet/cni/modes/macvlan/mode.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/cni/config/policy.hpp"
-#include "rdmanet/cni/modes/device_policy.hpp"
 #include "rdmanet/cni/modes/master.hpp"
-#include "rdmanet/cni/modes/rdma/rdma_isolation.hpp"
 #include "rdmanet/netns/error.hpp"
 
 namespace rdmanet::cni {
@@ -39,14 +37,7 @@ std::string temporary_link_name() {
 PodLink macvlan_add(const AddRequest& req) {
     const auto& mv = req.conf.settings.get<MacvlanConf>();
     const auto master = macvlan_master(req.kernel.host, mv.master);
-    check_master(req.policy, req.kernel.host, req.kernel.sysfs, master, req.conf.mode);
-    if (mv.mtu > master.mtu)
-        throw Error(ErrorCode::invalid_config,
-                    "mtu " + std::to_string(mv.mtu) + " is larger than master " + master.name + "'s MTU " +
-                        std::to_string(master.mtu),
-                    "use an mtu of at most " + std::to_string(master.mtu) + ", or 0 to inherit it");
-    // A macvlan never takes its master's RDMA device along (required -> error, exclusive -> warning).
-    rdma_isolation_check_child(req, master.name);
+    admit_child(req, master, mv.mtu);
 
     netns::MacvlanSpec spec;
     spec.name = temporary_link_name();

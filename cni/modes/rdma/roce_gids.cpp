@@ -131,7 +131,7 @@ void roce_gids_add(const AddRequest& req, const std::vector<base::IpAddress>& ad
         spdlog::info("RDMA device {}: RoCE v2 GID of {} at port {} index {}", device, g.address, g.port, g.index);
     const auto& file = req.conf.runtime.device_info_file;
     if (file && !file->empty())
-        sriov::add_rdma_to_device_info(req.policy.device_info_dirs, *file, device, req.state.roce_gids);
+        add_rdma_to_device_info(req.policy.device_info_dirs, *file, device, req.state.roce_gids);
 }
 
 void roce_gids_check(const CheckRequest& req, const AttachmentState& state,

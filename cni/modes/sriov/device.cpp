@@ -8,7 +8,7 @@
 
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 
-namespace rdmanet::cni::sriov {
+namespace rdmanet::cni {
 
 namespace fs = std::filesystem;
 
@@ -119,4 +119,4 @@ VfDevice find_vf(const netns::Sysfs& sysfs, const std::string& pci, bool require
     return vf;
 }
 
-}  // namespace rdmanet::cni::sriov
+}  // namespace rdmanet::cni

@@ -21,7 +21,7 @@
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/base/confined_file.hpp"
 
-namespace rdmanet::cni::sriov {
+namespace rdmanet::cni {
 
 namespace {
 
@@ -169,4 +169,4 @@ void remove_device_info(const std::vector<std::string>& allowed_dirs, const std:
     }
 }
 
-}  // namespace rdmanet::cni::sriov
+}  // namespace rdmanet::cni

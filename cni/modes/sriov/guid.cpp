@@ -9,7 +9,7 @@
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/netns/error.hpp"
 
-namespace rdmanet::cni::sriov {
+namespace rdmanet::cni {
 
 namespace {
 
@@ -55,4 +55,4 @@ void rebind_vf(const netns::Sysfs& sysfs, const std::string& pci, const std::str
     write_sysfs(dir / "bind", pci);
 }
 
-}  // namespace rdmanet::cni::sriov
+}  // namespace rdmanet::cni

@@ -23,7 +23,7 @@
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/netns/namespace.hpp"
 
-namespace rdmanet::cni::sriov {
+namespace rdmanet::cni {
 
 namespace {
 
@@ -107,4 +107,4 @@ bool InUseRecords::claim(const std::string& pci, const VfOwner& owner) const {
     return false;
 }
 
-}  // namespace rdmanet::cni::sriov
+}  // namespace rdmanet::cni

@@ -9,7 +9,7 @@
 #include "rdmanet/netns/error.hpp"
 #include "netdev.hpp"
 
-namespace rdmanet::cni::sriov {
+namespace rdmanet::cni {
 
 namespace {
 
@@ -123,4 +123,4 @@ void return_to_host(const DelRequest& req, const AttachmentState& state, const S
     restore_in_host(req.kernel.host, *link, state, record, pod_name);
 }
 
-}  // namespace rdmanet::cni::sriov
+}  // namespace rdmanet::cni

@@ -8,7 +8,7 @@
 #include "rdmanet/cni/modes/backend.hpp"
 #include "rdmanet/cni/modes/sriov/state.hpp"
 
-namespace rdmanet::cni::sriov {
+namespace rdmanet::cni {
 
 struct NetdevPlan {
     netns::LinkInfo host;            // the VF netdev in the host before ADD
@@ -27,4 +27,4 @@ netns::LinkInfo move_into_pod(const AddRequest& req, const NetdevPlan& plan);
 // Nothing found = nothing to do.
 void return_to_host(const DelRequest& req, const AttachmentState& state, const SriovState& record);
 
-}  // namespace rdmanet::cni::sriov
+}  // namespace rdmanet::cni

@@ -6,7 +6,7 @@
 #include "rdmanet/cni/modes/sriov/sriov.hpp"
 #include "rdmanet/netns/error.hpp"
 
-namespace rdmanet::cni::sriov {
+namespace rdmanet::cni {
 
 using netns::VfChange;
 using Field = VfChange::Field;
@@ -140,4 +140,4 @@ void apply_verified(netns::VfControl& vfs, const std::string& pf, const VfChange
         "the PF driver did not apply the MAC; check dmesg for the PF driver's reason");
 }
 
-}  // namespace rdmanet::cni::sriov
+}  // namespace rdmanet::cni

@@ -27,8 +27,6 @@
 
 namespace rdmanet::cni {
 
-using namespace sriov;
-
 namespace {
 
 constexpr const char* kAllOnesGuid = "ff:ff:ff:ff:ff:ff:ff:ff";

@@ -30,12 +30,12 @@ int run_provider(const RunOptions& options, std::ostream& out, std::ostream& err
             // the start; then read again for every request (a rotated token, an edited file).
             ipam::kube::KubeConfig checked;
             try {
-                checked = ctl::kube_config(options.kube);
+                checked = node::kube_config(options.kube);
             } catch (const ipam::IpamError& e) {
                 throw std::runtime_error(std::string(options.kube.in_cluster ? "" : "--kubeconfig: ") + e.msg);
             }
             out << "rdmanetctl dranet-provider: profiles without a kubeconfig use " << checked.source << '\n';
-            po.default_kube = [kube = options.kube] { return ctl::kube_config(kube); };
+            po.default_kube = [kube = options.kube] { return node::kube_config(kube); };
         }
         if (po.state_dir.empty())
             po.state_dir = std::filesystem::path(policy.state_dir).parent_path().string() + "/dranet";

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 // Where `rdmanetctl install` writes the IPAM kubeconfig, relative to the CNI config dir.
 inline constexpr const char* kKubeconfigRelPath = "rdmanet.d/rdmanet.kubeconfig";
@@ -55,4 +55,4 @@ std::string make_kubeconfig(const std::string& server, const std::string& ca_pem
 InstallReport install_once(const InstallOptions& options, std::ostream& out);
 int install(const InstallOptions& options, std::ostream& out, std::ostream& err);
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

@@ -14,14 +14,15 @@
 
 #include "rdmanet/ipam/core/config.hpp"
 #include "rdmanet/cni/node/kube.hpp"
+#include "rdmanet/cni/modes/kernel.hpp"
 #include "rdmanet/ipam/core/store.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 struct PoolOptions {
     std::string data_dir = std::string(ipam::kDefaultDataDir);  // the local store's directory
     bool json = false;
-    KubeOptions kube;  // set: list/show IPPools from the API
+    node::KubeOptions kube;  // set: list/show IPPools from the API
 };
 
 // A pool as a whereabouts IPPool object:
@@ -55,6 +56,16 @@ int pool_blocks(const PoolOptions& options, std::ostream& out, std::ostream& err
 
 // `reconcile` (Kubernetes datastore): releases allocations whose pod no longer exists and
 // reservations no pool entry accounts for; prints what it released (dry_run: what it would).
-int reconcile(const KubeOptions& options, bool dry_run, std::ostream& out, std::ostream& err);
+int reconcile(const node::KubeOptions& options, bool dry_run, std::ostream& out, std::ostream& err);
 
-}  // namespace rdmanet::cni::ctl
+// `reconcile --local`: one repair pass over this node's attachment states (the plugin's, in the
+// node policy's stateDir; the repair runs the plugin's own DEL, which reads them there).
+struct LocalReconcileOptions {
+    bool dry_run = false;
+    KernelServices services;  // null members: the real kernel
+};
+// Prints one line per repair ("repaired NETWORK CONTAINER IFNAME (MODE): netns PATH gone"), one
+// per failure on err, and a summary; 0 when nothing failed, 1 otherwise.
+int reconcile_local(const LocalReconcileOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace rdmanet::cni::cli

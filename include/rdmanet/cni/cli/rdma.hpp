@@ -1,8 +1,8 @@
 #pragma once
-// rdmanetctl's RDMA commands (the CLI11 wiring is in cni/main/rdmanetctl.cpp):
-//   rdmanetctl rdma mode [exclusive|shared] [--persist] [--modprobe-dir DIR]
-//   rdmanetctl devices [--sysfs-root DIR]
-// Each returns the exit status; answers on `out`, problems (in an admin's words) on `err`.
+// rdmanetctl's RDMA readers and `rdmanetctl rdma mode [exclusive|shared] [--persist]
+// [--modprobe-dir DIR]` (the CLI11 wiring is in cni/main/); libibverbs' view of the ports, which
+// `rdmanetctl devices` (cni/doctor/devices.hpp) shows. Each command returns the exit status;
+// answers on `out`, problems (in an admin's words) on `err`.
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -14,7 +14,7 @@
 #include "rdmanet/netns/rdma.hpp"
 #include "rdmanet/netns/sysfs.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 // The modprobe file both `rdma mode --persist` and `install --rdma-netns-mode` write: rdmanet's
 // own, so an admin's ib_core.conf is never edited, and named to sort after it (modprobe applies
@@ -63,12 +63,6 @@ std::string ib_core_conf_with_mode(const std::string& existing, netns::RdmaNetns
 // The netns_mode= of ib_core in such a file, nullopt when none (the last one wins, as modprobe).
 std::optional<netns::RdmaNetnsMode> ib_core_conf_mode(const std::string& content);
 
-// One line of `rdmanetctl devices`.
-struct DeviceRow {
-    std::string device, state, link_layer, netdev, pci, function;  // function: PF | VF | SF | -
-    unsigned port = 0;
-};
-
 // What libibverbs reports (ibv_query_port), by device and port.
 struct VerbsPort {
     std::string device;
@@ -80,19 +74,4 @@ struct VerbsPort {
 // there are no devices or no verbs support.
 std::vector<VerbsPort> query_verbs_ports();
 
-// Rows from sysfs (every device in class/infiniband, its ports, netdevs and parent function),
-// with state/link layer from `verbs` where it has the port (libibverbs is the authority on a
-// live node), plus verbs-only ports. Sorted by device and port. Pure apart from sysfs reads.
-std::vector<DeviceRow> device_rows(const netns::Sysfs& sysfs, const std::vector<VerbsPort>& verbs);
-// ibdev2netdev/ibstat-like aligned table with a header line.
-std::string format_device_table(const std::vector<DeviceRow>& rows);
-
-struct DevicesOptions {
-    std::string sysfs_root = "/sys";
-    bool verbs = true;  // ask libibverbs too (always off for a sysfs root other than /sys)
-};
-// Zero devices is not an error: a line explaining where RDMA devices come from, exit 0.
-int devices(const DevicesOptions& options, const std::function<std::vector<VerbsPort>()>& verbs, std::ostream& out,
-            std::ostream& err);
-
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

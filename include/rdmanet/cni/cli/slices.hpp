@@ -16,7 +16,7 @@
 #include "rdmanet/cni/cli/pool.hpp"
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::cli {
 
 struct SliceLine {
     std::string slice;  // "10.70.0.0/25"
@@ -69,4 +69,4 @@ void print_slices_report(const SlicesReport& report, std::ostream& out);
 // `pool slices`: slices_report of options.data_dir, from the API too with --kubeconfig/--in-cluster.
 int pool_slices(const PoolOptions& options, std::ostream& out, std::ostream& err);
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::cli

@@ -1,7 +1,7 @@
 #pragma once
 // rdmanetctl doctor: the node checks (RDMA ports and netns mode, VFs, CNI binaries and config,
 // the IPAM kubeconfig and node slices). Plain functions writing to `out`/`err` and returning the
-// exit status; the CLI11 wiring is cni/cli/admin_cli.hpp. Every path it reads comes from the
+// exit status; the CLI11 wiring is cni/main/ctl_admin.hpp. Every path it reads comes from the
 // options (a root to read under), so tests run it against temporary trees.
 #include <chrono>
 #include <functional>
@@ -19,7 +19,7 @@ namespace rdmanet::netns {
 class VfControl;
 }
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::doctor {
 
 struct DoctorOptions {
     std::string root = "/";  // every path below is read under it
@@ -55,6 +55,6 @@ std::vector<Finding> doctor_checks(const DoctorOptions& options);
 // server is reachable, the CA matches, the token is accepted and RBAC allows it. "" = fine.
 std::string probe_api_server(const ipam::kube::KubeConfig& kubeconfig, std::chrono::milliseconds timeout);
 nlohmann::json findings_json(const std::vector<Finding>& findings);
-int doctor(const DoctorOptions& options, std::ostream& out, std::ostream& err);
+int run_doctor(const DoctorOptions& options, std::ostream& out, std::ostream& err);
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::doctor

@@ -1,33 +1,17 @@
 #pragma once
-// rdmanetctl reconcile --local and rdmanetctl agent: the node-local repair of attachments whose
-// pod sandbox is gone (repair.hpp), as a one-shot command and as the DaemonSet's long-running
-// agent. Plain functions (no CLI11) so tests and the fake-kernel test binary can call them.
+// rdmanetctl agent: the node-local repair of attachments whose pod sandbox is gone (repair.hpp)
+// as the DaemonSet's long-running agent (`rdmanetctl reconcile --local`, cni/cli/, is the same
+// repair as a one-shot command). Plain functions (no CLI11) so tests and the fake-kernel test
+// binary can call them.
 #include <iosfwd>
 #include <string>
 
-#include "rdmanet/cni/cli/pool.hpp"
-#include "rdmanet/cni/plugin/plugin.hpp"
+#include "rdmanet/cni/node/kube.hpp"
 #include "rdmanet/cni/node/repair.hpp"
+#include "rdmanet/cni/plugin/plugin.hpp"
+#include "rdmanet/ipam/core/config.hpp"
 
-namespace rdmanet::cni::ctl {
-
-// The attachment states are the plugin's (the node policy's stateDir):
-// the repair runs the plugin's own DEL, which reads them there.
-struct LocalReconcileOptions {
-    bool dry_run = false;
-    KernelServices services;  // null members: the real kernel
-};
-
-// Prints one line per repair ("repaired NETWORK CONTAINER IFNAME (MODE): netns PATH gone"), one
-// per failure on err, and a summary; 0 when nothing failed, 1 otherwise.
-int reconcile_local(const LocalReconcileOptions& options, std::ostream& out, std::ostream& err);
-
-// The lines reconcile_local prints for `report` (shared with the agent's log).
-void print_repair_report(const RepairReport& report, bool dry_run, std::ostream& out, std::ostream& err);
-
-}  // namespace rdmanet::cni::ctl
-
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::node {
 
 // `rdmanetctl agent`: the DaemonSet's long-running node agent. Every `interval_seconds` it takes
 // over the plugin's call records, runs the repair pass (as reconcile --local) and, with the
@@ -58,4 +42,4 @@ struct AgentOptions {
 
 int run_agent(const AgentOptions& options, std::ostream& out, std::ostream& err);
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::node

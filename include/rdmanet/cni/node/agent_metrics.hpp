@@ -19,7 +19,7 @@ namespace rdmanet::cni::node::dranet {
 struct ClaimGcReport;
 }
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 struct PoolUsage {
     std::string network;  // ipam.network_name ("" when unset)
@@ -75,4 +75,4 @@ private:
     CallStats calls_;
 };
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

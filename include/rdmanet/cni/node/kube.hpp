@@ -7,7 +7,7 @@
 
 #include "rdmanet/ipam/kube/kube_store.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::node {
 
 // The Kubernetes datastore instead of the local one: a kubeconfig, or the in-cluster service
 // account (rdmanetctl run in a pod). `ns` overrides the context's namespace.
@@ -27,4 +27,4 @@ ipam::kube::KubeConfig kube_config(const KubeOptions& options);
 // A store on kube_config(options). No node journal: rdmanetctl never allocates.
 std::unique_ptr<ipam::kube::KubeStore> open_kube_store(const KubeOptions& options);
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::node

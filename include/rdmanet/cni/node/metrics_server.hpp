@@ -7,7 +7,7 @@
 
 #include "rdmanet/base/fd.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 class MetricsServer {
 public:
@@ -27,4 +27,4 @@ private:
     int port_ = 0;
 };
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

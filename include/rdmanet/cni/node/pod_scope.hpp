@@ -14,7 +14,7 @@
 #include "rdmanet/cni/node/repair.hpp"
 #include "rdmanet/ipam/kube/api.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 // "namespace/name" -> metadata.uid
 using NodePods = std::map<std::string, std::string>;
@@ -45,4 +45,4 @@ private:
 RepairReport repair_attachments_of_gone_pods(const std::vector<AttachmentState>& states, const NodePolicy& policy,
                                              const KernelServices& services);
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
@@ -28,4 +28,4 @@ std::string escape_label_value(const std::string& value);
 // Go's strconv-like rendering Prometheus parses: integers without exponent, +Inf, NaN.
 std::string format_sample_value(double value);
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

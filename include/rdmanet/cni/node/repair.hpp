@@ -14,6 +14,7 @@
 // device it did not record.
 #include <cstddef>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,7 +23,7 @@
 #include "rdmanet/cni/plugin/plugin.hpp"
 #include "rdmanet/cni/state/sandbox.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 struct RepairItem {
     std::string network, container_id, ifname, mode, netns;
@@ -58,4 +59,9 @@ RepairReport repair_stranded_attachments(const StateStore& store, const RepairOp
 void repair_attachment(const AttachmentState& state, const NodePolicy& policy, const KernelServices& services,
                        bool in_recorded_netns = false);
 
-}  // namespace rdmanet::cni
+// The lines a repair pass prints for `report` ("repaired NETWORK CONTAINER IFNAME (MODE): netns
+// PATH gone", one per failure on err, and a summary; repair_report.cpp): the agent's log and
+// `rdmanetctl reconcile --local` share them.
+void print_repair_report(const RepairReport& report, bool dry_run, std::ostream& out, std::ostream& err);
+
+}  // namespace rdmanet::cni::node

@@ -18,7 +18,7 @@
 #include "rdmanet/cni/state/attachment_state.hpp"
 #include "rdmanet/cni/plugin/plugin.hpp"
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 // nullopt when nothing keeps the repair from running: no RDMA device was moved, the node is not
 // in exclusive mode (or has no RDMA netlink), the device is visible in the host namespace, or
@@ -28,4 +28,4 @@ namespace rdmanet::cni {
 std::optional<std::string> rdma_device_not_home(const AttachmentState& state, const KernelServices& services,
                                                 std::chrono::milliseconds settle = std::chrono::milliseconds(2000));
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

@@ -8,7 +8,7 @@
 
 #include <chrono>
 
-namespace rdmanet::cni {
+namespace rdmanet::cni::node {
 
 class StopSignal {
 public:
@@ -35,4 +35,4 @@ private:
 // `message` must outlive the process (a string literal). Process-wide (signal dispositions).
 void exit_on_stop_signal(const char* message);
 
-}  // namespace rdmanet::cni
+}  // namespace rdmanet::cni::node

@@ -5,10 +5,10 @@
 // network name, same ranges) and its per-rail routing. Pure.
 #include <nlohmann/json.hpp>
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::translate {
 
 // Throws std::runtime_error saying what to fix: a NAD whose rdmanet plugin has no rdmanet-ipam
 // section (render with --ipam rdmanet), or a sysctl DRANET cannot apply.
 nlohmann::json dranet_profile_of(const nlohmann::json& nad);
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::translate

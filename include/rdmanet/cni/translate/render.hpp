@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::translate {
 
 // The project's own network kind (input of `rdmanetctl render` only; no controller applies it).
 inline constexpr const char* kNetworkApiVersion = "rdmanet.dev/v1alpha1";
@@ -63,4 +63,4 @@ std::string nad_yaml(const nlohmann::json& nad);
 // `render -f FILE` ("-" = stdin).
 int render(const std::string& file, const RenderOptions& options, std::ostream& out, std::ostream& err);
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::translate

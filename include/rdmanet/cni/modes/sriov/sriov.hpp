@@ -17,7 +17,7 @@
 #include "rdmanet/netns/sysfs.hpp"
 #include "rdmanet/netns/vf.hpp"
 
-namespace rdmanet::cni::sriov {
+namespace rdmanet::cni {
 
 // ---- discovery (device.cpp) ----------------------------------------------------------
 
@@ -152,4 +152,4 @@ void add_rdma_to_device_info(const std::vector<std::string>& allowed_dirs, const
 // with a warning. Never throws: it runs in DEL and in rollbacks.
 void remove_device_info(const std::vector<std::string>& allowed_dirs, const std::string& path);
 
-}  // namespace rdmanet::cni::sriov
+}  // namespace rdmanet::cni

@@ -16,7 +16,7 @@ struct RunOptions {
     unsigned threads = 4;
     // --kubeconfig/--in-cluster/--namespace: the Kubernetes access of profiles that name no
     // kubeconfig of their own (ProviderOptions::default_kube). Off when neither is given.
-    ctl::KubeOptions kube;
+    node::KubeOptions kube;
     // --dranet-version: the DRANET release whose NetworkConfig the answers are made for.
     DranetVersion dranet = kDefaultDranetVersion;
 };

@@ -1,6 +1,7 @@
 #pragma once
-// CLI11 wiring of rdmanetctl's cluster-admin commands (render, install, doctor); included by
-// rdmanetctl.cpp only. The options live in this object, which must outlive app.parse().
+// CLI11 wiring of rdmanetctl's cluster-admin commands: render (cni/translate/), install
+// (cni/cli/), doctor (cni/doctor/). The options live in this object, which must outlive
+// app.parse().
 #include <iostream>
 #include <map>
 #include <string>
@@ -12,13 +13,13 @@
 #include "rdmanet/cni/doctor/doctor.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::main {
 
-struct AdminCli {
-    RenderOptions render_options;
+struct AdminCommands {
+    translate::RenderOptions render_options;
     std::string render_file;
-    InstallOptions install_options;
-    DoctorOptions doctor_options;
+    cli::InstallOptions install_options;
+    doctor::DoctorOptions doctor_options;
     std::vector<std::string> expect_vfs;
     int install_interval = 60;
     int api_timeout_ms = 3000;
@@ -54,7 +55,8 @@ private:
                         "yaml (default), json, or profile: a DRANET provider profile (DIR/<profile>.json) of the "
                         "network (needs rdmanet-ipam: --ipam rdmanet)")
             ->check(CLI::IsMember({"yaml", "json", "profile"}));
-        cmd->callback([this, &status] { status = render(render_file, render_options, std::cout, std::cerr); });
+        cmd->callback(
+            [this, &status] { status = translate::render(render_file, render_options, std::cout, std::cerr); });
     }
 
     void add_install(CLI::App& app, int& status) {
@@ -86,7 +88,7 @@ private:
         cmd->add_option("--interval", install_interval, "seconds between --watch rounds")->check(CLI::Range(1, 86400));
         cmd->callback([this, &status] {
             install_options.interval = std::chrono::seconds(install_interval);
-            status = install(install_options, std::cout, std::cerr);
+            status = cli::install(install_options, std::cout, std::cerr);
         });
     }
 
@@ -100,8 +102,9 @@ private:
         cmd->add_option("--root", o.root, "read the node's files under this directory (a mounted host root, tests)");
         cmd->add_option("--cni-bin-dir", o.cni_bin_dir, "CNI bin dir (under --root)");
         cmd->add_option("--cni-conf-dir", o.cni_conf_dir, "CNI config dir (under --root)");
-        cmd->add_option("--kubeconfig", o.kubeconfig,
-                        "IPAM kubeconfig (under --root), default <cni-conf-dir>/" + std::string(kKubeconfigRelPath));
+        cmd->add_option(
+            "--kubeconfig", o.kubeconfig,
+            "IPAM kubeconfig (under --root), default <cni-conf-dir>/" + std::string(cli::kKubeconfigRelPath));
         cmd->add_option("--expect-vfs", expect_vfs, "PF=N: this PF should have N VFs (repeatable)");
         cmd->add_option("--expect-netns-mode", o.expect_netns_mode, "the RDMA netns mode this node should run")
             ->check(CLI::IsMember({"exclusive", "shared"}));
@@ -127,9 +130,9 @@ private:
             }
             (void)cmd;
             doctor_options.api_timeout = std::chrono::milliseconds(api_timeout_ms);
-            status = doctor(doctor_options, std::cout, std::cerr);
+            status = doctor::run_doctor(doctor_options, std::cout, std::cerr);
         });
     }
 };
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::main

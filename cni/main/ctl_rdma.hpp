@@ -1,6 +1,7 @@
 #pragma once
-// CLI11 wiring of `rdmanetctl rdma mode` and `rdmanetctl devices` (commands in cni/cli/rdma.cpp,
-// cni/doctor/devices.cpp, cni/cli/verbs.cpp).
+// CLI11 wiring of `rdmanetctl rdma mode` (cni/cli/rdma.cpp) and `rdmanetctl devices`
+// (cni/doctor/devices.cpp, with libibverbs' view from cni/cli/verbs.cpp). The options live in this
+// object, which must outlive app.parse().
 #include <iostream>
 #include <memory>
 #include <string>
@@ -8,12 +9,13 @@
 #include <CLI/CLI.hpp>
 
 #include "rdmanet/cni/cli/rdma.hpp"
+#include "rdmanet/cni/doctor/devices.hpp"
 
-namespace rdmanet::cni::ctl {
+namespace rdmanet::cni::main {
 
-struct RdmaCli {
-    RdmaModeOptions mode;
-    DevicesOptions devices_options;
+struct RdmaCommands {
+    cli::RdmaModeOptions mode;
+    doctor::DevicesOptions devices_options;
     bool no_verbs = false;
 
     void add(CLI::App& app, int& status) {
@@ -30,7 +32,7 @@ struct RdmaCli {
         m->add_option("--modprobe-dir", mode.modprobe_dir,
                       "directory of modprobe configuration (default /etc/modprobe.d)");
         m->callback([this, &status] {
-            status = rdma_mode(
+            status = cli::rdma_mode(
                 mode, [] { return netns::open_rdma_netlink(); }, std::cout, std::cerr);
         });
 
@@ -41,9 +43,9 @@ struct RdmaCli {
         d->add_flag("--no-verbs", no_verbs, "sysfs only, do not open the devices through libibverbs");
         d->callback([this, &status] {
             devices_options.verbs = !no_verbs;
-            status = devices(devices_options, query_verbs_ports, std::cout, std::cerr);
+            status = doctor::devices(devices_options, cli::query_verbs_ports, std::cout, std::cerr);
         });
     }
 };
 
-}  // namespace rdmanet::cni::ctl
+}  // namespace rdmanet::cni::main
