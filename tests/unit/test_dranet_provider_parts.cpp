@@ -250,7 +250,7 @@ TEST_CASE("answer: without policyRouting the IPAM's routes go to the main table,
     CHECK_FALSE(a.to_json()["interface"].contains("arpIgnore"));
 }
 
-TEST_CASE("--dranet-version: the releases with the profile-provider webhook, and main", "[dranet]") {
+TEST_CASE("dranet-version flag: the releases with the profile-provider webhook, and main", "[dranet]") {
     for (const char* text : {"1.4", "1.4.0", "v1.4.0", "1.4.2-rc.1"}) {
         INFO(text);
         const auto v = parse_dranet_version(text);
