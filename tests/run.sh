@@ -223,6 +223,7 @@ record_stage() {   # record_stage NAME STATUS-TEXT SECONDS [failed]
   fi
   stage_lines+=("$(awk -v t="$text" -v s="$secs" -v b="$budget" -v n="$name" \
                     'BEGIN { printf "%-8s %5.1f min (budget %3s)  %s", t, s / 60, b, n }')")
+  echo "== stage result: ${stage_lines[-1]}"
   if [[ $budget != '?' ]] && ((secs > budget * 60)); then
     stage_warnings+=("WARNING: '$name' took $((secs / 60)) min $((secs % 60)) s, over its budget of $budget min")
   fi
