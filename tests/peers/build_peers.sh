@@ -219,7 +219,9 @@ case ${1:-} in
     ;;
 esac
 
-command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
+# The machine's Go 1.26 lives in /usr/local/go; Debian's golang-go (1.19, which the suites'
+# packages pull in for the libcni driver) is too old for these modules, so /usr/local/go comes first.
+[[ -x /usr/local/go/bin/go ]] && export PATH="/usr/local/go/bin:$PATH"
 command -v go >/dev/null || die "no go toolchain (Go 1.26 expected at /usr/local/go/bin/go)"
 export GOMODCACHE="$root/gomod" GOCACHE="$root/gocache" GOTOOLCHAIN=local
 names=("$@")
