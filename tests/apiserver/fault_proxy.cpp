@@ -20,14 +20,14 @@ int port_of(const std::string& url) {
 
 json failure_status(int status) {
     const bool internal = status == 500;
-    return {{"kind", "Status"},
-            {"apiVersion", "v1"},
-            {"metadata", json::object()},
-            {"status", "Failure"},
-            {"message", internal ? "Internal error occurred: injected by the fault proxy"
-                                 : "injected by the fault proxy"},
-            {"reason", internal ? "InternalError" : "ServiceUnavailable"},
-            {"code", status}};
+    return {
+        {"kind", "Status"},
+        {"apiVersion", "v1"},
+        {"metadata", json::object()},
+        {"status", "Failure"},
+        {"message", internal ? "Internal error occurred: injected by the fault proxy" : "injected by the fault proxy"},
+        {"reason", internal ? "InternalError" : "ServiceUnavailable"},
+        {"code", status}};
 }
 
 }  // namespace
@@ -35,8 +35,8 @@ json failure_status(int status) {
 FaultProxy::FaultProxy(const ApiServer& upstream) : upstream_(upstream), upstream_port_(port_of(upstream.url())) {
     make_test_pki(upstream.dir(), "proxy-");
     const std::string dir = upstream.dir();
-    server_ = std::make_unique<httplib::SSLServer>((dir + "/proxy-server.crt").c_str(),
-                                                   (dir + "/proxy-server.key").c_str());
+    server_ =
+        std::make_unique<httplib::SSLServer>((dir + "/proxy-server.crt").c_str(), (dir + "/proxy-server.key").c_str());
     if (!server_->is_valid()) throw std::runtime_error("fault proxy: TLS setup failed");
     auto handle = [this](const httplib::Request& req, httplib::Response& res) {
         ++requests_;

@@ -185,7 +185,8 @@ TEST_CASE("agent: metrics after known operations, a repair on SIGHUP, exit 0 on 
 
 TEST_CASE("agent: the metrics endpoint is off unless asked for", "[e2e][agent][metrics]") {
     Workspace ws;
-    const auto r = run_process({bin_dir() + "/rdmanetctl", "agent", "--passes", "1", "--ipam-data-dir", ws.ipam_dir()}, ws.env());
+    const auto r =
+        run_process({bin_dir() + "/rdmanetctl", "agent", "--passes", "1", "--ipam-data-dir", ws.ipam_dir()}, ws.env());
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("metrics on") == std::string::npos);
