@@ -30,6 +30,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v podman >/dev/null || fail "podman is not installed"
 
 work=$(mktemp -d /tmp/rdmanet-image-test-XXXXXX)
+# podman (and the image build's RUN steps) keep their CNI networks' lock file in the network config
+# dir, /etc/cni/net.d by default: a machine's CNI folder, which no test may write. Everything podman
+# does here uses a private one instead (containers.conf, read from CONTAINERS_CONF alone).
+mkdir -p "$work/cni-net"
+printf '[network]\nnetwork_config_dir = "%s"\n' "$work/cni-net" >"$work/containers.conf"
+export CONTAINERS_CONF=$work/containers.conf
 runtime=()
 server_pid=
 cleanup() {

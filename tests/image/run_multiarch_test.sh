@@ -27,6 +27,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "PASS: $*"; }
 
 work=$(mktemp -d /tmp/rdmanet-multiarch-test-XXXXXX)
+# podman (and the image build's RUN steps) keep their CNI networks' lock file in the network config
+# dir, /etc/cni/net.d by default: a machine's CNI folder, which no test may write. Everything podman
+# does here uses a private one instead (containers.conf, read from CONTAINERS_CONF alone).
+mkdir -p "$work/cni-net"
+printf '[network]\nnetwork_config_dir = "%s"\n' "$work/cni-net" >"$work/containers.conf"
+export CONTAINERS_CONF=$work/containers.conf
 ctrs=()
 cleanup() {
   for c in "${ctrs[@]}"; do podman rm -f "$c" >/dev/null 2>&1 || true; done
