@@ -321,7 +321,11 @@ void RealApiServer::apply_project_manifests(bool crds) const {
             crds_and_lists.emplace_back(std::string(plural) + ".whereabouts.cni.cncf.io", kWhereabouts + "/" + plural);
         for (const char* plural : kNvIpamPlurals)
             crds_and_lists.emplace_back(std::string(plural) + ".nv-ipam.nvidia.com", kNvIpam + "/" + plural);
-        for (const auto& [crd, list] : crds_and_lists) {
+        // Named copies, not structured bindings: clang 14 (the sanitizer build) cannot capture a
+        // binding in a lambda.
+        for (const auto& crd_and_list : crds_and_lists) {
+            const std::string& crd = crd_and_list.first;
+            const std::string& list = crd_and_list.second;
             wait_for(crd + " CRD not Established", [&] {
                 auto r = request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd);
                 if (r.status != 200) return false;
