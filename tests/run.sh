@@ -202,7 +202,7 @@ sriov_lab() {
 # Every stage is listed in tests/ci/stages.txt with its budget in minutes (the time it takes with
 # warm caches on the 2-vCPU CI machine, plus a margin). stage() runs one, records its result and
 # time, and warns when it took longer than its budget; a failed stage fails the run but never
-# stops the ones after it. skip_stage() records a stage a switch turned off: that fails the run
+# stops the ones after it. skip_stages() records the stages a switch turned off: that fails the run
 # in CI. At the end every listed stage must have been recorded, so one quietly dropped fails too.
 stages_file=$here/ci/stages.txt
 stage_lines=()
@@ -242,15 +242,26 @@ stage() {
   fi
   return 0
 }
-skip_stage() {   # skip_stage NAME WHY
-  echo "== stage skipped ($2): $1"
-  if [[ -n ${CI:-} ]]; then
-    run_status=1
-    record_stage "$1" "FAILED" 0
-    stage_warnings+=("'$1' was skipped ($2), which CI does not allow")
-  else
-    record_stage "$1" "skipped" 0
-  fi
+skip_stages() {   # skip_stages WHY NAME...: stages a switch turned off
+  local why=$1 name
+  shift
+  for name in "$@"; do
+    echo "== stage skipped ($why): $name"
+    if [[ -n ${CI:-} ]]; then
+      run_status=1
+      record_stage "$name" "FAILED" 0
+      stage_warnings+=("'$name' was skipped ($why), which CI does not allow")
+    else
+      record_stage "$name" "skipped" 0
+    fi
+  done
+}
+not_run() {   # not_run WHY NAME...: stages that could not run because one before them failed
+  local why=$1 name
+  shift
+  run_status=1
+  for name in "$@"; do record_stage "$name" "FAILED" 0; done
+  stage_warnings+=("did not run ($why): $(printf "'%s' " "$@")")
 }
 # last_stage_ok: whether the stage recorded last passed.
 last_stage_ok() { [[ ${stage_lines[-1]} == ok* ]]; }
@@ -292,23 +303,20 @@ arm64_stages() {
   stage "arm64: cross build" env ARM64_TESTS=1 "$here/arch/build_arm64.sh" "$arm64_build" \
     rdmanet rdmanet-ipam rdmanetctl unit_tests
   if ! last_stage_ok; then
-    local name
-    for name in "${after[@]}"; do run_status=1; record_stage "$name" "FAILED" 0; done
-    stage_warnings+=("the arm64 checks did not run: their cross build failed")
+    not_run "the arm64 cross build failed" "${after[@]}"
     return 0
   fi
   stage "${after[0]}" "$here/arch/run_arm64.sh" "$arm64_build"
   if [[ ${IMAGE:-1} != 0 ]]; then
     stage "${after[1]}" "$here/image/run_multiarch_test.sh" "$build" "$arm64_build"
   else
-    skip_stage "${after[1]}" "IMAGE=0"
+    skip_stages "IMAGE=0" "${after[1]}"
   fi
   if [[ ${LAB:-1} != 0 ]]; then
     stage "${after[2]}" "$here/lab/run_lab.sh" "$arm64_build" arm64
     stage "${after[3]}" "$here/lab/run_lab.sh" "$arm64_build" arm64-16k
   else
-    skip_stage "${after[2]}" "LAB=0"
-    skip_stage "${after[3]}" "LAB=0"
+    skip_stages "LAB=0" "${after[2]}" "${after[3]}"
   fi
 }
 
@@ -320,7 +328,7 @@ peer_stages() {
                "kubereal: kube-apiserver 1.34 + etcd 3.6" "interop: whereabouts, Multus, cnitool"
                "helm: lint, template, kustomize parity, server-side dry run") name
   if [[ ${PEERS:-1} == 0 ]]; then
-    for name in "${names[@]}"; do skip_stage "$name" "PEERS=0"; done
+    skip_stages "PEERS=0" "${names[@]}"
     return 0
   fi
   stage "${names[0]}" wait_peers_build
@@ -346,7 +354,6 @@ guard_after() {
 # stage failed. The switches HARDENING=0, LAB=0 (LAB_SRIOV=0, LAB_RDMA73=0), ARM64=0, IMAGE=0 and
 # PEERS=0 skip parts for a quick local run; CI fails on any of them.
 run_test_command() {
-  local name
   [[ ${PEERS:-1} != 0 ]] && start_peers_build
   stage "packages" install_missing "${test_packages[@]}"
   use_ccache
@@ -361,13 +368,12 @@ run_test_command() {
       stage "hardening: suites, failpoint and error walks under the sanitizers" hardening_suites
       stage "hardening: fuzzing" fuzzing
     else
-      for name in "hardening: suites, failpoint and error walks under the sanitizers" "hardening: fuzzing"; do
-        run_status=1; record_stage "$name" "FAILED" 0
-      done
+      not_run "the sanitizer build failed" "hardening: suites, failpoint and error walks under the sanitizers" \
+        "hardening: fuzzing"
     fi
   else
-    for name in "hardening: clang ASan/UBSan build" "hardening: suites, failpoint and error walks under the sanitizers" \
-                "hardening: fuzzing"; do skip_stage "$name" "HARDENING=0"; done
+    skip_stages "HARDENING=0" "hardening: clang ASan/UBSan build" \
+      "hardening: suites, failpoint and error walks under the sanitizers" "hardening: fuzzing"
   fi
   # Kernel lab (tests/lab): the RDMA paths on Debian's 6.1 kernel with soft-RoCE under QEMU, then
   # the sriov mode on the same kernel with QEMU 10's emulated igb (from bookworm-backports, unpacked
@@ -379,23 +385,22 @@ run_test_command() {
       stage "failpoint build of rdmanet (sriov lab)" failpoint_build
       stage "kernel lab: 6.1 igb SR-IOV" sriov_lab
     else
-      skip_stage "failpoint build of rdmanet (sriov lab)" "LAB_SRIOV=0"
-      skip_stage "kernel lab: 6.1 igb SR-IOV" "LAB_SRIOV=0"
+      skip_stages "LAB_SRIOV=0" "failpoint build of rdmanet (sriov lab)" "kernel lab: 6.1 igb SR-IOV"
     fi
     if [[ ${LAB_RDMA73:-1} != 0 ]]; then
       stage "kernel lab: 7.3 soft-RoCE RDMA traffic" "$root/tests/lab/run_lab.sh" "$build" rdma73
     else
-      skip_stage "kernel lab: 7.3 soft-RoCE RDMA traffic" "LAB_RDMA73=0"
+      skip_stages "LAB_RDMA73=0" "kernel lab: 7.3 soft-RoCE RDMA traffic"
     fi
   else
-    for name in "kernel lab: 6.1 soft-RoCE" "failpoint build of rdmanet (sriov lab)" "kernel lab: 6.1 igb SR-IOV" \
-                "kernel lab: 7.3 soft-RoCE RDMA traffic"; do skip_stage "$name" "LAB=0"; done
+    skip_stages "LAB=0" "kernel lab: 6.1 soft-RoCE" "failpoint build of rdmanet (sriov lab)" \
+      "kernel lab: 6.1 igb SR-IOV" "kernel lab: 7.3 soft-RoCE RDMA traffic"
   fi
   if [[ ${ARM64:-1} != 0 ]]; then
     arm64_stages
   else
-    for name in "arm64: cross build" "arm64: binaries and unit tests under qemu-user" "arm64: multi-arch image" \
-                "kernel lab: arm64 (4K pages)" "kernel lab: arm64-16k (16K pages)"; do skip_stage "$name" "ARM64=0"; done
+    skip_stages "ARM64=0" "arm64: cross build" "arm64: binaries and unit tests under qemu-user" \
+      "arm64: multi-arch image" "kernel lab: arm64 (4K pages)" "kernel lab: arm64-16k (16K pages)"
   fi
   peer_stages
   stage "the machine's rdmanet paths unchanged by the suites" guard_after
