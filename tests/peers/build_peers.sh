@@ -25,7 +25,8 @@ root=${PEERS_CACHE:-/var/cache/rdmanet-peers}
 # The order is the order the suites need them in: what the most suites wait for comes first; the
 # node lab's peers come last (kube-node-1.37 is the kubelet, scheduler and controller-manager of
 # the same Kubernetes module as kube-1.37, apart so that the API server suites need not wait for
-# them).
+# them; containerd-node is the runc shim and ctr of the containerd module, kubectl-1.37 the node
+# lab's client, in a group of its own because kubectl pulls in kustomize).
 PEERS=(
   "etcd|etcd|go.etcd.io/etcd/server/v3|go.etcd.io/etcd/server/v3=etcd"
   "kube-1.37|kube-1.37|k8s.io/kubernetes|k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver"
@@ -39,6 +40,8 @@ PEERS=(
   "kube-node-1.37|kube-1.37|k8s.io/kubernetes|k8s.io/kubernetes/cmd/kubelet=kubelet k8s.io/kubernetes/cmd/kube-scheduler=kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager=kube-controller-manager"
   "containerd|containerd|github.com/containerd/containerd/v2|github.com/containerd/containerd/v2/cmd/containerd=containerd"
   "dranet|dranet|sigs.k8s.io/dranet|sigs.k8s.io/dranet/cmd/dranet=dranet"
+  "containerd-node|containerd|github.com/containerd/containerd/v2|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2=containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr=ctr"
+  "kubectl-1.37|kubectl-1.37|k8s.io/kubernetes|k8s.io/kubernetes/cmd/kubectl=kubectl"
 )
 
 log() { echo "build_peers: $*" >&2; }
