@@ -6,10 +6,10 @@
 export KUBECONFIG=/lab/config/kubeconfig
 NODE=labnode
 LOGS=/var/log
-mkdir -p "$LOGS"
+mkdir -p "$LOGS" "$LOGS/rdmanet"
 # dump_logs: the tails of the node's logs on the console (after a failure).
 dump_logs() {
-  for f in "$LOGS"/*.log; do
+  for f in "$LOGS"/*.log "$LOGS"/rdmanet/*.log; do
     echo "---- tail of $f"
     tail -n "${1:-25}" "$f" | sed 's/^/    | /'
   done
@@ -66,7 +66,9 @@ critical "the host's kube-apiserver answers through the forward (10.0.2.100:6443
 
 echo "== node: containerd"
 mkdir -p /etc/containerd /etc/cni/net.d/rdmanet.d /etc/cni/multus/cluster.d /opt/cni/bin /var/lib/cni
-cp /lab/config/kubeconfig /etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig
+# rdmanet's kubeconfig and CA where its node policy allows them (kubeconfigDirs: /etc/cni/net.d).
+cp /lab/config/ca.crt /etc/cni/net.d/rdmanet.d/ca.crt
+sed 's|/lab/config/ca.crt|/etc/cni/net.d/rdmanet.d/ca.crt|' /lab/config/kubeconfig >/etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig
 chmod 0600 /etc/cni/net.d/rdmanet.d/rdmanet.kubeconfig
 # NoPivotRoot: the guest's root is the initramfs (rootfs), which pivot_root cannot leave.
 cat >/etc/containerd/config.toml <<'EOF'

@@ -12,7 +12,7 @@ ip link add hda type veth peer name hdb
 # nad <name> <plugin keys> <range> <network_name>
 nad() {
   _conf=$(jq -nc --arg kc "$KCONF" --argjson keys "{$2}" --arg r "$3" --arg n "$4" '{cniVersion: "1.0.0", name: $n,
-    plugins: [{type: "rdmanet", logFile: "/var/log/rdmanet.log", logLevel: "debug",
+    plugins: [{type: "rdmanet", logFile: "/var/log/rdmanet/rdmanet.log", logLevel: "debug",
       ipam: {type: "rdmanet-ipam", range: $r, datastore: "kubernetes", network_name: $n,
         kubernetes: {kubeconfig: $kc}}} + $keys]}')
   jq -n --arg name "$1" --arg conf "$_conf" '{apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition",
@@ -83,12 +83,15 @@ pools_hold() { # <podref> <address>...
 check "multus: the apiserver's IPPools record default/mp-a at $MA1 and $MA2" pools_hold default/mp-a "$MA1" "$MA2"
 check "multus: the apiserver's IPPools record default/mp-b at $MB1 and $MB2" pools_hold default/mp-b "$MB1" "$MB2"
 
+state_files() { find /var/lib/cni/rdmanet/state -type f 2>/dev/null; }
+four_states() { state_files; [ "$(state_files | grep -c .)" -ge 4 ]; }
+check "multus: rdmanet keeps an attachment state file per attachment (4) while the pods run" four_states
 check "multus: pods deleted" kubectl delete pod mp-a mp-b --wait=true --timeout=180s
 no_mp_entries() { _e=$(pool_entries) || return 1; echo "$_e"; ! echo "$_e" | grep -q 'default/mp-'; }
 check "multus: no IPPool entry of mp-a or mp-b left" retry 30 no_mp_entries
 check "multus: hda and hdb are back on the node" retry 20 eval 'ip link show dev hda && ip link show dev hdb'
 check "multus: no macvlan child of mvm0 left on the node" output_lacks '@mvm0' ip -o link show
-no_state() { _f=$(find /var/lib/cni/rdmanet/state -type f 2>/dev/null); echo "$_f"; [ -z "$_f" ]; }
+no_state() { _f=$(state_files); echo "$_f"; [ -z "$_f" ]; }
 check "multus: no rdmanet attachment state file left (/var/lib/cni/rdmanet/state)" no_state
 ip link del mvm0 2>/dev/null
 ip link del hda 2>/dev/null
