@@ -74,7 +74,9 @@ peer_bin() {
 TOOLS=(/usr/bin/bash /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devinfo /usr/bin/ibv_devices
        /usr/bin/timeout /usr/bin/ib_write_bw /usr/bin/rping /usr/bin/taskset /usr/bin/nsenter
        /usr/bin/jq /usr/sbin/runc /usr/bin/setpriv)
-MODULES=(ib_core ib_uverbs rdma_rxe rdma_cm rdma_ucm configfs veth macvlan dummy virtio_net)
+# xfrm_user and nfnetlink: DRANET's netlink handle opens NETLINK_XFRM and NETLINK_NETFILTER sockets
+# too (nfnetlink is built into the 7.3 kernel), and fails to prepare a claim without them.
+MODULES=(ib_core ib_uverbs rdma_rxe rdma_cm rdma_ucm configfs veth macvlan dummy virtio_net xfrm_user)
 PEER_BINS=("kube-node-1.37 kubelet /usr/local/bin" "containerd containerd /usr/local/bin"
            "containerd-node containerd-shim-runc-v2 /usr/local/bin" "containerd-node ctr /usr/local/bin"
            "kubectl-1.37 kubectl /usr/local/bin" "dranet dranet /usr/local/bin"

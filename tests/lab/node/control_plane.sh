@@ -111,7 +111,11 @@ cp_stop() {
   for ((i = ${#CP_PIDS[@]} - 1; i >= 0; i--)); do
     kill -TERM "${CP_PIDS[i]}" 2>/dev/null
   done
+  # kube-apiserver may wait long for the guest's dropped watch connections: 15 s, then KILL.
+  local t0=$SECONDS
   for ((i = ${#CP_PIDS[@]} - 1; i >= 0; i--)); do
+    while kill -0 "${CP_PIDS[i]}" 2>/dev/null && ((SECONDS - t0 < 15)); do sleep 0.5; done
+    kill -KILL "${CP_PIDS[i]}" 2>/dev/null
     wait "${CP_PIDS[i]}" 2>/dev/null
   done
   CP_PIDS=()

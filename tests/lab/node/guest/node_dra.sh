@@ -75,9 +75,15 @@ CA=$(claim_of dra-a) CB=$(claim_of dra-b)
 UA=$(claim_uid "$CA") UB=$(claim_uid "$CB")
 echo "LAB-INFO: dra: claims $CA ($UA), $CB ($UB)"
 PA=$(pod_pid dra-a) PB=$(pod_pid dra-b)
-ip netns attach dra-a "$PA"
-ip netns attach dra-b "$PB"
-addr_of() { ip -n "$1" -4 -o addr show dev net1 2>/dev/null | awk '{print $4}' | head -n1; }
+# inp <pod> <command...>: the command in the pod's network namespace. (Not `ip netns attach`: it
+# makes /run/netns a shared bind mount of itself, and containerd then cannot unlink its own netns
+# files there, EBUSY, so the pods never finish terminating.)
+inp() {
+  case $1 in dra-a) _pp=$PA ;; dra-b) _pp=$PB ;; *) _pp=$(pod_pid "$1") ;; esac
+  shift
+  nsenter -t "$_pp" -n "$@"
+}
+addr_of() { inp "$1" ip -4 -o addr show dev net1 2>/dev/null | awk '{print $4}' | head -n1; }
 IA=$(addr_of dra-a) IB=$(addr_of dra-b)
 A=${IA%/*} B=${IB%/*}
 echo "LAB-INFO: dra: dra-a net1 $IA, dra-b net1 $IB"
@@ -87,13 +93,13 @@ check "dra: dra-b has net1 with an address of the profile's range 192.168.101.0/
   eval 'case $IB in 192.168.101.*/24) true ;; *) false ;; esac'
 check "dra: the two pods got different addresses" test "$A" != "$B"
 for _p in dra-a dra-b; do
-  ip -n "$_p" rule show | sed "s/^/LAB-INFO: dra: $_p rule: /"
-  ip -n "$_p" route show table all | grep -v '^local\|^broadcast\|^multicast\|fe80\|ff00' | sed "s/^/LAB-INFO: dra: $_p route: /"
+  inp "$_p" ip rule show | sed "s/^/LAB-INFO: dra: $_p rule: /"
+  inp "$_p" ip route show table all | grep -v '^local\|^broadcast\|^multicast\|fe80\|ff00' | sed "s/^/LAB-INFO: dra: $_p route: /"
 done
 rule_and_table() { # <pod> <address>: a `from <address>` rule whose table routes through net1 via the gateway
-  _t=$(ip -n "$1" rule show | awk -v a="$2" '$2 == "from" && $3 == a {print $5; exit}')
+  _t=$(inp "$1" ip rule show | awk -v a="$2" '$2 == "from" && $3 == a {print $5; exit}')
   echo "table: ${_t:-none}"
-  [ -n "$_t" ] && ip -n "$1" route show table "$_t" | tee /dev/stderr | grep -q 'dev net1'
+  [ -n "$_t" ] && inp "$1" ip route show table "$_t" | tee /dev/stderr | grep -q 'dev net1'
 }
 check "dra: dra-a has the per-rail rule 'from $A lookup <table>' and the table routes through net1" rule_and_table dra-a "$A"
 check "dra: dra-b has the per-rail rule 'from $B lookup <table>' and the table routes through net1" rule_and_table dra-b "$B"
@@ -108,9 +114,9 @@ kubectl get resourceclaim "$CA" -o json | jq -c '.status.devices' | sed 's/^/LAB
 # What reaches the pod with DRANET 1.4: the per-rail ARP settings stay behind (1.4 has no field for
 # them), the pod-wide sysctls of docs/dra.md stand in.
 check "dra: with DRANET 1.4 net1's own arp_ignore stays 0 in the pod (no field for it)" \
-  file_is "/proc/$PA/root/proc/sys/net/ipv4/conf/net1/arp_ignore" 0
+  eval "[ \"\$(inp dra-a cat /proc/sys/net/ipv4/conf/net1/arp_ignore)\" = 0 ]"
 check "dra: the pod-wide sysctl net.ipv4.conf.all.arp_ignore=1 is in effect in the pod" \
-  eval "[ \"\$(ip netns exec dra-a cat /proc/sys/net/ipv4/conf/all/arp_ignore)\" = 1 ]"
+  eval "[ \"\$(inp dra-a cat /proc/sys/net/ipv4/conf/all/arp_ignore)\" = 1 ]"
 dev_ib() { ls -l "/proc/$1/root/dev/infiniband/"; ls "/proc/$1/root/dev/infiniband/" | grep -q '^uverbs'; }
 check "dra: DRANET gave dra-a's container /dev/infiniband (uverbs*, rdma_cm) through NRI" dev_ib "$PA"
 rxe_gone() { ! rdma link show | grep -q "netdev $1\$"; }
@@ -120,8 +126,8 @@ check "dra: the node's rxe over the moved rail is gone (Linux deletes rxe when i
 # RDMA between the pods: rxe in each pod over net1 (shared mode), then rping and ib_write_bw.
 gid_of_ipv4() { printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$1" | tr . ' '); }
 has_gid() { grep -qx "$(gid_of_ipv4 "$2")" /sys/class/infiniband/"$1"/ports/1/gids/* 2>/dev/null; }
-check "dra: rdma link add rxe_a type rxe netdev net1, inside dra-a" ip netns exec dra-a rdma link add rxe_a type rxe netdev net1
-check "dra: rdma link add rxe_b type rxe netdev net1, inside dra-b" ip netns exec dra-b rdma link add rxe_b type rxe netdev net1
+check "dra: rdma link add rxe_a type rxe netdev net1, inside dra-a" inp dra-a rdma link add rxe_a type rxe netdev net1
+check "dra: rdma link add rxe_b type rxe netdev net1, inside dra-b" inp dra-b rdma link add rxe_b type rxe netdev net1
 check "dra: rxe_a's GID table holds $A as RoCE v2" retry 15 has_gid rxe_a "$A"
 check "dra: rxe_b's GID table holds $B as RoCE v2" retry 15 has_gid rxe_b "$B"
 run_pair() { # <server-pod> <client-pod> <server-cmd...> -- <client-cmd...>
@@ -130,10 +136,10 @@ run_pair() { # <server-pod> <client-pod> <server-cmd...> -- <client-cmd...>
   _srv=()
   while [ "$1" != "--" ]; do _srv+=("$1"); shift; done
   shift
-  ip netns exec "$_sp" taskset -c 0 timeout "$TOOL_TIMEOUT" "${_srv[@]}" >/tmp/srv.out 2>&1 &
+  inp "$_sp" taskset -c 0 timeout "$TOOL_TIMEOUT" "${_srv[@]}" >/tmp/srv.out 2>&1 &
   _spid=$!
   sleep 4
-  ip netns exec "$_cp" taskset -c 1 timeout "$TOOL_TIMEOUT" "$@" >/tmp/cli.out 2>&1
+  inp "$_cp" taskset -c 1 timeout "$TOOL_TIMEOUT" "$@" >/tmp/cli.out 2>&1
   _crc=$?
   wait "$_spid"
   _src=$?
@@ -167,10 +173,8 @@ pool_refs() {
 published() { kill -HUP "$AGENT_PID"; sleep 3; _r=$(pool_refs); echo "$_r"; for _u in "$@"; do echo "$_r" | grep -q "$_u" || return 1; done; }
 check "dra: the apiserver's slice IPPool holds dranet:<uid> entries for both claims (agent pass)" retry 10 published "$UA" "$UB"
 
-ip netns exec dra-a rdma link delete rxe_a 2>/dev/null
-ip netns exec dra-b rdma link delete rxe_b 2>/dev/null
-ip netns delete dra-a 2>/dev/null
-ip netns delete dra-b 2>/dev/null
+inp dra-a rdma link delete rxe_a 2>/dev/null
+inp dra-b rdma link delete rxe_b 2>/dev/null
 check "dra: pods deleted" kubectl delete pod dra-a dra-b --wait=true --timeout=180s
 claims_gone() { ! kubectl get resourceclaim "$CA" "$CB" 2>/dev/null | grep -q .; }
 check "dra: their ResourceClaims are deleted (kube-controller-manager)" retry 60 claims_gone
