@@ -45,8 +45,8 @@ PodFacts read_pod_facts(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, con
     if (query.fixed_table) facts.fixed_table_user = table_user(pod, *query.fixed_table);
     if (query.main_defaults)
         for (const auto& r : pod.routes(0))
-            if (!r.dst && std::find(facts.main_default_families.begin(), facts.main_default_families.end(),
-                                    r.family) == facts.main_default_families.end())
+            if (!r.dst && std::find(facts.main_default_families.begin(), facts.main_default_families.end(), r.family) ==
+                              facts.main_default_families.end())
                 facts.main_default_families.push_back(r.family);
     if (!query.sysctls.empty())
         netns::in_netns(pod_ns, [&] {

@@ -90,8 +90,7 @@ TEST_CASE("pod_query: the lock only when another ADD can change the answer", "[c
     CHECK(q.fixed_table == 500u);
 }
 
-TEST_CASE("plan_pod_setup: without policyRouting, addresses and the IPAM's routes in the main table",
-          "[cni][pod]") {
+TEST_CASE("plan_pod_setup: without policyRouting, addresses and the IPAM's routes in the main table", "[cni][pod]") {
     auto in = input({ip("10.1.0.5/24", "10.1.0.1"), ip("fd00::5/64", "fd00::1")},
                     {route("10.50.0.0/16"), route("0.0.0.0/0", "10.1.0.1"), route("::/0", "fd00::1")});
     const auto q = pod_query(in);
