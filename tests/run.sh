@@ -6,7 +6,10 @@
 #                       (--arch arm64: cross-built for aarch64 into build-arm64/bin)
 #   tests/run.sh peers [name...]        build the real peers (kube-apiserver, etcd, whereabouts,
 #                       Multus, ...) from their pinned Go modules into /var/cache/rdmanet-peers
-#   tests/run.sh bench [ITERATIONS]     build and run the benchmarks (never part of `test`)
+#   tests/run.sh bench [ITERATIONS [POD_ITERATIONS]]
+#                                       build and run the whole-process and multi-rail benchmarks
+#                                       against Debian's and the newest reference plugins (never
+#                                       part of `test`)
 #   tests/run.sh fuzz [SECONDS]         every fuzz target for SECONDS (default 600) each
 # BUILD_DIR (default ./build) and JOBS (default nproc) can be set in the environment.
 set -euo pipefail
@@ -450,15 +453,20 @@ case "${1:-}" in
     exec env PEERS_CACHE="$peers_cache" "$here/peers/build_peers.sh" "$@"
     ;;
   bench)
-    # bench [ITERATIONS]: build the benchmark helpers with the main build and run the whole-process
-    # benchmark side by side with the reference plugins (tests/bench/run_bench.sh; docs/benchmarks.md
-    # lists the others).
+    # bench [ITERATIONS [POD_ITERATIONS]]: build the benchmark helpers with the main build and run
+    # the whole-process benchmark and the 8-rail pod side by side with the reference plugins
+    # (tests/bench/run_bench.sh, multirail_bench.sh; docs/benchmarks.md lists the others).
     need_root
     install_missing "${test_packages[@]}"
     use_ccache
     configure -DRDMANET_BUILD_TESTS=ON -DRDMANET_BUILD_BENCH=ON
     build rdmanet rdmanet-ipam rdmanetctl kernel_floor bench_measure ipam_bench ipam_prefill
-    exec "$here/bench/run_bench.sh" "$build" "${2:-50}"
+    # The second reference column: the newest reference plugins, built from their module.
+    env PEERS_CACHE="$peers_cache" "$here/peers/build_peers.sh" cni-plugins
+    PEERS_CACHE=$peers_cache . "$here/peers/peer_env.sh"
+    "$here/bench/run_bench.sh" "$build" "${2:-50}"
+    echo
+    exec "$here/bench/multirail_bench.sh" "$build" "${3:-10}"
     ;;
   fuzz)
     # fuzz [SECONDS]: the hardening build's fuzz targets, each for SECONDS (default 600), from the
@@ -471,7 +479,7 @@ case "${1:-}" in
     fuzzing "${2:-600}"
     ;;
   *)
-    echo "usage: $0 demo|test|build [--arch arm64]|peers [name...]|bench [ITERATIONS]|fuzz [SECONDS]" >&2
+    echo "usage: $0 demo|test|build [--arch arm64]|peers [name...]|bench [ITERATIONS [POD_ITERATIONS]]|fuzz [SECONDS]" >&2
     exit 2
     ;;
 esac

@@ -9,6 +9,7 @@
 
 #include "rdmanet/base/failpoint.hpp"
 #include "rdmanet/cni/pod/netns_lock.hpp"
+#include "rdmanet/cni/pod/pod_facts.hpp"
 #include "rdmanet/cni/protocol/error.hpp"
 #include "rdmanet/netns/error.hpp"
 #include "rdmanet/netns/sysfs.hpp"
@@ -19,10 +20,6 @@ namespace {
 
 // How long an ADD waits for another ADD into the same pod to finish its routing step.
 constexpr std::chrono::milliseconds kLockBound{30000};
-
-bool has_v6(const std::vector<IpConfig>& ips) {
-    return std::any_of(ips.begin(), ips.end(), [](const IpConfig& ip) { return !ip.address.address.is_v4(); });
-}
 
 void write_sysctl_quietly(const std::string& key, const std::string& value) {
     try {
@@ -58,12 +55,6 @@ void wait_for_dad(netns::Rtnl& pod, int index, const std::string& ifname, std::c
     }
 }
 
-bool main_has_default(netns::Rtnl& pod, int family) {
-    const auto routes = pod.routes(0);
-    return std::any_of(routes.begin(), routes.end(),
-                       [&](const netns::RouteInfo& r) { return !r.dst && r.family == family; });
-}
-
 std::string route_text(const netns::RouteInfo& route) {
     return (route.dst ? route.dst->str() : std::string("default")) +
            (route.gateway ? " via " + route.gateway->str() : std::string());
@@ -92,130 +83,12 @@ void add_route_once(netns::Rtnl& pod, const netns::RouteInfo& route, const std::
                  route.gateway ? route.gateway->str() : "(link)", ifname, route.table);
 }
 
-// A default route the IPAM asked for explicitly goes to the main table only when the main table
-// has none of that family: the pod's default route is the cluster network's.
-void add_main_route(netns::Rtnl& pod, const netns::RouteInfo& route, const std::string& ifname) {
-    const bool in_main = route.table == RT_TABLE_MAIN || route.table == 0;  // 0: the kernel reads main
-    if (is_default_route(route) && in_main && main_has_default(pod, route.family)) {
-        spdlog::info("default route via {} on {} not added: the main table has one",
-                     route.gateway ? route.gateway->str() : "(link)", ifname);
-        return;
-    }
-    add_route_once(pod, route, ifname);
-}
-
-void apply_policy_routing(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips,
-                          const PodSetupRecord& record) {
-    const PolicyRouting& pr = *rq.settings.policy_routing;
-    for (const auto& route :
-         plan_table_routes(ips, tables_of(ips, record), rq.ipam.routes, rq.index, pr.add_source_hints))
-        add_route_once(rq.pod, route, rq.ifname);
-    // The main table keeps the kernel's subnet routes; an IPv6 one gets the source hint too
-    // (the kernel's IPv4 subnet route carries it already).
-    if (pr.add_source_hints)
-        for (const auto& ip : ips) {
-            if (ip.address.address.is_v4()) continue;
-            netns::RouteInfo subnet;
-            subnet.family = AF_INET6;
-            subnet.dst = ip.address.masked();
-            subnet.ifindex = rq.index;
-            subnet.priority = 256;  // the kernel's prefix route metric, which this replaces
-            subnet.prefsrc = ip.address.address;
-            rq.pod.replace_route(subnet);
-        }
-    for (const auto& route : plan_main_routes(ips, rq.ipam.routes, rq.index))
-        if (is_default_route(route)) add_main_route(rq.pod, route, rq.ifname);
-    base::failpoint(base::Failpoint::add_after_pod_routes);
-    for (const auto& rule : record.rules) {
-        try {
-            rq.pod.add_rule(rule);
-        } catch (const netns::KernelError& e) {
-            if (e.errno_value() != EEXIST) throw;
-        }
-        spdlog::info("rule from {} lookup {}", rule.src->str(), rule.table);
-    }
-}
-
-// Who in the pod uses `table` already: the interface holding a rule's source address, or the
-// interface of a route in it; nullopt when nothing does.
-std::optional<std::string> table_user(netns::Rtnl& pod, unsigned table) {
-    const auto links = pod.links();
-    auto name_of = [&](int index) {
-        for (const auto& l : links)
-            if (l.index == index) return l.name;
-        return std::string("interface #") + std::to_string(index);
-    };
-    for (const auto& rule : pod.rules()) {
-        if (rule.table != table) continue;
-        const std::string src = rule.src ? rule.src->str() : std::string("all");
-        if (rule.src)
-            for (const auto& l : links)
-                for (const auto& a : pod.addresses(l.index))
-                    if (a.address == rule.src->address) return l.name + " (rule from " + src + ")";
-        return "the rule from " + src;
-    }
-    const auto tables = pod.route_tables();
-    if (std::find(tables.begin(), tables.end(), table) == tables.end()) return std::nullopt;
-    for (const auto& l : links)
-        if (!pod.routes_in_table(l.index, table).empty()) return name_of(l.index) + " (its routes)";
-    return std::string("routes of another interface");
-}
-
-// The tables of the attachment's addresses: one per address, the first free ones (as sbr does),
-// or the fixed policyRouting.table, which must be free and can hold one gateway per family.
-std::vector<unsigned> choose_tables(const PodInterfaceRequest& rq, const std::vector<IpConfig>& ips) {
-    const auto& pr = *rq.settings.policy_routing;
-    if (!pr.table)
-        return choose_free_tables(rq.pod.route_tables(), rq.pod.rules(), std::max<std::size_t>(ips.size(), 1));
-    const unsigned table = *pr.table;
-    if (auto user = table_user(rq.pod, table))
-        throw Error(ErrorCode::invalid_config,
-                    "policyRouting.table " + std::to_string(table) + " is already used in this pod by " + *user,
-                    "a table holds one default route per family, so two attachments cannot share one: leave "
-                    "policyRouting.table unset (each address then gets a free table) or give each attachment its own");
-    if (auto conflict = fixed_table_gateway_conflict(ips))
-        throw Error(ErrorCode::invalid_config,
-                    "policyRouting.table " + std::to_string(table) + " cannot route " + *conflict +
-                        ": one table holds one default route per family",
-                    "leave policyRouting.table unset: each address then gets its own table");
-    return std::vector<unsigned>(std::max<std::size_t>(ips.size(), 1), table);
-}
-
-}  // namespace
-
-PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
-    const auto ips = own_ips(rq.ipam, rq.iface);
-    const bool v6 = has_v6(ips);
-    const bool nodad = skip_dad(rq.settings, rq.embedded_ipam);
-    const auto writes = plan_sysctls(rq.settings, rq.ifname, v6, nodad);
-    PodSetupRecord record;
-
-    // The rest runs under the pod's lock when a table has to be chosen: from the choice until
-    // its rules exist, another ADD must not see the table as free. Everything is chosen first and
-    // recorded in one state write.
-    // A fixed table is checked for other users under the same lock.
-    std::optional<NetnsLock> lock;
-    if (rq.settings.policy_routing) lock.emplace(rq.pod_ns, kLockBound);
-
-    if (rq.settings.policy_routing) {
-        const auto tables = choose_tables(rq, ips);
-        record.table = tables.front();
-        record.rules = plan_rules(ips, tables, rq.settings.policy_routing->priority);
-    }
+// Applies `plan` in one pass, in the order DEL's undo and the failpoint steps assume: the record
+// first, then sysctls, addresses and link up (DAD finished), the routes, and the rules last.
+void apply_pod_setup(const PodInterfaceRequest& rq, const PodSetupPlan& plan) {
+    rq.record(plan.record);
     netns::in_netns(rq.pod_ns, [&] {
-        for (const auto& w : writes) {
-            try {
-                record.sysctls.push_back(PodSetupRecord::Sysctl{w.path, netns::read_sysctl(w.path)});
-            } catch (const netns::KernelError& e) {
-                throw Error(ErrorCode::invalid_config,
-                            w.origin + ": " + w.path + " cannot be set on " + rq.ifname + ": " + e.what(),
-                            "the kernel has no such setting for this interface");
-            }
-        }
-    });
-    rq.record(record);
-    netns::in_netns(rq.pod_ns, [&] {
-        for (const auto& w : writes) {
+        for (const auto& w : plan.sysctls) {
             try {
                 netns::write_sysctl(w.path, w.value);
             } catch (const netns::KernelError& e) {
@@ -225,27 +98,50 @@ PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
             }
             spdlog::info("sysctl {}={}", w.path, w.value);
         }
-        // Announce the new addresses to neighbours (as the reference macvlan plugin does).
-        write_sysctl_quietly("net/ipv4/conf/" + rq.ifname + "/arp_notify", "1");
-        if (v6) write_sysctl_quietly("net/ipv6/conf/" + rq.ifname + "/ndisc_notify", "1");
+        for (const auto& path : plan.notify_sysctls) write_sysctl_quietly(path, "1");
     });
     base::failpoint(base::Failpoint::add_after_pod_sysctls);
 
-    for (const auto& ip : ips) {
-        rq.pod.add_address(rq.index, ip.address, nodad);
-        spdlog::info("address {} on {}", ip.address.str(), rq.ifname);
+    for (const auto& address : plan.addresses) {
+        rq.pod.add_address(rq.index, address, plan.nodad);
+        spdlog::info("address {} on {}", address.str(), rq.ifname);
     }
     rq.pod.set_up(rq.index, true);
-    if (v6 && !nodad) wait_for_dad(rq.pod, rq.index, rq.ifname, rq.dad_bound);
+    if (plan.wait_for_dad) wait_for_dad(rq.pod, rq.index, rq.ifname, rq.dad_bound);
     base::failpoint(base::Failpoint::add_after_pod_addresses);
 
-    if (rq.settings.policy_routing) {
-        apply_policy_routing(rq, ips, record);
-    } else {
-        for (const auto& route : plan_main_routes(ips, rq.ipam.routes, rq.index))
-            add_main_route(rq.pod, route, rq.ifname);
+    for (const auto& route : plan.table_routes) add_route_once(rq.pod, route, rq.ifname);
+    for (const auto& route : plan.source_hints) rq.pod.replace_route(route);
+    for (const auto& route : plan.main_routes) add_route_once(rq.pod, route, rq.ifname);
+    for (const auto& route : plan.main_defaults_left_out)
+        spdlog::info("default route via {} on {} not added: the main table has one",
+                     route.gateway ? route.gateway->str() : "(link)", rq.ifname);
+    if (!plan.policy_routing) return;
+    base::failpoint(base::Failpoint::add_after_pod_routes);
+    for (const auto& rule : plan.record.rules) {
+        try {
+            rq.pod.add_rule(rule);
+        } catch (const netns::KernelError& e) {
+            if (e.errno_value() != EEXIST) throw;
+        }
+        spdlog::info("rule from {} lookup {}", rule.src->str(), rule.table);
     }
-    return record;
+}
+
+}  // namespace
+
+PodSetupRecord configure_pod_interface(const PodInterfaceRequest& rq) {
+    const PodSetupInput in{rq.ifname,      rq.index,    own_ips(rq.ipam, rq.iface),
+                           rq.ipam.routes, rq.settings, rq.embedded_ipam};
+    const PodQuery query = pod_query(in);
+    // Concurrent ADDs into one pod (Multus may run them in parallel): from the kernel's answer
+    // until the plan is applied, another ADD must not see a chosen table as free, nor the main
+    // table without the default route this one adds.
+    std::optional<NetnsLock> lock;
+    if (query.lock) lock.emplace(rq.pod_ns, kLockBound);
+    const PodSetupPlan plan = plan_pod_setup(in, read_pod_facts(rq.pod_ns, rq.pod, query));
+    apply_pod_setup(rq, plan);
+    return plan.record;
 }
 
 void undo_pod_setup(const netns::NetNamespace& pod_ns, netns::Rtnl& pod, const std::string& ifname,

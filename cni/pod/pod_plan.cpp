@@ -280,4 +280,142 @@ std::vector<netns::RouteInfo> plan_main_routes(const std::vector<IpConfig>& ips,
 
 bool is_default_route(const netns::RouteInfo& route) { return !route.dst; }
 
+bool has_v6(const std::vector<IpConfig>& ips) {
+    return std::any_of(ips.begin(), ips.end(), [](const IpConfig& ip) { return !ip.address.address.is_v4(); });
+}
+
+namespace {
+
+bool in_main_table(const netns::RouteInfo& route) {
+    return route.table == RT_TABLE_MAIN || route.table == 0;  // 0: the kernel reads main
+}
+
+// The IPAM's routes for the main table: every one without policyRouting; with it only the
+// default routes (the rest live in the attachment's tables).
+std::vector<netns::RouteInfo> main_route_candidates(const PodSetupInput& in) {
+    auto routes = plan_main_routes(in.ips, in.routes, in.index);
+    if (in.settings.policy_routing)
+        routes.erase(std::remove_if(routes.begin(), routes.end(),
+                                    [](const netns::RouteInfo& r) { return !is_default_route(r); }),
+                     routes.end());
+    return routes;
+}
+
+bool main_default_candidate(const netns::RouteInfo& route) { return is_default_route(route) && in_main_table(route); }
+
+std::vector<SysctlWrite> sysctl_writes(const PodSetupInput& in) {
+    return plan_sysctls(in.settings, in.ifname, has_v6(in.ips), skip_dad(in.settings, in.embedded_ipam));
+}
+
+// The tables of the attachment's addresses: one per address, the first free ones (as sbr does),
+// or the fixed policyRouting.table, which must be free and can hold one gateway per family.
+std::vector<unsigned> plan_tables(const PodSetupInput& in, const PodFacts& facts) {
+    const auto& pr = *in.settings.policy_routing;
+    const std::size_t count = std::max<std::size_t>(in.ips.size(), 1);
+    if (!pr.table) return choose_free_tables(facts.route_tables, facts.rules, count);
+    const unsigned table = *pr.table;
+    if (facts.fixed_table_user)
+        throw Error(ErrorCode::invalid_config,
+                    "policyRouting.table " + std::to_string(table) + " is already used in this pod by " +
+                        *facts.fixed_table_user,
+                    "a table holds one default route per family, so two attachments cannot share one: leave "
+                    "policyRouting.table unset (each address then gets a free table) or give each attachment its own");
+    if (auto conflict = fixed_table_gateway_conflict(in.ips))
+        throw Error(ErrorCode::invalid_config,
+                    "policyRouting.table " + std::to_string(table) + " cannot route " + *conflict +
+                        ": one table holds one default route per family",
+                    "leave policyRouting.table unset: each address then gets its own table");
+    return std::vector<unsigned>(count, table);
+}
+
+// The original value of every sysctl the attachment writes, as read before the first write.
+std::vector<PodSetupRecord::Sysctl> recorded_sysctls(const std::vector<SysctlWrite>& writes, const PodFacts& facts,
+                                                     const std::string& ifname) {
+    std::vector<PodSetupRecord::Sysctl> out;
+    for (const auto& w : writes) {
+        const auto read = std::find_if(facts.sysctls.begin(), facts.sysctls.end(),
+                                       [&](const PodFacts::SysctlValue& v) { return v.path == w.path; });
+        if (read == facts.sysctls.end() || !read->value)
+            throw Error(ErrorCode::invalid_config,
+                        w.origin + ": " + w.path + " cannot be set on " + ifname + ": " +
+                            (read == facts.sysctls.end() ? std::string("it was not read") : read->error),
+                        "the kernel has no such setting for this interface");
+        out.push_back(PodSetupRecord::Sysctl{w.path, *read->value});
+    }
+    return out;
+}
+
+}  // namespace
+
+PodQuery pod_query(const PodSetupInput& in) {
+    PodQuery query;
+    const auto& pr = in.settings.policy_routing;
+    if (pr) {
+        if (pr->table)
+            query.fixed_table = pr->table;
+        else
+            query.tables_in_use = true;
+    }
+    const auto main = main_route_candidates(in);
+    query.main_defaults = std::any_of(main.begin(), main.end(), main_default_candidate);
+    query.lock = pr.has_value() || query.main_defaults;
+    for (const auto& w : sysctl_writes(in)) query.sysctls.push_back(w.path);
+    return query;
+}
+
+PodSetupPlan plan_pod_setup(const PodSetupInput& in, const PodFacts& facts) {
+    PodSetupPlan plan;
+    plan.sysctls = sysctl_writes(in);
+    const auto& pr = in.settings.policy_routing;
+    plan.policy_routing = pr.has_value();
+    std::vector<unsigned> tables;
+    if (pr) {
+        tables = plan_tables(in, facts);
+        plan.record.table = tables.front();
+        plan.record.rules = plan_rules(in.ips, tables, pr->priority);
+    }
+    plan.record.sysctls = recorded_sysctls(plan.sysctls, facts, in.ifname);
+
+    // Announce the new addresses to neighbours (as the reference macvlan plugin does).
+    const bool v6 = has_v6(in.ips);
+    plan.notify_sysctls.push_back("net/ipv4/conf/" + in.ifname + "/arp_notify");
+    if (v6) plan.notify_sysctls.push_back("net/ipv6/conf/" + in.ifname + "/ndisc_notify");
+
+    for (const auto& ip : in.ips) plan.addresses.push_back(ip.address);
+    plan.nodad = skip_dad(in.settings, in.embedded_ipam);
+    plan.wait_for_dad = v6 && !plan.nodad;
+
+    if (pr) {
+        plan.table_routes = plan_table_routes(in.ips, tables, in.routes, in.index, pr->add_source_hints);
+        // The main table keeps the kernel's subnet routes; an IPv6 one gets the source hint too
+        // (the kernel's IPv4 subnet route carries it already).
+        if (pr->add_source_hints)
+            for (const auto& ip : in.ips) {
+                if (ip.address.address.is_v4()) continue;
+                netns::RouteInfo subnet;
+                subnet.family = AF_INET6;
+                subnet.dst = ip.address.masked();
+                subnet.ifindex = in.index;
+                subnet.priority = 256;  // the kernel's prefix route metric, which this replaces
+                subnet.prefsrc = ip.address.address;
+                plan.source_hints.push_back(subnet);
+            }
+    }
+    // A default route the IPAM asked for explicitly goes to the main table only when the main
+    // table has none of that family: the pod's default route is the cluster network's. A planned
+    // one counts too, so a second of the same family is left out as it would be after the first.
+    auto families = facts.main_default_families;
+    for (auto& route : main_route_candidates(in)) {
+        if (main_default_candidate(route)) {
+            if (std::find(families.begin(), families.end(), route.family) != families.end()) {
+                plan.main_defaults_left_out.push_back(std::move(route));
+                continue;
+            }
+            families.push_back(route.family);
+        }
+        plan.main_routes.push_back(std::move(route));
+    }
+    return plan;
+}
+
 }  // namespace rdmanet::cni

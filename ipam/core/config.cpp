@@ -406,12 +406,41 @@ namespace {
     config_error(msg);
 }
 
-void check_one(const PathLimits& limits, const Fields& fields, std::string_view key,
-               const std::vector<std::string>& dirs) {
-    const json* v = fields.get(key);
+// The ipam object's keys that name a place on the node, each with where the node policy lets it
+// point (PathLimits, filled in from the policy by the cni layer): the one list check_path_limits
+// walks.
+struct PathKey {
+    std::string_view object;  // "" for the ipam object itself, else the member object holding the key
+    std::string_view key;
+    std::vector<std::string> (*allowed)(const PathLimits&);
+    bool dir_itself = false;          // a directory key: one of the allowed directories itself is allowed too
+    std::string_view always_allowed;  // allowed whatever the limits (the plugin's own default)
+};
+
+constexpr PathKey kPathKeys[] = {
+    {"", "configuration_path", [](const PathLimits& l) { return l.config_dirs; }, false, ""},
+    {"", "log_file", [](const PathLimits& l) { return std::vector<std::string>{l.log_dir}; }, false, ""},
+    {"kubernetes", "kubeconfig", [](const PathLimits& l) { return l.kubeconfig_dirs; }, false, ""},
+    // The default data dir is the plugin's own; a NAD may only move it within the allowed roots.
+    {"", "data_dir", [](const PathLimits& l) { return l.data_dirs; }, true, kDefaultDataDir},
+};
+
+void check_path_key(const PathLimits& limits, const Fields& ipam, const PathKey& key) {
+    std::optional<Fields> member;
+    if (!key.object.empty()) {
+        const json* object = ipam.get(key.object);
+        if (!object || !object->is_object()) return;  // type errors: parse's job
+        member.emplace(*object, ipam.name(key.object), RaiseConfigError{});
+    }
+    const Fields& holder = member ? *member : ipam;
+    const json* v = holder.get(key.key);
     if (!v || !v->is_string() || v->get<std::string>().empty()) return;  // type errors: parse's job
     const std::string path = v->get<std::string>();
-    if (base::containing_dir(path, dirs).empty()) refuse_path(limits, fields.name(key), path, base::join_dirs(dirs));
+    if (path == key.always_allowed) return;
+    const auto dirs = key.allowed(limits);
+    const bool inside = !base::containing_dir(path, dirs).empty() ||
+                        (key.dir_itself && std::find(dirs.begin(), dirs.end(), path) != dirs.end());
+    if (!inside) refuse_path(limits, holder.name(key.key), path, base::join_dirs(dirs));
 }
 
 }  // namespace
@@ -429,18 +458,7 @@ IpamConfig with_confinement(IpamConfig config, const PathLimits& limits) {
 void check_path_limits(const json& ipam_object, const PathLimits& limits) {
     if (!limits.enforced || !ipam_object.is_object()) return;
     const Fields ipam(ipam_object, "ipam", RaiseConfigError{});
-    check_one(limits, ipam, "configuration_path", limits.config_dirs);
-    check_one(limits, ipam, "log_file", {limits.log_dir});
-    if (const json* k8s = ipam.get("kubernetes"); k8s && k8s->is_object())
-        check_one(limits, Fields(*k8s, ipam.name("kubernetes"), RaiseConfigError{}), "kubeconfig",
-                  limits.kubeconfig_dirs);
-    // The default data dir is the plugin's own; a NAD may only move it within the allowed roots.
-    if (const json* dir = ipam.get("data_dir"); dir && dir->is_string() && *dir != std::string(kDefaultDataDir)) {
-        const std::string path = dir->get<std::string>();
-        bool inside = !base::containing_dir(path, limits.data_dirs).empty();
-        for (const auto& allowed : limits.data_dirs) inside = inside || path == allowed;
-        if (!inside) refuse_path(limits, "ipam.data_dir", path, base::join_dirs(limits.data_dirs));
-    }
+    for (const auto& key : kPathKeys) check_path_key(limits, ipam, key);
 }
 
 IpamConfig load_ipam_config(const json& ipam, Strictness strictness, const PathLimits& limits) {

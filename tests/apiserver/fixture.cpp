@@ -1,5 +1,6 @@
 // Test API server fixture: see fixture.hpp.
 #include "fixture.hpp"
+#include "support/build_paths.hpp"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -107,7 +108,7 @@ void stop_process(pid_t pid) {
     }
 }
 
-std::string test_apiserver_path() { return std::string(RDMANET_BIN_DIR) + "/test_apiserver"; }
+std::string test_apiserver_path() { return rdmanet::test::bin_dir() + "/test_apiserver"; }
 
 void make_test_pki(const std::string& dir, const std::string& prefix, const std::string& server_san) {
     const std::string log = dir + "/" + prefix + "openssl.log";

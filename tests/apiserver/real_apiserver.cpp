@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "rdmanet/cni/translate/render.hpp"
+#include "support/build_paths.hpp"
 
 namespace apiserver_test {
 
@@ -294,7 +295,7 @@ void RealApiServer::create_from_yaml(const std::string& path) const {
 }
 
 void RealApiServer::apply_project_manifests(bool crds) const {
-    const std::string deploy = std::string(RDMANET_SOURCE_DIR) + "/deploy";
+    const std::string deploy = rdmanet::test::source_dir() + "/deploy";
     create_from_yaml(deploy + "/namespace.yaml");
     if (crds) {
         for (const char* f :

@@ -20,10 +20,7 @@
 #include "rdmanet/ipam/kube/kubeconfig.hpp"
 #include "rdmanet/ipam/kube/slice_store.hpp"
 #include "integration/dranet_client.hpp"
-
-namespace rdmanet::test {
-std::string bin_dir() { return RDMANET_BIN_DIR; }
-}  // namespace rdmanet::test
+#include "support/build_paths.hpp"
 
 namespace {
 
@@ -57,10 +54,10 @@ int run_ipam(const std::string& command, const std::string& id, const std::strin
         ::setenv("CNI_CONTAINERID", id.c_str(), 1);
         ::setenv("CNI_NETNS", "/var/run/netns/unused", 1);
         ::setenv("CNI_IFNAME", "net1", 1);
-        ::setenv("CNI_PATH", RDMANET_BIN_DIR, 1);
+        ::setenv("CNI_PATH", rdmanet::test::bin_dir().c_str(), 1);
         ::setenv("CNI_ARGS", ("IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=" + id).c_str(), 1);
         ::setenv("NODENAME", "node-1", 1);  // the provider's --node-name
-        const std::string path = std::string(RDMANET_BIN_DIR) + "/rdmanet-ipam";
+        const std::string path = rdmanet::test::bin_dir() + "/rdmanet-ipam";
         ::execl(path.c_str(), path.c_str(), nullptr);
         ::_exit(127);
     }

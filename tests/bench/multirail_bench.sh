@@ -8,6 +8,10 @@
 #
 #   sudo tests/bench/multirail_bench.sh [BUILD_DIR] [ITERATIONS]     (defaults: ./build, 10)
 #
+# With the newest reference plugins (RDMANET_PEER_CNI_PLUGINS or REF_NEW, as built by tests/peers;
+# tests/run.sh bench sets it) the same chain runs a second time per round with that release, so the
+# ratio is given against Debian's packaged chain and against the newest one.
+#
 # Needs jq (to hand a plugin's result to the next one, outside the measured processes).
 set -euo pipefail
 
@@ -16,6 +20,7 @@ N=${2:-${N:-10}}
 WARMUP=1
 RAILS=8
 REF=/usr/lib/cni
+REF_NEW=${REF_NEW:-${RDMANET_PEER_CNI_PLUGINS:-}}
 ME=multirail_bench
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/bench/scene.sh
@@ -29,9 +34,16 @@ MEASURE=$BIN/bench_measure
 for f in "$BIN/rdmanet" "$MEASURE" "$REF/macvlan" "$REF/host-local" "$REF/sbr" "$REF/tuning"; do
   [[ -x $f ]] || die "missing executable $f"
 done
+chains=(chain)
+if [[ -n $REF_NEW ]]; then
+  for p in macvlan host-local sbr tuning; do [[ -x $REF_NEW/$p ]] || die "missing executable $REF_NEW/$p"; done
+  chains+=(chain_new)
+fi
+debian_version=$(dpkg-query -W -f '${Version}' containernetworking-plugins 2>/dev/null | sed 's/+.*//' || true)
+new_version=$(basename "${REF_NEW:-none}" | sed -n 's/^.*-\(v[0-9][0-9.]*\)$/\1/p')
 
 scene_open mr
-scene_netns pr pc
+scene_netns pr pc pn
 scene_veth m
 
 for ((r = 1; r <= RAILS; r++)); do
@@ -71,20 +83,21 @@ rdmanet_pod() {
   } | sum
 }
 
+# chain_pod ID NETNS DIR: the chain of the plugins in DIR (also CNI_PATH: macvlan execs DIR's host-local).
 chain_pod() {
-  local id=$1 r p
+  local id=$1 ns=$2 REF=$3 r p
   {
     for ((r = 1; r <= RAILS; r++)); do
-      call pc "$WORK/c$r-macvlan.json" "$REF/macvlan" ADD "$id" "net$r" || exit 1
+      call "$ns" "$WORK/c$r-macvlan.json" "$REF/macvlan" ADD "$id" "net$r" || exit 1
       cp "$WORK/out" "$WORK/res$r"
       for p in sbr tuning; do
-        call pc "$WORK/c$r-$p.json" "$REF/$p" ADD "$id" "net$r" "$WORK/res$r" || exit 1
+        call "$ns" "$WORK/c$r-$p.json" "$REF/$p" ADD "$id" "net$r" "$WORK/res$r" || exit 1
         cp "$WORK/out" "$WORK/res$r"
       done
     done
     for ((r = 1; r <= RAILS; r++)); do
       for p in tuning sbr macvlan; do
-        call pc "$WORK/c$r-$p.json" "$REF/$p" DEL "$id" "net$r" "$WORK/res$r" || exit 1
+        call "$ns" "$WORK/c$r-$p.json" "$REF/$p" DEL "$id" "net$r" "$WORK/res$r" || exit 1
       done
     done
   } | sum
@@ -94,24 +107,34 @@ echo "multi-rail bench: $N iterations (+$WARMUP warm-up) of an $RAILS-rail pod, 
 echo "kernel $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((i = 0; i < WARMUP + N; i++)); do
   a=$(rdmanet_pod "mr-$i") || exit 1
-  b=$(chain_pod "mc-$i") || exit 1
+  b=$(chain_pod "mc-$i" pc "$REF") || exit 1
+  c=""
+  [[ -n $REF_NEW ]] && { c=$(chain_pod "mn-$i" pn "$REF_NEW") || exit 1; }
   # Nothing of the pod's routing may be left between rounds.
   [[ -z $(ip -n "$TAG-pr" rule show | grep -v 'from all') ]] || die "rdmanet left a rule"
   [[ -z $(ip -n "$TAG-pc" rule show | grep -v 'from all') ]] || die "the chain left a rule"
+  [[ -z $(ip -n "$TAG-pn" rule show | grep -v 'from all') ]] || die "the newest chain left a rule"
   ((i < WARMUP)) && continue
   echo "$a" >>"$WORK/rdmanet.dat"
   echo "$b" >>"$WORK/chain.dat"
+  [[ -n $c ]] && echo "$c" >>"$WORK/chain_new.dat"
 done
 
 printf '\n%-48s %12s %12s\n' "per pod: 8 ADD + 8 DEL (ms)" "median CPU" "median wall"
-for cfg in rdmanet chain; do
+for cfg in rdmanet "${chains[@]}"; do
   label="rdmanet macvlan + policyRouting + embedded IPAM"
-  [[ $cfg == chain ]] && label="macvlan + host-local, sbr, tuning (chain)"
+  [[ $cfg == chain ]] && label="macvlan + host-local, sbr, tuning (Debian ${debian_version:-?})"
+  [[ $cfg == chain_new ]] && label="macvlan + host-local, sbr, tuning (${new_version:-newest})"
   printf '%-48s %12s %12s\n' "$label" "$(median "$WORK/$cfg.dat" 2)" "$(median "$WORK/$cfg.dat" 1)"
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 R_CPU=$(ratio "$(median "$WORK/rdmanet.dat" 2)" "$(median "$WORK/chain.dat" 2)")
 R_WALL=$(ratio "$(median "$WORK/rdmanet.dat" 1)" "$(median "$WORK/chain.dat" 1)")
 echo
-echo "ratios rdmanet / chain: CPU $R_CPU, wall $R_WALL"
+echo "ratios rdmanet / chain (Debian ${debian_version:-?}): CPU $R_CPU, wall $R_WALL"
+if [[ -n $REF_NEW ]]; then
+  echo "ratios rdmanet / chain (${new_version:-newest}): CPU $(ratio "$(median "$WORK/rdmanet.dat" 2)" "$(median "$WORK/chain_new.dat" 2)"), wall $(ratio "$(median "$WORK/rdmanet.dat" 1)" "$(median "$WORK/chain_new.dat" 1)")"
+else
+  echo "newest reference plugins not given (RDMANET_PEER_CNI_PLUGINS or REF_NEW): Debian's chain only"
+fi
 awk -v a="$R_CPU" 'BEGIN { printf "target: CPU <= 0.35x of the chain: %s\n", (a != "n/a" && a <= 0.35) ? "ok" : "MISSED" }'

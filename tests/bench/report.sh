@@ -24,6 +24,11 @@ command -v gnuplot >/dev/null || {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnuplot-nox
 }
 
+# The newest reference plugins, when tests/run.sh peers (or bench) built them: a second column.
+# shellcheck source=tests/peers/peer_env.sh
+. "$root/tests/peers/peer_env.sh"
+[[ -n ${RDMANET_PEER_CNI_PLUGINS:-} ]] ||
+  echo "== the newest reference plugins are not built (tests/run.sh peers cni-plugins): Debian's column only"
 echo "== process benchmark (run_bench.sh, $n iterations)"
 BENCH_TSV="$work/process.tsv" "$here/run_bench.sh" "$build" "$n" | tee "$work/process.txt"
 
@@ -50,12 +55,27 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else p
     echo "| $label | $cpu | $wall | $p90 |"
   done <"$work/process.tsv"
   echo
-  echo "| ratio | CPU rdmanet / reference | wall rdmanet / kernel floor |"
-  echo "| --- | ---: | ---: |"
-  echo "| macvlan + host-local | $(ratio "$(val rm 3)" "$(val qm 3)") | $(ratio "$(val rm 4)" "$(val fm 4)") |"
-  echo "| macvlan + embedded IPAM | $(ratio "$(val re 3)" "$(val qm 3)") | $(ratio "$(val re 4)" "$(val fm 4)") |"
-  echo "| hostdev + host-local | $(ratio "$(val rh 3)" "$(val qh 3)") | $(ratio "$(val rh 4)" "$(val fh 4)") |"
-  echo "| hostdev + embedded IPAM | $(ratio "$(val he 3)" "$(val qh 3)") | $(ratio "$(val he 4)" "$(val fh 4)") |"
+  # Two reference columns when run_bench.sh measured the newest plugins too (rows nm, nh, np).
+  newest=$(val nm 2 | sed -n 's/.*(\(.*\))$/\1/p')
+  debian=$(val qm 2 | sed -n 's/.*(\(.*\))$/\1/p')
+  if [[ -n $newest ]]; then
+    echo "| ratio | CPU rdmanet / reference ($debian) | CPU rdmanet / reference ($newest) | wall rdmanet / kernel floor |"
+    echo "| --- | ---: | ---: | ---: |"
+  else
+    echo "| ratio | CPU rdmanet / reference${debian:+ ($debian)} | wall rdmanet / kernel floor |"
+    echo "| --- | ---: | ---: |"
+  fi
+  # ratio_row LABEL RDMANET REFERENCE NEWEST FLOOR
+  ratio_row() {
+    local cols="| $1 | $(ratio "$(val "$2" 3)" "$(val "$3" 3)") |"
+    [[ -n $newest ]] && cols+=" $(ratio "$(val "$2" 3)" "$(val "$4" 3)") |"
+    echo "$cols $(ratio "$(val "$2" 4)" "$(val "$5" 4)") |"
+  }
+  ratio_row "macvlan + host-local" rm qm nm fm
+  ratio_row "macvlan + embedded IPAM" re qm nm fm
+  ratio_row "hostdev + host-local" rh qh nh fh
+  ratio_row "hostdev + embedded IPAM" he qh nh fh
+  [[ -n $newest ]] && echo "| rdmanet-ipam / host-local (whole processes) | $(ratio "$(val ri 3)" "$(val ip 3)") | $(ratio "$(val ri 3)" "$(val np 3)") | |"
   echo
   echo "In-process IPAM, µs per allocate+release (\`build/bin/ipam_bench\`, IPv6 with 1M allocations):"
   echo
@@ -68,12 +88,12 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a/b; else p
 } >"$work/benchmark.md"
 
 # Chart: grouped bars, median CPU and median wall per configuration (the IPAM-alone rows left out).
-grep -v -E '^(ip|ri|r6)\b' "$work/process.tsv" >"$work/chart.tsv"
+grep -v -E '^(ip|ri|r6|np)\b' "$work/process.tsv" >"$work/chart.tsv"
 gnuplot <<GP
 set terminal pngcairo size 1100,520 noenhanced font ",10"
 set output "$out/benchmark.png"
 set datafile separator "\t"
-set title "ADD+DEL per configuration (median, ms): rdmanet vs Debian reference plugins vs kernel floor"
+set title "ADD+DEL per configuration (median, ms): rdmanet vs reference plugins (Debian, newest) vs kernel floor"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1

@@ -12,6 +12,7 @@
 #include "support/peers.hpp"
 #include "support/process.hpp"
 #include "support/skip.hpp"
+#include "support/build_paths.hpp"
 
 namespace rdmanet::test::chart {
 
@@ -101,7 +102,8 @@ std::vector<json> render_values(const std::string& name, const std::vector<std::
 
 std::vector<json> kustomize_base() {
     const auto kustomize = peer_binary("kustomize", "kustomize");
-    const auto r = run_process({kustomize, "build", RDMANET_SOURCE_DIR "/deploy"}, {}, "", std::chrono::seconds(180));
+    const auto r =
+        run_process({kustomize, "build", rdmanet::test::source_dir() + "/deploy"}, {}, "", std::chrono::seconds(180));
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     return documents(r.out);

@@ -12,12 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/build_paths.hpp"
+
 namespace rdmanet::test::chart {
 
 using nlohmann::json;
 
-inline const std::string kChartDir = RDMANET_SOURCE_DIR "/deploy/helm/rdmanet";
-inline const std::string kValuesDir = RDMANET_SOURCE_DIR "/tests/helm/values";
+inline const std::string kChartDir = rdmanet::test::source_dir() + "/deploy/helm/rdmanet";
+inline const std::string kValuesDir = rdmanet::test::source_dir() + "/tests/helm/values";
 
 // The executable `name` in the folder of peer `peer` ("helm"); or the CI failure / skip above.
 std::string peer_binary(const std::string& peer, const std::string& name);

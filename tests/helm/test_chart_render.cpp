@@ -14,6 +14,7 @@
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 #include "support/process.hpp"
+#include "support/build_paths.hpp"
 
 using namespace rdmanet::test::chart;
 using rdmanet::test::run_process;
@@ -98,7 +99,7 @@ std::string mount_path(const json& c, const std::string& volume_name) {
 }
 
 std::string help_of(const std::string& subcommand) {
-    auto r = run_process({RDMANET_BIN_DIR "/rdmanetctl", subcommand, "--help"});
+    auto r = run_process({rdmanet::test::bin_dir() + "/rdmanetctl", subcommand, "--help"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     return r.out;
@@ -196,7 +197,7 @@ TEST_CASE("helm: the chart's nv-ipam CRDs are deploy/crds' and kept on uninstall
         CHECK(crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep");
         CHECK(crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "rdmanet");
         const std::string plural = std::string(name).substr(0, std::string(name).find('.'));
-        std::ifstream in(RDMANET_SOURCE_DIR "/deploy/crds/nv-ipam.nvidia.com_" + plural + ".yaml");
+        std::ifstream in(rdmanet::test::source_dir() + "/deploy/crds/nv-ipam.nvidia.com_" + plural + ".yaml");
         const std::string text{std::istreambuf_iterator<char>(in), {}};
         const auto source = rdmanet::cni::translate::yaml_documents_to_json(text);
         REQUIRE_FALSE(source.empty());
@@ -257,10 +258,10 @@ namespace {
 std::vector<std::string> install_argv(const std::vector<json>& objects, const std::string& ds_name,
                                       const std::string& host) {
     const auto init = ctr(pod_spec(one(objects, "DaemonSet", ds_name)), "install");
-    std::vector<std::string> argv{RDMANET_BIN_DIR "/rdmanetctl", "install"};
+    std::vector<std::string> argv{rdmanet::test::bin_dir() + "/rdmanetctl", "install"};
     for (const auto& arg : init["args"]) {
         auto a = arg.get<std::string>();
-        a = replace_all(a, "=/opt/rdmanet/bin", "=" RDMANET_BIN_DIR);
+        a = replace_all(a, "=/opt/rdmanet/bin", "=" + rdmanet::test::bin_dir());
         a = replace_all(a, "=/host/", "=" + host + "/");
         argv.push_back(a);
     }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../unit/ipam_test_util.hpp"
+#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -75,12 +76,11 @@ TEST_CASE("rdmanetctl install --watch exits 0 at once on SIGTERM", "[ctl][signal
     ipam_test::TempDir dir;
     const std::string src = dir.path() + "/src", bin = dir.path() + "/bin", conf = dir.path() + "/conf";
     fs::create_directories(src);
-    for (const char* b : {"rdmanet", "rdmanet-ipam"})
-        fs::copy_file(std::string(RDMANET_BIN_DIR) + "/" + b, src + "/" + b);
+    for (const char* b : {"rdmanet", "rdmanet-ipam"}) fs::copy_file(rdmanet::test::bin_dir() + "/" + b, src + "/" + b);
     const std::string log = dir.path() + "/log";
     const pid_t pid =
-        start({std::string(RDMANET_BIN_DIR) + "/rdmanetctl", "install", "--watch", "--interval=60",
-               "--source-dir=" + src, "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf, "--service-account-dir", ""},
+        start({rdmanet::test::bin_dir() + "/rdmanetctl", "install", "--watch", "--interval=60", "--source-dir=" + src,
+               "--cni-bin-dir=" + bin, "--cni-conf-dir=" + conf, "--service-account-dir", ""},
               log);
     expect_prompt_exit(pid, log, "installed " + bin + "/rdmanet-ipam");
 }
@@ -96,7 +96,7 @@ TEST_CASE("rdmanetctl reconcile --interval exits 0 at once on SIGTERM, even in a
            "  user: {}\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n";
     const std::string log = dir.path() + "/log";
     const pid_t pid = start(
-        {std::string(RDMANET_BIN_DIR) + "/rdmanetctl", "reconcile", "--kubeconfig", kubeconfig, "--interval=300"}, log);
+        {rdmanet::test::bin_dir() + "/rdmanetctl", "reconcile", "--kubeconfig", kubeconfig, "--interval=300"}, log);
     std::this_thread::sleep_for(300ms);  // inside the first round
     expect_prompt_exit(pid, log, "");
 }

@@ -11,6 +11,7 @@
 #include "rdmanet/cni/doctor/doctor.hpp"
 #include "rdmanet/cni/translate/render.hpp"
 #include "support/process.hpp"
+#include "support/build_paths.hpp"
 
 using nlohmann::json;
 using rdmanet::test::run_process;
@@ -18,7 +19,7 @@ using rdmanet::test::run_process;
 namespace {
 
 std::vector<json> rendered() {
-    auto r = run_process({"kubectl", "kustomize", RDMANET_SOURCE_DIR "/deploy"});
+    auto r = run_process({"kubectl", "kustomize", rdmanet::test::source_dir() + "/deploy"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     return rdmanet::cni::translate::yaml_documents_to_json(r.out);
@@ -38,7 +39,7 @@ std::set<std::string> strings(const json& array) {
 }
 
 std::string help_of(const std::vector<std::string>& args) {
-    auto argv = std::vector<std::string>{RDMANET_BIN_DIR "/rdmanetctl"};
+    auto argv = std::vector<std::string>{rdmanet::test::bin_dir() + "/rdmanetctl"};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.push_back("--help");
     auto r = run_process(argv);

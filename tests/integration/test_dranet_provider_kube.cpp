@@ -15,8 +15,7 @@ TEST_CASE("dranet provider, kube datastore: the pool entry is the claim's, repea
     Env env(server);
     ProviderProcess p("kube");
     p.extra_env = env.env();
-    json ipam = env.conf("10.47.0.0/24")["ipam"];
-    ipam.erase("type");
+    json ipam = env.profile_ipam("10.47.0.0/24");
     p.write_profile("rail",
                     {{"network", "kubenet"}, {"ipam", ipam}, {"policyRouting", true}, kNoWhereaboutsReconciler});
     p.start();
@@ -59,8 +58,7 @@ TEST_CASE(
     Env env(server);
     ProviderProcess p("slices");
     p.extra_env = env.env();
-    json ipam = env.conf("10.71.0.0/16", {{"node_slice_size", "/25"}, {"network_name", "blue"}})["ipam"];
-    ipam.erase("type");
+    json ipam = env.profile_ipam("10.71.0.0/16", {{"node_slice_size", "/25"}, {"network_name", "blue"}});
     p.write_profile("blue", {{"ipam", ipam}, {"policyRouting", true}, kNoWhereaboutsReconciler});
     p.start();  // --node-name node-1
     const std::string pool = "/ippools/blue-node-1-10.71.0.0-25";
@@ -196,12 +194,10 @@ TEST_CASE(
 
     ProviderProcess p("kubeflag");
     p.extra_env = env.env();
-    json bare = env.conf("10.48.0.0/24")["ipam"];
-    bare.erase("type");
+    json bare = env.profile_ipam("10.48.0.0/24");
     bare.erase("kubernetes");
     p.write_profile("bare", {{"network", "kubenet"}, {"ipam", bare}, kNoWhereaboutsReconciler});
-    json own = env.conf("10.49.0.0/24")["ipam"];
-    own.erase("type");
+    json own = env.profile_ipam("10.49.0.0/24");
     p.write_profile("own", {{"network", "kubenet"}, {"ipam", own}, kNoWhereaboutsReconciler});
     p.extra_args = {"--kubeconfig", env.kubeconfig, "--namespace", flag_ns};
     p.start();

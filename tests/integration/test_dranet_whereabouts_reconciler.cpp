@@ -97,8 +97,7 @@ TEST_CASE("whereabouts' ip-reconciler releases a DRA claim's entry in an IPPool 
     Env env(server);
     ProviderProcess p("wbpeer");
     p.extra_env = env.env();
-    json ipam = env.conf("10.46.0.0/24")["ipam"];
-    ipam.erase("type");
+    json ipam = env.profile_ipam("10.46.0.0/24");
     // Without the statement the provider refuses the profile; with it (a wrong statement here)
     // the claim gets its entry, and whereabouts' reconciler shows what the refusal prevents.
     p.write_profile("rail", {{"network", "kubenet"}, {"ipam", ipam}, {"policyRouting", true}});

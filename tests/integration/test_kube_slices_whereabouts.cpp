@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "support/crd_schema.hpp"
+#include "support/build_paths.hpp"
 
 using namespace kube_test;
 using ipam_plugin_test::first_ip;
@@ -16,7 +17,7 @@ using ipam_plugin_test::first_ip;
 namespace {
 
 json fixture(const std::string& name) {
-    const std::string path = std::string(RDMANET_SOURCE_DIR) + "/tests/fixtures/whereabouts/" + name;
+    const std::string path = rdmanet::test::source_dir() + "/tests/fixtures/whereabouts/" + name;
     std::ifstream in(path);
     REQUIRE(in);
     return json::parse(std::string(std::istreambuf_iterator<char>(in), {}));

@@ -65,6 +65,14 @@ struct Env {
         return ipam_plugin_test::net_conf("kubenet", ipam);
     }
 
+    // The same IPAM config as the ipam object of a DRANET provider's profile: no "type" (a
+    // profile's IPAM is always the provider's own).
+    json profile_ipam(const std::string& range, json extra = json::object()) const {
+        json ipam = conf(range, std::move(extra))["ipam"];
+        ipam.erase("type");
+        return ipam;
+    }
+
     std::map<std::string, std::string> env() const { return {{"RDMANET_POLICY_FILE", policy}}; }
 
     CniOutcome call(const std::string& command, const json& conf, const std::string& container_id,

@@ -22,6 +22,8 @@ root=$3
 out=$4
 suite=${5:-rxe}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lab/initramfs_lib.sh
+. "$here/initramfs_lib.sh"
 
 # Kernel modules, each with its dependencies (insmod order). crc32_generic must be loaded by
 # hand before `rdma link add ... type rxe`: rdma_rxe asks the crypto API for "crc32" at link
@@ -55,13 +57,9 @@ case $suite in
   *) project+=("$build/bin/integration_tests") ;;
 esac
 
-rm -rf "$root"
-mkdir -p "$root"/usr/{bin,sbin,lib,lib64} "$root"/{etc,proc,sys,dev,run,tmp,var,root,lab}
-ln -s usr/bin "$root/bin"
-ln -s usr/sbin "$root/sbin"
-ln -s usr/lib "$root/lib"
+initramfs_skeleton
+mkdir -p "$root/usr/lib64"
 ln -s usr/lib64 "$root/lib64"
-ln -s ../run "$root/var/run"
 
 # Copies a host file into the root at its canonical path (symlinks resolved into the merged
 # /usr), and adds the name it was asked for as a symlink when that differs.
@@ -105,12 +103,7 @@ for tool in "${tools[@]}"; do copy_program "$tool"; done
 [[ $suite == rdma73 ]] && copy_file /usr/lib/x86_64-linux-gnu/libgcc_s.so.1
 
 # busybox: every other applet as a symlink in /usr/bin (mount, insmod, sed, ...).
-cp /usr/bin/busybox "$root/usr/bin/busybox"
-for applet in $(/usr/bin/busybox --list); do
-  [[ -e $root/usr/bin/$applet || -e $root/usr/sbin/$applet ]] && continue
-  case $applet in init | linuxrc) continue ;; esac
-  ln -s busybox "$root/usr/bin/$applet"
-done
+initramfs_busybox /usr/bin/busybox /usr/bin/busybox
 
 # libibverbs loads providers by the driver files' names; all of them, so enumeration behaves as
 # on a Debian host (only rxe finds a device).
@@ -118,16 +111,7 @@ mkdir -p "$root/etc/libibverbs.d"
 cp /etc/libibverbs.d/*.driver "$root/etc/libibverbs.d/"
 for provider in /usr/lib/x86_64-linux-gnu/libibverbs/*.so; do copy_program "$provider"; done
 
-# Project programs at the same absolute paths, without debug info (size of the initramfs).
-for program in "${project[@]}"; do
-  [[ -x $program ]] || { echo "missing $program (build it first)" >&2; exit 1; }
-  mkdir -p "$root$(dirname "$program")"
-  objcopy --strip-debug "$program" "$root$program"
-  copy_libs "$program"
-done
-# Where the lab looks for them without knowing the build dir.
-printf '%s\n' "$build" >"$root/lab/build_dir"
-printf '%s\n' "$suite" >"$root/lab/suite"
+initramfs_project objcopy X86-64 "${project[@]}"
 
 # The failpoint build's plugin, in a directory of its own: the guest points libcni's CNI path at
 # it only for the armed calls, and the normal binaries do the recovery. Only rdmanet: the lab's
@@ -148,40 +132,26 @@ if [[ $suite == sriov && -n $fp_build ]]; then
   [[ -s $root/lab/failpoints ]] || { echo "no step names found in failpoint.hpp's kFailpoints" >&2; exit 1; }
 fi
 
-# Kernel modules in dependency order, each once, with the parameters modprobe.d gives them.
-: >"$root/lab/modules"
-declare -A seen=()
-for module in "${modules[@]}"; do
-  while read -r verb path params; do
-    [[ $verb == insmod ]] || continue
-    [[ -n ${seen[$path]:-} ]] && continue
-    seen[$path]=1
-    if [[ -n $module_root ]]; then
-      # Debian 13 kernels ship xz-compressed modules; busybox insmod loads plain ones.
-      mkdir -p "$root/lab/mod"
-      plain=/lab/mod/$(basename "${path%.xz}")
-      if [[ $path == *.xz ]]; then xz -dc "$path" >"$root$plain"; else cp "$path" "$root$plain"; fi
-      printf '%s %s\n' "$plain" "$params" >>"$root/lab/modules"
-      continue
-    fi
-    copy_file "$path"
-    printf '%s %s\n' "$path" "$params" >>"$root/lab/modules"
-  done < <(modprobe ${module_root:+-d "$module_root"} -S "$kver" --show-depends "$module")
-done
+# Kernel modules in dependency order. From LAB_MODULE_ROOT: Debian 13 kernels ship xz-compressed
+# modules and busybox insmod loads plain ones, so they are unpacked into /lab/mod; from this
+# machine: at their own path.
+place_module() {
+  local plain
+  if [[ -n $module_root ]]; then
+    mkdir -p "$root/lab/mod"
+    plain=/lab/mod/$(basename "${1%.xz}")
+    if [[ $1 == *.xz ]]; then xz -dc "$1" >"$root$plain"; else cp "$1" "$root$plain"; fi
+    echo "$plain"
+  else
+    copy_file "$1"
+    echo "$1"
+  fi
+}
+initramfs_modules place_module ${module_root:+-d "$module_root"} -S "$kver" -- "${modules[@]}"
 
 # Dynamic linker configuration and cache for the copied libraries.
 cp /etc/ld.so.conf "$root/etc/"
 cp -r /etc/ld.so.conf.d "$root/etc/"
 ldconfig -r "$root" 2>/dev/null || true
 
-case $build in
-  /run/* | /proc/* | /sys/* | /dev/*)
-    echo "the build dir $build is hidden in the guest by a mount; use another one" >&2
-    exit 1 ;;
-esac
-
-# The in-guest scripts; /init is the entry point.
-cp "$here"/guest/*.sh "$root/lab/"
-install -m 0755 "$here/guest/init" "$root/init"
-
-(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$out"
+initramfs_pack "$out"

@@ -21,6 +21,8 @@ root=$5
 out=$6
 suite=$7
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lab/initramfs_lib.sh
+. "$here/initramfs_lib.sh"
 readelf=aarch64-linux-gnu-readelf
 objcopy=aarch64-linux-gnu-objcopy
 
@@ -30,12 +32,8 @@ tools=(bash ip rdma ibv_devinfo ibv_devices timeout)
 project=("$build/bin/rdmanet" "$build/bin/rdmanetctl" "$build/bin/rdmanet-ipam")
 libdirs=("$userland/lib/aarch64-linux-gnu" "$userland/usr/lib/aarch64-linux-gnu" /usr/lib/aarch64-linux-gnu)
 
-rm -rf "$root"
-mkdir -p "$root"/usr/{bin,sbin,lib/aarch64-linux-gnu} "$root"/{etc,proc,sys,dev,run,tmp,var,root,lab}
-ln -s usr/bin "$root/bin"
-ln -s usr/sbin "$root/sbin"
-ln -s usr/lib "$root/lib"
-ln -s ../run "$root/var/run"
+initramfs_skeleton
+mkdir -p "$root/usr/lib/aarch64-linux-gnu"
 
 # copy_libs <elf-in-root>: its interpreter and NEEDED libraries (recursively), each once, into
 # /usr/lib/aarch64-linux-gnu (on Debian's arm64 ld.so search path; /lib is a link to usr/lib).
@@ -76,13 +74,7 @@ done
 
 # busybox (static): every applet the tools above do not replace, listed by the arm64 busybox
 # itself under user-mode emulation.
-cp "$userland/bin/busybox" "$root/usr/bin/busybox"
-for applet in $(qemu-aarch64-static "$userland/bin/busybox" --list); do
-  [[ -e $root/usr/bin/$applet ]] && continue
-  case $applet in init | linuxrc) continue ;; esac
-  ln -s busybox "$root/usr/bin/$applet"
-done
-[[ -L $root/usr/bin/insmod ]] || { echo "build_initramfs_arm64: busybox lists no insmod" >&2; exit 1; }
+initramfs_busybox "$userland/bin/busybox" qemu-aarch64-static "$userland/bin/busybox"
 
 # libibverbs' providers and their driver files, as on a Debian host.
 mkdir -p "$root/etc/libibverbs.d" "$root/usr/lib/aarch64-linux-gnu/libibverbs"
@@ -92,41 +84,18 @@ for provider in "$userland"/usr/lib/aarch64-linux-gnu/libibverbs/*.so; do
   copy_libs "$root/usr/lib/aarch64-linux-gnu/libibverbs/$(basename "$provider")"
 done
 
-# The project's programs at the same absolute paths, without debug info; they must be aarch64.
-for program in "${project[@]}"; do
-  [[ -x $program ]] || { echo "missing $program (tests/run.sh build --arch arm64 first)" >&2; exit 1; }
-  $readelf -h "$program" | grep -q 'Machine:.*AArch64' || { echo "$program is not an aarch64 program" >&2; exit 1; }
-  mkdir -p "$root$(dirname "$program")"
-  $objcopy --strip-debug "$program" "$root$program"
-  copy_libs "$root$program"
-done
-printf '%s\n' "$build" >"$root/lab/build_dir"
-printf '%s\n' "$suite" >"$root/lab/suite"
+# The project's programs (tests/run.sh build --arch arm64), which must be aarch64.
+initramfs_project "$objcopy" AArch64 "${project[@]}"
 # The page size the guest's kernel must report (lab_arm64.sh checks it): 16 for the -16k flavour.
 case $kver in *-16k) echo 16 ;; *) echo 4 ;; esac >"$root/lab/page_kb"
 
-# Kernel modules in dependency order, each once, at their path in the guest.
-: >"$root/lab/modules"
-declare -A seen=()
-for module in "${modules[@]}"; do
-  while read -r verb path params; do
-    [[ $verb == insmod ]] || continue
-    [[ -n ${seen[$path]:-} ]] && continue
-    seen[$path]=1
-    guest_path=/lib/modules/$kver/${path#*/lib/modules/"$kver"/}
-    mkdir -p "$(dirname "$root$guest_path")"
-    cp "$path" "$root$guest_path"
-    printf '%s %s\n' "$guest_path" "$params" >>"$root/lab/modules"
-  done < <(modprobe -d "$kroot" -S "$kver" --show-depends "$module")
-done
+# Kernel modules in dependency order, at their path in the guest.
+place_module() {
+  local guest=/lib/modules/$kver/${1#*/lib/modules/"$kver"/}
+  mkdir -p "$(dirname "$root$guest")"
+  cp "$1" "$root$guest"
+  echo "$guest"
+}
+initramfs_modules place_module -d "$kroot" -S "$kver" -- "${modules[@]}"
 
-case $build in
-  /run/* | /proc/* | /sys/* | /dev/*)
-    echo "the build dir $build is hidden in the guest by a mount; use another one" >&2
-    exit 1 ;;
-esac
-
-cp "$here"/guest/*.sh "$root/lab/"
-install -m 0755 "$here/guest/init" "$root/init"
-
-(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$out"
+initramfs_pack "$out"

@@ -24,7 +24,6 @@ std::string string_field(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-std::string bin_dir() { return RDMANET_BIN_DIR; }
 std::string rdmanet_path() { return bin_dir() + "/rdmanet"; }
 std::string default_cni_path() { return bin_dir() + ":/usr/lib/cni"; }
 

@@ -9,12 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/build_paths.hpp"
 #include "support/process.hpp"
 
 namespace rdmanet::test {
 
-// <build>/bin, where rdmanet, rdmanet-ipam and cni-driver land.
-std::string bin_dir();
 // Plugin search path for the tests: our binaries first, then Debian's reference plugins
 // (host-local, macvlan, host-device).
 std::string default_cni_path();

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "rdmanet/cni/translate/render.hpp"
+#include "support/build_paths.hpp"
 
 namespace rdmanet::test {
 
@@ -58,7 +59,7 @@ void check(const json& schema, const json& value, const std::string& at, std::ve
 }  // namespace
 
 json crd_schema(const std::string& file, const std::string& version) {
-    const std::string path = std::string(RDMANET_SOURCE_DIR) + "/deploy/crds/" + file;
+    const std::string path = rdmanet::test::source_dir() + "/deploy/crds/" + file;
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read " + path);
     const json crd = cni::translate::yaml_to_json(std::string(std::istreambuf_iterator<char>(in), {}));

@@ -24,8 +24,6 @@ namespace rdmanet::test {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string test_bin_dir() { return RDMANET_TEST_BIN_DIR; }
-
 namespace {
 
 std::optional<ino_t> inode_of(const std::string& path) {

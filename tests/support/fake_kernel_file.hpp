@@ -40,6 +40,7 @@
 #include "rdmanet/netns/ipoib.hpp"
 #include "rdmanet/netns/rtnl.hpp"
 #include "rdmanet/netns/vf.hpp"
+#include "support/build_paths.hpp"
 #include "support/fake_rdma.hpp"
 #include "support/fake_vf_control.hpp"
 
@@ -51,8 +52,6 @@ inline constexpr const char* kFakeKernelStateEnv = "RDMANET_FAKE_KERNEL_STATE";
 inline constexpr const char* kFakeSysfsRootEnv = "RDMANET_FAKE_SYSFS_ROOT";
 // Below the fake sysfs root: the sysfs view of namespaces that own RDMA devices (see above).
 inline constexpr const char* kRdmaNetnsView = "rdma-netns";
-// <build>/test-bin: test-only executables (rdmanet-fakekernel), kept apart from the product's bin/.
-std::string test_bin_dir();
 
 class FakeKernelFile {
 public:

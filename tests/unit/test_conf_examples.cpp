@@ -14,6 +14,7 @@
 #include "rdmanet/cni/config/policy.hpp"
 #include "rdmanet/cni/node/dranet/profile.hpp"
 #include "rdmanet/cni/translate/render.hpp"
+#include "support/build_paths.hpp"
 
 using namespace rdmanet::cni::translate;
 namespace fs = std::filesystem;
@@ -21,7 +22,7 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kConf = RDMANET_SOURCE_DIR "/conf";
+const fs::path kConf = rdmanet::test::source_dir() + "/conf";
 
 std::string slurp(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);

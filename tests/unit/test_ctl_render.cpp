@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "rdmanet/cni/translate/render.hpp"
+#include "support/build_paths.hpp"
 
 using namespace rdmanet::cni::translate;
 using nlohmann::json;
@@ -461,7 +462,7 @@ TEST_CASE("render: the command prints YAML or JSON, errors on stderr with exit 1
     std::ostringstream out, err;
     RenderOptions options;
     options.output = "json";
-    CHECK(render(RDMANET_SOURCE_DIR "/conf/networks/hostdevice-net.yaml", options, out, err) == 0);
+    CHECK(render(rdmanet::test::source_dir() + "/conf/networks/hostdevice-net.yaml", options, out, err) == 0);
     CHECK(err.str().empty());
     CHECK(json::parse(out.str())["metadata"]["name"] == "hostdevice-net");
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "rdmanet/cni/translate/render.hpp"
+#include "support/build_paths.hpp"
 
 using namespace rdmanet::cni::translate;
 using nlohmann::json;
@@ -90,7 +91,7 @@ TEST_CASE("yaml: inputs on which yaml-cpp 0.7 LoadAll loops forever are errors",
     // without consuming the token. Found by fuzz_render; the files are its regression seeds.
     for (const char* name : {"loadall-loop.yaml", "comma.yaml"}) {
         INFO(name);
-        const auto text = read_file(std::string(RDMANET_SOURCE_DIR "/tests/fuzz/regressions/fuzz_render/") + name);
+        const auto text = read_file(rdmanet::test::source_dir() + "/tests/fuzz/regressions/fuzz_render/" + name);
         CHECK_THAT(error_of(text), Catch::Contains("not valid YAML: cannot parse at line"));
         RenderOptions options;
         CHECK_THROWS_WITH(render_documents(text, options), Catch::Contains("not valid YAML"));

@@ -11,6 +11,7 @@
 
 #include "rdmanet/cni/modes/registry.hpp"
 #include "rdmanet/cni/translate/render.hpp"
+#include "support/build_paths.hpp"
 
 using namespace rdmanet::cni;
 
@@ -43,7 +44,7 @@ struct Table {
 };
 
 Table readme_mode_table() {
-    std::ifstream in(RDMANET_SOURCE_DIR "/README.md");
+    std::ifstream in(rdmanet::test::source_dir() + "/README.md");
     REQUIRE(in);
     Table table;
     std::string line;

@@ -14,6 +14,7 @@
 #include "rdmanet/ipam/nvipam/blocks.hpp"
 #include "rdmanet/ipam/nvipam/pool.hpp"
 #include "fuzz/nvipam_pool_check.hpp"
+#include "support/build_paths.hpp"
 
 using namespace rdmanet::ipam;
 using namespace rdmanet::ipam::nvipam;
@@ -553,7 +554,7 @@ TEST_CASE("nv-ipam claim order: the one-pass claim picks what a scan of every en
 // The fuzz target's seed corpus at full size (libFuzzer cuts inputs to 8 KiB): deep and large
 // pools, a /0, overlapping status, wrong types - each a pool or a clean IpamError.
 TEST_CASE("nv-ipam pool objects: the fuzz corpus replayed whole", "[nvipam][hostile][fuzz]") {
-    const std::filesystem::path dir = RDMANET_SOURCE_DIR "/tests/fuzz/corpus/fuzz_nvipam_pool";
+    const std::filesystem::path dir = rdmanet::test::source_dir() + "/tests/fuzz/corpus/fuzz_nvipam_pool";
     int files = 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
         std::ifstream in(entry.path());

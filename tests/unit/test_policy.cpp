@@ -290,6 +290,13 @@ TEST_CASE("IPAM path limits: every file key checked, only when enforced", "[unit
     CHECK(refused(ok).empty());
     ok["data_dir"] = std::string(rdmanet::ipam::kDefaultDataDir);
     CHECK(refused(ok).empty());
+    // A directory key may name an allowed root itself; a file key only a file below one.
+    ok["data_dir"] = p.ipam_data_dirs.front();
+    CHECK(refused(ok).empty());
+    json root_as_file = base;
+    root_as_file["configuration_path"] = p.ipam_config_dirs.front();
+    CHECK(refused(root_as_file).starts_with("ipam.configuration_path"));
+    told.clear();
 
     struct Case {
         const char* key;

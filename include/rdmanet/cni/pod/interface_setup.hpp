@@ -2,7 +2,8 @@
 // The pod side of an attachment, inside the pod netns: per-interface sysctls, addresses, link
 // state, routes (in the main table, or in a table of its own with source rules under
 // policyRouting), waiting until IPv6 addresses are usable; their undo for DEL and their
-// verification for CHECK. The decisions are in pod_plan.hpp; this applies them.
+// verification for CHECK. The decisions are in pod_plan.hpp, the kernel's answers they are made
+// from in pod_facts.hpp; this applies them.
 #include <chrono>
 #include <functional>
 
@@ -29,12 +30,15 @@ struct PodInterfaceRequest {
     std::chrono::milliseconds dad_bound{10000};
 };
 
-// Sysctls (recorded originals first), addresses (IPv6 with IFA_F_NODAD unless DAD runs), link
-// UP, IPv6 DAD finished, then routes and, under policyRouting, the rules; concurrent ADDs into
-// one pod are serialised by NetnsLock while a table is chosen and claimed. An attachment never
-// adds a default route to the main table when the main table has one of that family. Returns the
-// record. Errors: Error(timeout) when DAD does not finish within dad_bound, Error(kernel_failure)
-// for an address DAD found duplicate, KernelError for kernel refusals.
+// Plans the whole setup first, as data (pod_plan.hpp: from the request and what the pod's kernel
+// says, read once), then applies it in one pass: the record, sysctls, addresses (IPv6 with
+// IFA_F_NODAD unless DAD runs), link UP, IPv6 DAD finished, then routes and, under policyRouting,
+// the rules. When the plan depends on what another ADD into the same pod can change (a free
+// table, the main table's default route), the kernel is read and the plan applied under the
+// pod's NetnsLock. An attachment never adds a default route to the main table when the main table
+// has one of that family. Returns the record. Errors: Error(timeout) when DAD does not finish
+// within dad_bound, Error(kernel_failure) for an address DAD found duplicate, KernelError for
+// kernel refusals; the plan's errors (plan_pod_setup) before anything changed.
 PodSetupRecord configure_pod_interface(const PodInterfaceRequest& request);
 
 // Undoes `record` in the pod netns: rules, routes of the recorded table on the link (when it is

@@ -1,7 +1,8 @@
 #pragma once
-// An exclusive lock on one network namespace, held while an ADD picks a routing table and
-// installs the rules that make it used: concurrent ADDs into the same pod (Multus may run a pod's
-// attachments in parallel) then never pick the same free table.
+// An exclusive lock on one network namespace, held from the reads an ADD's pod-side plan is made
+// from until the plan is applied: concurrent ADDs into the same pod (Multus may run a pod's
+// attachments in parallel) then never pick the same free table, nor both add a default route to
+// the main table.
 //
 // The lock is flock(2) on the namespace's own nsfs file: every opener of the same namespace
 // (through /run/netns/x, /proc/<pid>/ns/net or a bind mount) reaches the same inode, so no lock

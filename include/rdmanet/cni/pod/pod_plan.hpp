@@ -59,6 +59,9 @@ void check_pod_settings(const PodSettings& settings, const std::string& ifname, 
 std::vector<SysctlWrite> plan_sysctls(const PodSettings& settings, const std::string& ifname, bool has_v6,
                                       bool skip_dad);
 
+// Whether any of `ips` is an IPv6 address (IPv6 is then turned on for the interface).
+bool has_v6(const std::vector<IpConfig>& ips);
+
 // Whether DAD is skipped for this attachment's IPv6 addresses: ipv6.dad when given, else skipped
 // for the embedded IPAM only (its addresses are unique by construction).
 bool skip_dad(const PodSettings& settings, bool embedded_ipam);
@@ -101,5 +104,70 @@ std::vector<netns::RouteInfo> plan_main_routes(const std::vector<IpConfig>& ips,
                                                int index);
 
 bool is_default_route(const netns::RouteInfo& route);
+
+// ---- One attachment's whole pod-side setup, planned before anything changes ---------------
+// configure_pod_interface (interface_setup.hpp) asks pod_query what it must know, reads that from
+// the pod's kernel (read_pod_facts, pod_facts.hpp), has plan_pod_setup decide everything from
+// the request and those facts, and applies the plan in one pass.
+
+// What the request says about the pod side of one attachment.
+struct PodSetupInput {
+    std::string ifname;
+    int index = 0;              // the link in the pod
+    std::vector<IpConfig> ips;  // the attachment's own addresses (own_ips)
+    std::vector<Route> routes;  // the IPAM's routes
+    PodSettings settings;
+    bool embedded_ipam = false;  // the addresses come from rdmanet-ipam (DAD may be skipped)
+};
+
+// What the plan needs from the pod's kernel, and whether it must be read under the pod's lock:
+// the lock is needed when another ADD into the same pod can change the answer before this plan is
+// applied (a free table; whether the main table has a default route).
+struct PodQuery {
+    bool lock = false;
+    bool tables_in_use = false;           // the pod's route tables and rules: free tables to choose
+    std::optional<unsigned> fixed_table;  // policyRouting.table: who in the pod uses it already
+    std::vector<std::string> sysctls;     // paths whose values are recorded before they are written
+    bool main_defaults = false;           // the families of the main table's default routes
+};
+
+// The pod's kernel as read for a PodQuery.
+struct PodFacts {
+    std::vector<unsigned> route_tables;
+    std::vector<netns::RuleInfo> rules;
+    std::optional<std::string> fixed_table_user;  // what uses the fixed table; nullopt: nothing
+    struct SysctlValue {
+        std::string path;
+        std::optional<std::string> value;  // nullopt: unreadable, `error` says why
+        std::string error;
+    };
+    std::vector<SysctlValue> sysctls;
+    std::vector<int> main_default_families;  // AF_INET / AF_INET6
+};
+
+// Everything one ADD does in the pod, in the order it is applied. The record is saved before the
+// first change, so that DEL (and a DEL after a crash half-way) undoes exactly what was planned.
+struct PodSetupPlan {
+    PodSetupRecord record;
+    std::vector<SysctlWrite> sysctls;
+    std::vector<std::string> notify_sysctls;  // set to 1, best effort (arp_notify, ndisc_notify)
+    std::vector<base::IpNetwork> addresses;
+    bool nodad = true;                                     // IPv6 addresses with IFA_F_NODAD
+    bool wait_for_dad = false;                             // IPv6 addresses that run DAD: wait until none is tentative
+    std::vector<netns::RouteInfo> table_routes;            // policyRouting: each address's table
+    std::vector<netns::RouteInfo> source_hints;            // the main table's IPv6 subnet routes, replaced
+    std::vector<netns::RouteInfo> main_routes;             // the main table (a default only where none was)
+    std::vector<netns::RouteInfo> main_defaults_left_out;  // the main table had one of the family
+    bool policy_routing = false;                           // then the record's rules, after every route
+};
+
+// What plan_pod_setup needs to know from the pod, and whether under the lock.
+PodQuery pod_query(const PodSetupInput& in);
+
+// The whole setup from the request and the kernel's answer to pod_query(in). Errors, before
+// anything changed: Error(invalid_config) for a fixed policyRouting.table used in the pod already
+// or given two gateways of one family, and for a sysctl the interface does not have;
+// Error(try_again) when every routing table is in use.
+PodSetupPlan plan_pod_setup(const PodSetupInput& in, const PodFacts& facts);
 
 }  // namespace rdmanet::cni

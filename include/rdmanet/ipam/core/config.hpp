@@ -133,11 +133,11 @@ enum class Strictness {
 
 // Where the ipam object's file keys may point: the node policy, filled in by the cni layer
 // (rdmanet::cni::NodePolicy::ipam_limits()). Not enforced by default (library callers, unit tests).
-// Checked by load_ipam_config before any file is opened: configuration_path against config_dirs
-// (and read with open_confined, no symlink below the dir), then on the merged object
-// kubernetes.kubeconfig against kubeconfig_dirs, data_dir against data_dirs (the default data dir
-// is always allowed), log_file against log_dir. A refusal is IpamError(invalid_config) naming the key and the
-// allowed place; `on_refusal` (optional) is told first, for the audit log.
+// The keys and the place each may point are one table (kPathKeys, ipam/core/config.cpp):
+// configuration_path in config_dirs (read with open_confined, no symlink below the dir),
+// kubernetes.kubeconfig in kubeconfig_dirs, data_dir in data_dirs (the default is always allowed),
+// log_file in log_dir; load_ipam_config checks them before any file is opened. A refusal is
+// IpamError(invalid_config) naming the key and the place; `on_refusal` (optional) is told first.
 struct PathLimits {
     bool enforced = false;
     std::vector<std::string> config_dirs;
