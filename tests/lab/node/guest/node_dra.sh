@@ -32,7 +32,8 @@ start_provider() {
 start_dranet() {
   dranet --kubeconfig="$KUBECONFIG" --hostname-override="$NODE" --profile-provider=webhook \
     --webhook-url=unix:///run/rdmanet/dranet.sock --cloud-provider-hint=NONE \
-    --db-path=/var/lib/dranet/dranet.db --bind-address=127.0.0.1:9177 --v=4 >>"$LOGS/dranet.log" 2>&1 &
+    --db-path=/var/lib/dranet/dranet.db --bind-address=127.0.0.1:9177 --inventory-max-poll-interval=5s --v=4 \
+    >>"$LOGS/dranet.log" 2>&1 &
   DRANET_PID=$!
 }
 critical "dra: rdmanetctl dranet-provider serves /run/rdmanet/dranet.sock" start_provider

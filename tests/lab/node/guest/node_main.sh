@@ -142,8 +142,8 @@ EOF
 kubelet --config=/etc/kubernetes/kubelet.yaml --kubeconfig="$KUBECONFIG" --hostname-override="$NODE" \
   --node-ip=10.0.2.15 --root-dir=/var/lib/kubelet --v=1 >"$LOGS/kubelet.log" 2>&1 &
 KUBELET_PID=$!
-kubelet_alive() { sleep 20; kill -0 "$KUBELET_PID"; }
-critical "kubelet still running 20 s after its start" kubelet_alive
+kubelet_alive() { sleep 10; kill -0 "$KUBELET_PID"; }
+critical "kubelet still running 10 s after its start" kubelet_alive
 node_ready() {
   [ "$(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
