@@ -11,6 +11,7 @@
 #                                       against Debian's and the newest reference plugins (never
 #                                       part of `test`)
 #   tests/run.sh fuzz [SECONDS]         every fuzz target for SECONDS (default 600) each
+#   tests/run.sh lab SUITE              one kernel lab: rxe, sriov, rdma73 or node (docs/kernel-lab.md)
 # BUILD_DIR (default ./build) and JOBS (default nproc) can be set in the environment.
 set -euo pipefail
 
@@ -142,7 +143,8 @@ fuzzing() {
 # need into /var/cache/rdmanet-peers (or reuses it) and exports RDMANET_PEER_<NAME> for them.
 # In CI (CI set) a suite whose peer is missing fails; elsewhere it skips with a message.
 peers_cache=${PEERS_CACHE:-/var/cache/rdmanet-peers}
-ci_peers=(etcd kube-1.37 kube-1.34 whereabouts cnitool cni-plugins multus helm kustomize)
+ci_peers=(etcd kube-1.37 kube-1.34 whereabouts cnitool cni-plugins multus helm kustomize
+          kube-node-1.37 kubectl-1.37 containerd containerd-node dranet)
 # On a machine without the peers' cache their build is most of an hour of CPU, and much of `test`
 # leaves a core idle (downloads, guests booting, suites waiting on processes): `test` starts the
 # build in the background at once, at a lower priority, and the peers stage waits for it.
@@ -329,7 +331,8 @@ arm64_stages() {
 peer_stages() {
   local names=("peers: build or reuse" "kubereal: kube-apiserver 1.37 + etcd 3.6"
                "kubereal: kube-apiserver 1.34 + etcd 3.6" "interop: whereabouts, Multus, cnitool"
-               "helm: lint, template, kustomize parity, server-side dry run") name
+               "helm: lint, template, kustomize parity, server-side dry run"
+               "kernel lab: node (kubelet, containerd, Multus, DRANET)") name
   if [[ ${PEERS:-1} == 0 ]]; then
     skip_stages "PEERS=0" "${names[@]}"
     return 0
@@ -339,6 +342,12 @@ peer_stages() {
   stage "${names[2]}" "$here/peers/kubereal.sh" "$build" kube-1.34
   stage "${names[3]}" bash -c 'cd "$1" && ctest --output-on-failure --timeout 900 -L "interop|peer-whereabouts"' _ "$build"
   stage "${names[4]}" "$here/helm/check_chart.sh" "$build"
+  # The node lab (tests/lab/run_node_lab.sh): a real kubelet, containerd and DRANET in a 7.3 guest.
+  if [[ ${LAB:-1} != 0 ]]; then
+    stage "${names[5]}" "$here/lab/run_node_lab.sh" "$build"
+  else
+    skip_stages "LAB=0" "${names[5]}"
+  fi
 }
 
 # The machine's own rdmanet paths must come out of the suites as they went in
@@ -468,6 +477,20 @@ case "${1:-}" in
     echo
     exec "$here/bench/multirail_bench.sh" "$build" "${3:-10}"
     ;;
+  lab)
+    # lab SUITE: build what the labs run and boot one of them: rxe, sriov, rdma73 (tests/lab/
+    # run_lab.sh) or node (tests/lab/run_node_lab.sh: kubelet, containerd, Multus and DRANET).
+    need_root
+    install_missing "${test_packages[@]}"
+    use_ccache
+    configure -DRDMANET_BUILD_TESTS=ON
+    build rdmanet rdmanet-ipam rdmanetctl cni-driver integration_tests
+    case "${2:-}" in
+      node) exec "$here/lab/run_node_lab.sh" "$build" ;;
+      rxe | sriov | rdma73) exec "$here/lab/run_lab.sh" "$build" "$2" ;;
+      *) echo "usage: $0 lab rxe|sriov|rdma73|node" >&2; exit 2 ;;
+    esac
+    ;;
   fuzz)
     # fuzz [SECONDS]: the hardening build's fuzz targets, each for SECONDS (default 600), from the
     # kept corpus under /var/cache/rdmanet-fuzz, which the run grows.
@@ -479,7 +502,7 @@ case "${1:-}" in
     fuzzing "${2:-600}"
     ;;
   *)
-    echo "usage: $0 demo|test|build [--arch arm64]|peers [name...]|bench [ITERATIONS [POD_ITERATIONS]]|fuzz [SECONDS]" >&2
+    echo "usage: $0 demo|test|build [--arch arm64]|peers [name...]|bench [ITERATIONS [POD_ITERATIONS]]|fuzz [SECONDS]|lab SUITE" >&2
     exit 2
     ;;
 esac

@@ -61,42 +61,6 @@ initramfs_skeleton
 mkdir -p "$root/usr/lib64"
 ln -s usr/lib64 "$root/lib64"
 
-# Copies a host file into the root at its canonical path (symlinks resolved into the merged
-# /usr), and adds the name it was asked for as a symlink when that differs.
-copy_file() {
-  local src=$1 real dest
-  real=$(realpath "$src")
-  dest="$root$real"
-  if [[ ! -e $dest ]]; then
-    mkdir -p "$(dirname "$dest")"
-    cp "$real" "$dest"
-  fi
-  # Keep the requested name (e.g. libfoo.so.1 -> libfoo.so.1.2.3) reachable in the guest.
-  local asked
-  asked=$(realpath -s "$src")
-  asked=${asked/#\/lib\//\/usr\/lib\/}
-  asked=${asked/#\/lib64\//\/usr\/lib64\/}
-  asked=${asked/#\/bin\//\/usr\/bin\/}
-  asked=${asked/#\/sbin\//\/usr\/sbin\/}
-  if [[ $asked != "$real" && ! -e $root$asked ]]; then
-    mkdir -p "$(dirname "$root$asked")"
-    ln -s "$real" "$root$asked"
-  fi
-}
-
-# The shared libraries of an ELF file, as ldd resolves them (nothing for static programs).
-copy_libs() {
-  local lib
-  while read -r lib; do
-    [[ -n $lib ]] && copy_file "$lib"
-  done < <(ldd "$1" 2>/dev/null | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}')
-}
-
-copy_program() {
-  copy_file "$1"
-  copy_libs "$1"
-}
-
 for tool in "${tools[@]}"; do copy_program "$tool"; done
 # glibc loads libgcc_s at run time (dlopen) for pthread_exit/cancellation, which rping's threads
 # use; ldd does not list it.

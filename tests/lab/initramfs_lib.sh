@@ -1,11 +1,49 @@
 # shellcheck shell=bash
-# What the two initramfs builders share (build_initramfs.sh for x86-64 from this machine's files,
-# build_initramfs_arm64.sh from an unpacked arm64 userland); sourced, not run. The caller sets
-# `root` (the staging dir), `build` (the build dir, absolute), `here` (tests/lab) and defines
-# copy_libs ELF_IN_ROOT, which copies the libraries that ELF file needs into the root.
+# What the initramfs builders share (build_initramfs.sh for x86-64 from this machine's files,
+# build_initramfs_arm64.sh from an unpacked arm64 userland, node/build_node_guest.sh for the node
+# lab); sourced, not run. The caller sets `root` (the staging dir), `build` (the build dir,
+# absolute) and `here` (tests/lab). copy_libs ELF copies the libraries an ELF file needs into the
+# root; the one below asks ldd (this machine's files), and the arm64 builder defines its own.
 # The guest layout: a merged /usr (bin, sbin and lib are links into usr/), the project's programs
 # at the same absolute paths as in the build dir, /lab/modules in insmod order, the in-guest
 # scripts in /lab and /init.
+
+# copy_file FILE: a host file into the root at its canonical path (symlinks resolved into the
+# merged /usr), and the name it was asked for as a symlink when that differs.
+copy_file() {
+  local src=$1 real dest asked
+  real=$(realpath "$src")
+  dest="$root$real"
+  if [[ ! -e $dest ]]; then
+    mkdir -p "$(dirname "$dest")"
+    cp "$real" "$dest"
+  fi
+  # Keep the requested name (e.g. libfoo.so.1 -> libfoo.so.1.2.3) reachable in the guest.
+  asked=$(realpath -s "$src")
+  asked=${asked/#\/lib\//\/usr\/lib\/}
+  asked=${asked/#\/lib64\//\/usr\/lib64\/}
+  asked=${asked/#\/bin\//\/usr\/bin\/}
+  asked=${asked/#\/sbin\//\/usr\/sbin\/}
+  if [[ $asked != "$real" && ! -e $root$asked ]]; then
+    mkdir -p "$(dirname "$root$asked")"
+    ln -s "$real" "$root$asked"
+  fi
+}
+
+# copy_libs ELF: the shared libraries of an ELF file as ldd resolves them on this machine
+# (nothing for static programs).
+copy_libs() {
+  local lib
+  while read -r lib; do
+    [[ -n $lib ]] && copy_file "$lib"
+  done < <(ldd "$1" 2>/dev/null | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}')
+}
+
+# copy_program FILE: a host program and its libraries.
+copy_program() {
+  copy_file "$1"
+  copy_libs "$1"
+}
 
 # initramfs_skeleton: the empty root, with the merged-/usr links.
 initramfs_skeleton() {

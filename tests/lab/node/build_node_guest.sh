@@ -17,36 +17,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-# Copies a host file into the root at its canonical path (symlinks resolved into the merged
-# /usr), and adds the name it was asked for as a symlink when that differs.
-copy_file() {
-  local src=$1 real dest asked
-  real=$(realpath "$src")
-  dest="$root$real"
-  if [[ ! -e $dest ]]; then
-    mkdir -p "$(dirname "$dest")"
-    cp "$real" "$dest"
-  fi
-  asked=$(realpath -s "$src")
-  asked=${asked/#\/lib\//\/usr\/lib\/}
-  asked=${asked/#\/lib64\//\/usr\/lib64\/}
-  asked=${asked/#\/bin\//\/usr\/bin\/}
-  asked=${asked/#\/sbin\//\/usr\/sbin\/}
-  if [[ $asked != "$real" && ! -e $root$asked ]]; then
-    mkdir -p "$(dirname "$root$asked")"
-    ln -s "$real" "$root$asked"
-  fi
-}
-copy_libs() {
-  local lib
-  while read -r lib; do
-    [[ -n $lib ]] && copy_file "$lib"
-  done < <(ldd "$1" 2>/dev/null | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}')
-}
-copy_program() {
-  copy_file "$1"
-  copy_libs "$1"
-}
+# copy_file, copy_libs, copy_program: shared with the other labs' builders.
+# shellcheck source=tests/lab/initramfs_lib.sh
+. "$here/../initramfs_lib.sh"
 # install_bin <file> <dir>: a (static Go) program into <dir> of the root, with its libraries.
 install_bin() {
   mkdir -p "$root$2"
@@ -120,9 +93,9 @@ make_image() {
 build_base() {
   local kver=$1 module_root=$2 cache=$3 key_src key out
   mkdir -p "$cache"
-  # The key: this script, pause.c, the peers' build records, the packages' versions, the kernel.
+  # The key: this script and the shared one, pause.c, the peers' build records, the packages' versions, the kernel.
   key_src=$({
-    sha256sum "$0" "$here/pause.c"
+    sha256sum "$0" "$here/../initramfs_lib.sh" "$here/pause.c"
     for e in "${PEER_BINS[@]}"; do
       read -r peer bin _ <<<"$e"
       sha256sum "$(peer_bin "$peer" "$bin")" | cut -d' ' -f1
