@@ -480,16 +480,17 @@ case "${1:-}" in
   lab)
     # lab SUITE: build what the labs run and boot one of them: rxe, sriov, rdma73 (tests/lab/
     # run_lab.sh) or node (tests/lab/run_node_lab.sh: kubelet, containerd, Multus and DRANET).
+    case "${2:-}" in
+      node) lab=("$here/lab/run_node_lab.sh" "$build") ;;
+      rxe | sriov | rdma73) lab=("$here/lab/run_lab.sh" "$build" "$2") ;;
+      *) echo "usage: $0 lab rxe|sriov|rdma73|node" >&2; exit 2 ;;
+    esac
     need_root
     install_missing "${test_packages[@]}"
     use_ccache
     configure -DRDMANET_BUILD_TESTS=ON
     build rdmanet rdmanet-ipam rdmanetctl cni-driver integration_tests
-    case "${2:-}" in
-      node) exec "$here/lab/run_node_lab.sh" "$build" ;;
-      rxe | sriov | rdma73) exec "$here/lab/run_lab.sh" "$build" "$2" ;;
-      *) echo "usage: $0 lab rxe|sriov|rdma73|node" >&2; exit 2 ;;
-    esac
+    exec "${lab[@]}"
     ;;
   fuzz)
     # fuzz [SECONDS]: the hardening build's fuzz targets, each for SECONDS (default 600), from the
