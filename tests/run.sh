@@ -42,18 +42,8 @@ test_packages=(
   iputils-arping ccache curl
 )
 
-# install_missing package...: apt-get installs those not installed yet.
-install_missing() {
-  local missing=()
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if ((${#missing[@]})); then
-    echo "== installing: ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  fi
-}
+# shellcheck source=tests/ci/install_missing.sh
+. "$here/ci/install_missing.sh"
 
 # ccache under every C++ build (main, sanitizers, failpoints, and the arm64 cross build, which reads
 # the same environment). The cache lives outside the checkout and is size-capped; CCACHE_BASEDIR

@@ -37,15 +37,9 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   dpkg --add-architecture arm64
   apt-get update -qq
 fi
-missing=()
-for p in "${host_packages[@]}" "${arm64_dev[@]/%/:arm64}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "== arm64: installing: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# shellcheck source=tests/ci/install_missing.sh
+. "$here/../ci/install_missing.sh"
+install_missing "${host_packages[@]}" "${arm64_dev[@]/%/:arm64}"
 
 # libyaml-cpp-dev:arm64 and its shared library package (yaml-cpp's CMake file checks the .so
 # exists; the product links the .a), the same version as the installed amd64 ones, unpacked

@@ -57,15 +57,9 @@ packages=(qemu-system-x86 linux-image-amd64 busybox-static iproute2 rdma-core ib
 # (readelf, objcopy), qemu-user to list the arm64 busybox's applets; kernel and guest userland
 # are unpacked by fetch_arm64.sh, not installed.
 [[ $suite == arm64* ]] && packages=(qemu-system-arm cpio kmod xz-utils binutils-aarch64-linux-gnu qemu-user-static)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "== lab: installing: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# shellcheck source=tests/ci/install_missing.sh
+. "$here/../ci/install_missing.sh"
+install_missing "${packages[@]}"
 
 module_root=
 if [[ $suite == arm64* ]]; then

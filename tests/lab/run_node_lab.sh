@@ -37,15 +37,9 @@ done
 
 packages=(qemu-system-x86 busybox-static iproute2 rdma-core ibverbs-providers ibverbs-utils perftest
           rdmacm-utils util-linux xz-utils cpio kmod binutils runc jq openssl gcc libc6-dev curl socat)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "== node lab: installing: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# shellcheck source=tests/ci/install_missing.sh
+. "$here/../ci/install_missing.sh"
+install_missing "${packages[@]}"
 
 # The peers (built from their pinned modules on first use, then reused).
 peers=(etcd kube-1.37 kube-node-1.37 kubectl-1.37 containerd containerd-node dranet multus cni-plugins)

@@ -86,6 +86,19 @@ retry() {
   done
 }
 
+# load_modules: insmod, in order, every module of /lab/modules (one line per module: its path and
+# its parameters, written by the initramfs builder). check_modules_load: that as one check, the
+# modules' names in the check's name.
+load_modules() {
+  while read -r path params; do
+    # shellcheck disable=SC2086 # params are separate words
+    insmod "$path" $params || return 1
+  done </lab/modules
+}
+check_modules_load() {
+  check "kernel modules load ($(sed 's|.*/||; s|\.ko.*||' /lab/modules | tr '\n' ' '))" load_modules
+}
+
 lab_summary() {
   echo "RDMANET-LAB-SUMMARY pass=$LAB_PASS fail=$LAB_FAIL skip=$LAB_SKIP"
 }

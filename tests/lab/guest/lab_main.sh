@@ -7,13 +7,7 @@ export BUILD_DIR
 export PATH="$BUILD_DIR/bin:$PATH"
 
 echo "== modules"
-load_modules() {
-  while read -r path params; do
-    # shellcheck disable=SC2086 # params are separate words
-    insmod "$path" $params || return 1
-  done </lab/modules
-}
-check "kernel modules load ($(sed 's|.*/||; s|\.ko.*||' /lab/modules | tr '\n' ' '))" load_modules
+check_modules_load
 mount_configfs() { mount -t configfs configfs /sys/kernel/config && [ -d /sys/kernel/config/rdma_cm ]; }
 check "configfs mounted at /sys/kernel/config, rdma_cm's group there" mount_configfs
 

@@ -29,13 +29,7 @@ critical() {
 
 
 echo "== node: modules, network"
-load_modules() {
-  while read -r path params; do
-    # shellcheck disable=SC2086 # params are separate words
-    insmod "$path" $params || return 1
-  done </lab/modules
-}
-check "kernel modules load ($(sed 's|.*/||; s|\.ko.*||' /lab/modules | tr '\n' ' '))" load_modules
+check_modules_load
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 
 # The NICs, found by the MACs the host gave them: the uplink (QEMU user networking: the only way
