@@ -165,6 +165,8 @@ build_one() {
     rm -rf "$tmp"
     die "$name $version: a module of tests/peers/$group could not be fetched or verified: ${why:-see go mod download}"
   fi
+  # No debug information: -s -w leaves it out of the binaries, and -dwarf=false keeps the compiler
+  # from making it (measured on the reference plugins from an empty build cache: 16% less time).
   local p pkg out ldflags
   ldflags="-s -w$(extra_ldflags "$module" "$version")"
   for p in $pkgs; do
@@ -172,7 +174,7 @@ build_one() {
     out=${p#*=}
     log "$name $version: go build $pkg -> $out"
     if ! (cd "$here/$group" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -trimpath -buildvcs=false" \
-      go build -ldflags="$ldflags" -o "$tmp/$out" "$pkg") >>"$logf" 2>&1; then
+      go build -gcflags=all=-dwarf=false -ldflags="$ldflags" -o "$tmp/$out" "$pkg") >>"$logf" 2>&1; then
       local why
       why=$(reason_of "$logf")
       tail -n 20 "$logf" >&2
