@@ -133,29 +133,47 @@ fuzzing() {
 # need into /var/cache/rdmanet-peers (or reuses it) and exports RDMANET_PEER_<NAME> for them.
 # In CI (CI set) a suite whose peer is missing fails; elsewhere it skips with a message.
 peers_cache=${PEERS_CACHE:-/var/cache/rdmanet-peers}
-ci_peers=(etcd kube-1.37 kube-1.34 whereabouts cnitool cni-plugins multus helm kustomize
-          kube-node-1.37 kubectl-1.37 containerd containerd-node dranet)
+suite_peers=(etcd kube-1.37 kube-1.34 whereabouts cnitool cni-plugins multus helm kustomize)
+node_lab_peers=(kube-node-1.37 kubectl-1.37 containerd containerd-node dranet)
 # On a machine without the peers' cache their build is most of an hour of CPU, and much of `test`
 # leaves a core idle (downloads, guests booting, suites waiting on processes): `test` starts the
-# build in the background at once, at a lower priority, and the peers stage waits for it.
+# build in the background at once, at a lower priority. It builds the suites' peers first, then
+# the node lab's: the peers stage waits only for the first part, so the Kubernetes suites run
+# while the node lab's peers build, and the node lab's stage waits for the second part.
 peers_pid=
 peers_log=
 start_peers_build() {
   peers_log=$(mktemp -d /tmp/rdmanet-peers-build.XXXXXX)
-  ( rc=0
-    nice -n 10 env PEERS_CACHE="$peers_cache" "$here/peers/build_peers.sh" "${ci_peers[@]}" \
-      >"$peers_log/out" 2>"$peers_log/err" || rc=$?
-    echo "$rc" >"$peers_log/rc" ) &
+  ( build_part() { # build_part PART name...: one part, its log and exit status in $peers_log/PART.*
+      local part=$1 rc=0
+      shift
+      nice -n 10 env PEERS_CACHE="$peers_cache" "$here/peers/build_peers.sh" "$@" \
+        >"$peers_log/$part.out" 2>"$peers_log/$part.err" || rc=$?
+      echo "$rc" >"$peers_log/$part.rc"
+    }
+    build_part suites "${suite_peers[@]}"
+    if [[ ${LAB:-1} != 0 ]]; then build_part node-lab "${node_lab_peers[@]}"; fi
+  ) &
   peers_pid=$!
-  echo "== peers: building or reusing ${ci_peers[*]} in the background (log $peers_log/err)"
+  echo "== peers: building or reusing ${suite_peers[*]} in the background (logs in $peers_log)"
+  [[ ${LAB:-1} == 0 ]] || echo "== peers: then the node lab's: ${node_lab_peers[*]}"
 }
-wait_peers_build() {
+# wait_peers_part PART: waits for that part of the background build, prints its log, fails when
+# it failed, and exports RDMANET_PEER_<NAME> for every peer built so far.
+wait_peers_part() {
   [[ -n $peers_pid ]] || { echo "the peers' background build was not started" >&2; return 1; }
-  wait "$peers_pid" || true
-  cat "$peers_log/err" "$peers_log/out"
-  [[ $(cat "$peers_log/rc" 2>/dev/null) == 0 ]] || return 1
+  while [[ ! -f $peers_log/$1.rc ]]; do
+    kill -0 "$peers_pid" 2>/dev/null || [[ -f $peers_log/$1.rc ]] ||
+      { echo "the peers' background build ended before its part '$1'" >&2; return 1; }
+    sleep 2
+  done
+  cat "$peers_log/$1.err" "$peers_log/$1.out"
+  [[ $(cat "$peers_log/$1.rc") == 0 ]] || return 1
   # shellcheck source=tests/peers/peer_env.sh
   PEERS_CACHE=$peers_cache . "$here/peers/peer_env.sh"
+}
+node_lab() {
+  wait_peers_part node-lab && "$here/lab/run_node_lab.sh" "$build"
 }
 
 # ctest splits a test name at ';' (one Catch2 test case would become two failing ctest entries).
@@ -327,14 +345,14 @@ peer_stages() {
     skip_stages "PEERS=0" "${names[@]}"
     return 0
   fi
-  stage "${names[0]}" wait_peers_build
+  stage "${names[0]}" wait_peers_part suites
   stage "${names[1]}" "$here/peers/kubereal.sh" "$build" kube-1.37
   stage "${names[2]}" "$here/peers/kubereal.sh" "$build" kube-1.34
   stage "${names[3]}" bash -c 'cd "$1" && ctest --output-on-failure --timeout 900 -L "interop|peer-whereabouts"' _ "$build"
   stage "${names[4]}" "$here/helm/check_chart.sh" "$build"
   # The node lab (tests/lab/run_node_lab.sh): a real kubelet, containerd and DRANET in a 7.3 guest.
   if [[ ${LAB:-1} != 0 ]]; then
-    stage "${names[5]}" "$here/lab/run_node_lab.sh" "$build"
+    stage "${names[5]}" node_lab
   else
     skip_stages "LAB=0" "${names[5]}"
   fi
