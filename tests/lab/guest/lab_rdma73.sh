@@ -78,10 +78,10 @@ rping_pair() { # <pod-a> <pod-b> <ip-a>
 
 # perftest's result line "<bytes> <iterations> <peak> <average> <msg rate>": present on the
 # client with the asked size and count and a positive average.
-bw_line_ok() { # <file> <bytes> <iterations>
+bw_line_ok() { # <file> <bytes> <iterations> [any]: the results line, its average above 0 unless "any"
   _line=$(awk -v b="$2" -v n="$3" '$1 == b && $2 == n' "$1" | tail -n1)
   echo "bandwidth line: ${_line:-(none)}"
-  [ -n "$_line" ] && echo "$_line" | awk '{exit !($4 > 0)}'
+  [ -n "$_line" ] && { [ "${4:-}" = any ] || echo "$_line" | awk '{exit !($4 > 0)}'; }
 }
 write_bw_pair() { # <pod-a> <pod-b> <ip-a> <dev-a> <dev-b>: rdma_cm (-R), 1 MiB x 20
   run_pair "$1" "$2" ib_write_bw -R -F -d "$4" -s 1048576 -n 20 -- \
@@ -261,7 +261,11 @@ rail_traffic() {
   _sr0=$(if_bytes p5 "$_used" rx) _so0=$(if_bytes p5 "$_other" rx)
   run_pair p5 p6 ib_write_bw -R -F -d "rxe_p5$_rail" -s 65536 -n 20 -- \
     ib_write_bw -R -F -d "rxe_p6$_rail" -s 65536 -n 20 "$_ip" || return 1
-  bw_line_ok /tmp/cli.out 65536 20 || return 1
+  # The results line says the 20 writes completed; its figure is not asserted here, the byte
+  # counters below measure this traffic. Under TCG on a loaded host perftest's cycle clock can be
+  # off (it warns "Correlation coefficient r^2 < 0.9") and print 0.00 MB/s for a completed run:
+  # seen once for rail b while the peers built beside a CI run.
+  bw_line_ok /tmp/cli.out 65536 20 any || return 1
   _ct=$(($(if_bytes p6 "$_used" tx) - _ct0)) _co=$(($(if_bytes p6 "$_other" tx) - _co0))
   _sr=$(($(if_bytes p5 "$_used" rx) - _sr0)) _so=$(($(if_bytes p5 "$_other" rx) - _so0))
   echo "payload $_payload; p6 tx: $_used +$_ct, $_other +$_co; p5 rx: $_used +$_sr, $_other +$_so"
